@@ -1,0 +1,215 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the service, parsed once from the environment
+// in main and passed down as plain values.
+type Config struct {
+	DatabaseURL string
+	DataDir     string
+	LocalPGPort int
+	HTTPAddr    string
+	PublicURL   string
+
+	WebAuthToken string
+
+	LogFormat  string
+	LogLevel   string
+	LogContent bool
+
+	ScopedWrite bool
+	ScopedRead  bool
+	SubAgents   bool
+
+	LLMProvider      string
+	LLMBaseURL       string
+	LLMAPIKey        string
+	LLMModel         string
+	LLMContextWindow int
+	LLMTimeout       time.Duration
+}
+
+// envVar is one row of the configuration table: the README's env table and
+// `switchboard --help` are generated from the same rows.
+type envVar struct {
+	Name    string
+	Default string
+	Help    string
+	Secret  bool
+	set     func(c *Config, v string) error
+}
+
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/switchboard"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "switchboard")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "switchboard")
+	}
+	return ".switchboard"
+}
+
+func envTable() []envVar {
+	return []envVar{
+		{Name: "DATABASE_URL", Help: "PostgreSQL URL. Unset: use 127.0.0.1:5432 if it answers, else start a private cluster under DATA_DIR.", Secret: true,
+			set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+		{Name: "DATA_DIR", Default: "~/.local/share/switchboard (root: /var/lib/switchboard)", Help: "Where the private PostgreSQL cluster, the generated login token and the agent workspaces live.",
+			set: func(c *Config, v string) error {
+				if v == "" || strings.HasPrefix(v, "~/") {
+					c.DataDir = defaultDataDir()
+					return nil
+				}
+				c.DataDir = v
+				return nil
+			}},
+		{Name: "LOCAL_PG_PORT", Default: "55432", Help: "Port of the private PostgreSQL cluster started when DATABASE_URL is unset.",
+			set: func(c *Config, v string) (err error) { c.LocalPGPort, err = parsePort(v); return }},
+		{Name: "HTTP_ADDR", Default: "127.0.0.1:8080", Help: "Listen address of the web server (chat page, API, websocket, /healthz).",
+			set: func(c *Config, v string) error {
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return fmt.Errorf("want host:port, got %q", v)
+				}
+				c.HTTPAddr = v
+				return nil
+			}},
+		{Name: "PUBLIC_URL", Help: "URL users reach the web server at (for the printed login link). Default: http://HTTP_ADDR.",
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+					return fmt.Errorf("want an http:// or https:// URL, got %q", v)
+				}
+				c.PublicURL = strings.TrimRight(v, "/")
+				return nil
+			}},
+		{Name: "WEB_AUTH_TOKEN", Help: "The owner's login token for web, API and TUI. Unset: one is generated at first start, stored hashed, and printed once.", Secret: true,
+			set: func(c *Config, v string) error {
+				if v != "" && len(v) < 16 {
+					return fmt.Errorf("too short: use at least 16 characters")
+				}
+				c.WebAuthToken = v
+				return nil
+			}},
+		{Name: "LOG_FORMAT", Default: "json", Help: "Log format: json or text.",
+			set: func(c *Config, v string) error { return oneOf(&c.LogFormat, v, "json", "text") }},
+		{Name: "LOG_LEVEL", Default: "info", Help: "Log level: debug, info, warn or error.",
+			set: func(c *Config, v string) error { return oneOf(&c.LogLevel, v, "debug", "info", "warn", "error") }},
+		{Name: "LOG_CONTENT", Default: "0", Help: "Log message text (1) or never (0).",
+			set: func(c *Config, v string) (err error) { c.LogContent, err = parseBool(v); return }},
+		{Name: "AGENT_CONTEXT_SCOPED_WRITE", Default: "0", Help: "Write explicit context scopes and dual-write summaries (global + main). See docs/ROLLOUT.md.",
+			set: func(c *Config, v string) (err error) { c.ScopedWrite, err = parseBool(v); return }},
+		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "0", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1.",
+			set: func(c *Config, v string) (err error) { c.ScopedRead, err = parseBool(v); return }},
+		{Name: "AGENT_SUBAGENTS", Default: "1", Help: "Run delegated tasks as sub-agents in their own scopes (needs READ=1); 0 runs them inline in main.",
+			set: func(c *Config, v string) (err error) { c.SubAgents, err = parseBool(v); return }},
+		{Name: "LLM_PROVIDER", Default: "offline", Help: "Model provider: openai (any OpenAI-compatible server), anthropic, or offline (answers how to configure one).",
+			set: func(c *Config, v string) error { return oneOf(&c.LLMProvider, v, "offline", "openai", "anthropic") }},
+		{Name: "LLM_BASE_URL", Help: "Provider base URL, e.g. http://127.0.0.1:11434/v1 for Ollama. Default: the provider's own.",
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+					return fmt.Errorf("want an http:// or https:// URL, got %q", v)
+				}
+				c.LLMBaseURL = v
+				return nil
+			}},
+		{Name: "LLM_API_KEY", Help: "Provider API key.", Secret: true,
+			set: func(c *Config, v string) error { c.LLMAPIKey = v; return nil }},
+		{Name: "LLM_MODEL", Help: "Model name, e.g. gpt-4o-mini, claude-sonnet-4-5, qwen2.5:7b.",
+			set: func(c *Config, v string) error { c.LLMModel = v; return nil }},
+		{Name: "LLM_CONTEXT_WINDOW", Default: "128000", Help: "The model's context window in tokens.",
+			set: func(c *Config, v string) (err error) {
+				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
+				return
+			}},
+		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
+			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
+	}
+}
+
+// LoadConfig parses the environment through getenv. Every bad value is
+// reported, each naming its variable.
+func LoadConfig(getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	var errs []string
+	for _, v := range envTable() {
+		val := strings.TrimSpace(getenv(v.Name))
+		if val == "" {
+			val = v.Default
+		}
+		if err := v.set(c, val); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", v.Name, err))
+		}
+	}
+	if len(errs) == 0 && c.ScopedRead && !c.ScopedWrite {
+		errs = append(errs, "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1: the scoped read path reads rows and summaries only the scoped write path produces (turn WRITE on first, see docs/ROLLOUT.md)")
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("configuration:\n  %s", strings.Join(errs, "\n  "))
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.HTTPAddr
+	}
+	return c, nil
+}
+
+// FlagMode names the flag combination of DESIGN.md's matrix.
+func (c *Config) FlagMode() string {
+	switch {
+	case c.ScopedWrite && c.ScopedRead:
+		return "scoped"
+	case c.ScopedWrite:
+		return "dual-write"
+	default:
+		return "legacy"
+	}
+}
+
+func oneOf(dst *string, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			*dst = a
+			return nil
+		}
+	}
+	return fmt.Errorf("want one of %s, got %q", strings.Join(allowed, ", "), v)
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("want 0 or 1, got %q", v)
+}
+
+func parsePort(v string) (int, error) { return parseIntRange(v, 1, 65535) }
+
+func parseIntRange(v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number, got %q", v)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("want %d to %d, got %d", lo, hi, n)
+	}
+	return n, nil
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive duration such as 30s or 2m, got %q", v)
+	}
+	return d, nil
+}

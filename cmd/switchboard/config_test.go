@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := LoadConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:8080" || c.LLMProvider != "offline" || c.LocalPGPort != 55432 || c.FlagMode() != "legacy" || c.DataDir == "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.PublicURL != "http://127.0.0.1:8080" {
+		t.Fatalf("public url default %q", c.PublicURL)
+	}
+}
+
+func TestLoadConfigFlagMatrix(t *testing.T) {
+	for _, tc := range []struct {
+		write, read string
+		mode        string
+		wantErr     string
+	}{
+		{"0", "0", "legacy", ""},
+		{"1", "0", "dual-write", ""},
+		{"1", "1", "scoped", ""},
+		{"0", "1", "", "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1"},
+		{"2", "0", "", "AGENT_CONTEXT_SCOPED_WRITE: want 0 or 1"},
+	} {
+		c, err := LoadConfig(env(map[string]string{"AGENT_CONTEXT_SCOPED_WRITE": tc.write, "AGENT_CONTEXT_SCOPED_READ": tc.read}))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("W=%s R=%s: want error %q, got %v", tc.write, tc.read, tc.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || c.FlagMode() != tc.mode {
+			t.Errorf("W=%s R=%s: mode %v err %v", tc.write, tc.read, c, err)
+		}
+	}
+}
+
+func TestLoadConfigErrorsNameEveryVariable(t *testing.T) {
+	_, err := LoadConfig(env(map[string]string{
+		"HTTP_ADDR":          "nonsense",
+		"LLM_PROVIDER":       "gpt",
+		"LLM_CONTEXT_WINDOW": "12",
+		"LOCAL_PG_PORT":      "99999",
+		"WEB_AUTH_TOKEN":     "s3cr3tval",
+		"LLM_TIMEOUT":        "-3s",
+	}))
+	if err == nil {
+		t.Fatal("want error")
+	}
+	for _, name := range []string{"HTTP_ADDR", "LLM_PROVIDER", "LLM_CONTEXT_WINDOW", "LOCAL_PG_PORT", "WEB_AUTH_TOKEN", "LLM_TIMEOUT"} {
+		if !strings.Contains(err.Error(), name+":") {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cr3tval") {
+		t.Errorf("error echoes a secret value: %v", err)
+	}
+}
+
+// TestEveryEnvVarDocumented keeps the README's env table true to the code.
+func TestEveryEnvVarDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range envTable() {
+		if !strings.Contains(string(readme), "| `"+v.Name+"` |") {
+			t.Errorf("README.md env table lacks %s", v.Name)
+		}
+	}
+}

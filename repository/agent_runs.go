@@ -1,0 +1,118 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+const runColumns = `id, timeline_scope, context_scope, COALESCE(agent_id, ''), COALESCE(parent_run_id, 0),
+	COALESCE(trigger_message_id, 0), source, status, model, started_at, finished_at, heartbeat_at,
+	COALESCE(error, ''), COALESCE(prompt_token_budget, 0), COALESCE(estimated_prompt_tokens, 0),
+	COALESCE(model_context_window, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0),
+	COALESCE(cached_tokens, 0)`
+
+func scanRun(row pgx.Row) (services.Run, error) {
+	var r services.Run
+	err := row.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
+		&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
+		&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
+		&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens)
+	return r, err
+}
+
+// CreateRun inserts a run. Empty scopes take the column defaults.
+func (s *Store) CreateRun(ctx context.Context, in services.NewRun) (services.Run, error) {
+	if in.Source == "" {
+		return services.Run{}, services.Errorf(services.EINVALID, "run source is empty")
+	}
+	status := in.Status
+	if status == "" {
+		status = services.RunQueued
+	}
+	r, err := scanRun(s.db.QueryRow(ctx, `
+		INSERT INTO agent_runs (timeline_scope, context_scope, agent_id, parent_run_id, trigger_message_id,
+			source, status, model)
+		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
+			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8)
+		RETURNING `+runColumns,
+		in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
+		in.Source, status, in.Model))
+	if err != nil {
+		return services.Run{}, wrapErr("create run", err)
+	}
+	return r, nil
+}
+
+// GetRun returns one run.
+func (s *Store) GetRun(ctx context.Context, id int64) (services.Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `SELECT `+runColumns+` FROM agent_runs WHERE id = $1`, id))
+	if err != nil {
+		return services.Run{}, wrapErr(fmt.Sprintf("get run %d", id), err)
+	}
+	return r, nil
+}
+
+// SetRunStatus changes a run's status and refreshes its heartbeat.
+func (s *Store) SetRunStatus(ctx context.Context, id int64, status string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE agent_runs SET status = $2, heartbeat_at = now() WHERE id = $1`, id, status)
+	if err != nil {
+		return wrapErr(fmt.Sprintf("set run %d status", id), err)
+	}
+	if tag.RowsAffected() == 0 {
+		return services.Errorf(services.ENOTFOUND, "run %d not found", id)
+	}
+	return nil
+}
+
+// FinishRun closes an unfinished run exactly once.
+func (s *Store) FinishRun(ctx context.Context, id int64, f services.RunFinish) (services.Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `
+		UPDATE agent_runs SET status = $2, error = NULLIF($3, ''), finished_at = now(),
+			prompt_token_budget = NULLIF($4, 0), estimated_prompt_tokens = NULLIF($5, 0),
+			model_context_window = NULLIF($6, 0), prompt_tokens = NULLIF($7, 0),
+			completion_tokens = NULLIF($8, 0), cached_tokens = NULLIF($9, 0)
+		WHERE id = $1 AND finished_at IS NULL
+		RETURNING `+runColumns,
+		id, f.Status, f.Error, f.PromptTokenBudget, f.EstimatedPromptTokens, f.ModelContextWindow,
+		f.PromptTokens, f.CompletionTokens, f.CachedTokens))
+	if err == pgx.ErrNoRows {
+		if _, gerr := s.GetRun(ctx, id); gerr != nil {
+			return services.Run{}, gerr
+		}
+		return services.Run{}, services.Errorf(services.ECONFLICT, "run %d is already finished", id)
+	}
+	if err != nil {
+		return services.Run{}, wrapErr(fmt.Sprintf("finish run %d", id), err)
+	}
+	return r, nil
+}
+
+// ListRuns lists runs newest first, filtered by the non-zero fields of q.
+func (s *Store) ListRuns(ctx context.Context, q services.RunQuery) ([]services.Run, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+runColumns+` FROM agent_runs
+		WHERE ($1 = '' OR timeline_scope = $1)
+		  AND ($2 = '' OR context_scope = $2)
+		  AND ($3 = '' OR status = $3)
+		  AND ($4 = 0 OR parent_run_id = $4)
+		  AND ($5 = 0 OR id < $5)
+		ORDER BY id DESC LIMIT $6`,
+		q.TimelineScope, q.ContextScope, q.Status, q.ParentRunID, q.BeforeID, clampLimit(q.Limit))
+	if err != nil {
+		return nil, wrapErr("list runs", err)
+	}
+	defer rows.Close()
+	var out []services.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, wrapErr("list runs", err)
+		}
+		out = append(out, r)
+	}
+	return out, wrapErr("list runs", rows.Err())
+}

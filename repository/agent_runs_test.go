@@ -1,0 +1,99 @@
+package repository_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+)
+
+func TestRunLifecycleAndSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	trigger, _, err := s.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "go", Visible: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := s.CreateRun(ctx, services.NewRun{Source: "web", Model: "m", TriggerMessageID: trigger.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent.Status != services.RunQueued || parent.TimelineScope != "global" || parent.ContextScope != "main" || parent.ParentRunID != 0 {
+		t.Fatalf("defaults: %+v", parent)
+	}
+	child, err := s.CreateRun(ctx, services.NewRun{Source: "agent", ParentRunID: parent.ID, AgentID: "researcher", ContextScope: "sub:researcher:x", Status: services.RunRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.ParentRunID != parent.ID || child.AgentID != "researcher" {
+		t.Fatalf("child: %+v", child)
+	}
+	for i, kind := range []string{services.StepModelCall, services.StepToolCall, services.StepToolResult} {
+		st, err := s.AppendStep(ctx, parent.ID, kind, json.RawMessage(`{"i":`+string(rune('0'+i))+`}`))
+		if err != nil || st.Index != i {
+			t.Fatalf("step %d: index=%d err=%v", i, st.Index, err)
+		}
+	}
+	steps, err := s.ListSteps(ctx, parent.ID)
+	if err != nil || len(steps) != 3 || steps[2].Kind != services.StepToolResult {
+		t.Fatalf("steps: %+v %v", steps, err)
+	}
+	done, err := s.FinishRun(ctx, parent.ID, services.RunFinish{Status: services.RunOK, PromptTokenBudget: 1000, EstimatedPromptTokens: 300, ModelContextWindow: 8000, PromptTokens: 310, CachedTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.FinishedAt == nil || done.PromptTokenBudget != 1000 || done.EstimatedPromptTokens != 300 || done.CachedTokens != 100 {
+		t.Fatalf("finish: %+v", done)
+	}
+	if _, err := s.FinishRun(ctx, parent.ID, services.RunFinish{Status: services.RunError}); !services.IsKind(err, services.ECONFLICT) {
+		t.Fatalf("second finish: want ECONFLICT, got %v", err)
+	}
+	if _, err := s.FinishRun(ctx, 424242, services.RunFinish{Status: services.RunError}); !services.IsKind(err, services.ENOTFOUND) {
+		t.Fatalf("finish missing: want ENOTFOUND, got %v", err)
+	}
+	kids, err := s.ListRuns(ctx, services.RunQuery{ParentRunID: parent.ID})
+	if err != nil || len(kids) != 1 || kids[0].ID != child.ID {
+		t.Fatalf("children: %+v %v", kids, err)
+	}
+	byScope, err := s.ListRuns(ctx, services.RunQuery{ContextScope: "main"})
+	if err != nil || len(byScope) != 1 || byScope[0].ID != parent.ID {
+		t.Fatalf("by scope: %+v %v", byScope, err)
+	}
+}
+
+func TestTransactRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	boom := errors.New("boom")
+	var id int64
+	err := s.Transact(ctx, func(tx services.Store) error {
+		m, _, err := tx.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "x", Visible: true})
+		id = m.ID
+		if err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("want boom, got %v", err)
+	}
+	if _, err := s.GetMessage(ctx, id); !services.IsKind(err, services.ENOTFOUND) {
+		t.Fatalf("rolled back row is visible: %v", err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.Transact(ctx, func(tx services.Store) error {
+			m, _, _ := tx.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "y"})
+			id = m.ID
+			panic("handler panic")
+		})
+	}()
+	if _, err := s.GetMessage(ctx, id); !services.IsKind(err, services.ENOTFOUND) {
+		t.Fatalf("row from panicking tx is visible: %v", err)
+	}
+}

@@ -1,0 +1,119 @@
+// Package repository implements the services' stores on PostgreSQL with pgx.
+// One file per table, raw SQL beside the method that runs it, every column
+// scanned explicitly. pgx.ErrNoRows becomes services.ENOTFOUND here, at the
+// driver boundary.
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// DBTX is what both a pool and a transaction offer.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store is the PostgreSQL implementation of services.Store.
+type Store struct {
+	db DBTX
+}
+
+var _ services.Store = (*Store)(nil)
+
+// New returns a Store on a pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{db: pool} }
+
+// NewTx returns a Store bound to the caller's transaction.
+func NewTx(tx pgx.Tx) *Store { return &Store{db: tx} }
+
+// Open connects a pool and checks the connection.
+func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: ping: %w", err)
+	}
+	return pool, nil
+}
+
+// Transact runs fn in a transaction (a savepoint when already in one). It
+// commits when fn returns nil and rolls back on error or panic.
+func (s *Store) Transact(ctx context.Context, fn func(tx services.Store) error) (err error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return wrapErr("begin transaction", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(ctx)
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(ctx)
+		}
+	}()
+	if err = fn(NewTx(tx)); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return wrapErr("commit", err)
+	}
+	return nil
+}
+
+// wrapErr prefixes err with the layer and operation, translating the errors
+// that have a domain meaning.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *services.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &services.Error{Kind: services.ENOTFOUND, Message: op + ": not found", Err: err}
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return &services.Error{Kind: services.ECONFLICT, Message: op + ": already exists", Err: err}
+		case "23503", "23514", "22P02", "22001": // fk, check, bad text repr, too long
+			return &services.Error{Kind: services.EINVALID, Message: op + ": " + pgErr.Message, Err: err}
+		}
+	}
+	if isUnavailable(err) {
+		return &services.Error{Kind: services.EUNAVAILABLE, Message: "database unavailable, retry shortly", Err: err}
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// isUnavailable reports connection-level failures (server restarting, refused).
+func isUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code[:2] == "08"
+	}
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || pgconn.SafeToRetry(err)
+}

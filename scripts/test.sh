@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs Switchboard's whole test suite. It first makes sure what the tests
+# need is on the machine (PostgreSQL server binaries, Chromium for the browser
+# tests, tmux for the TUI test, the Telegram Bot API emulator from npm),
+# installing what is missing when it can (as root with apt-get), then runs
+# `go test` over every package with the race detector.
+#
+# Tests find PostgreSQL through TEST_DATABASE_URL, else a server on
+# 127.0.0.1:5432, else they start a throwaway cluster from the binaries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+have_pg_bins() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
+have_pg_bins || need_apt+=(postgresql)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing ${need_apt[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "test.sh: missing ${need_apt[*]}; install them (sudo apt-get install ${need_apt[*]}) for the full suite" >&2
+  fi
+fi
+
+if [ -f scripts/testdeps/package.json ] && command -v npm >/dev/null 2>&1; then
+  if [ ! -d scripts/testdeps/node_modules ]; then
+    (cd scripts/testdeps && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
+exec go test -race -count=1 -timeout 30m ./... "$@"

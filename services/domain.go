@@ -1,0 +1,237 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Well-known scope names.
+const (
+	// DefaultTimeline is the owner's timeline, shared by every channel.
+	DefaultTimeline = "global"
+	// MainScope is the main agent's context scope.
+	MainScope = "main"
+	// GlobalSummaryScope is the legacy summary scope read when
+	// AGENT_CONTEXT_SCOPED_READ is off.
+	GlobalSummaryScope = "global"
+)
+
+// Message sources (channels and internal writers).
+const (
+	SourceTelegram = "telegram"
+	SourceWeb      = "web"
+	SourceTUI      = "tui"
+	SourceAPI      = "api"
+	SourceSystem   = "system"
+	SourceAgent    = "agent"
+)
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSystem    = "system"
+	RoleTool      = "tool"
+)
+
+// Message is one row of chat_messages: a user-visible timeline entry
+// (Visible) or an internal step of an agent's context scope.
+type Message struct {
+	ID            int64
+	TimelineScope string
+	ContextScope  string
+	AgentID       string
+	Role          string
+	Source        string
+	Content       string
+	Visible       bool
+	Metadata      json.RawMessage
+	DedupeKey     string
+	TokenCount    int
+	CreatedAt     time.Time
+}
+
+// NewMessage is what InsertMessage stores. Empty TimelineScope and
+// ContextScope take the column defaults ('global', 'main'), which is what
+// legacy callers relied on.
+type NewMessage struct {
+	TimelineScope string
+	ContextScope  string
+	AgentID       string
+	Role          string
+	Source        string
+	Content       string
+	Visible       bool
+	Metadata      json.RawMessage
+	// DedupeKey, when set, makes the insert idempotent per (timeline, source, key).
+	DedupeKey  string
+	TokenCount int
+}
+
+// TimelineQuery selects a page of a timeline by keyset: rows with id > AfterID
+// (ascending) or, when BeforeID is set, rows with id < BeforeID (newest first
+// in the query, returned ascending).
+type TimelineQuery struct {
+	TimelineScope string
+	AfterID       int64
+	BeforeID      int64
+	Limit         int
+	// IncludeHidden also returns visible = 0 rows (debug views only).
+	IncludeHidden bool
+}
+
+// ContextQuery selects the messages of one (timeline, context scope) after a
+// summary cursor, ascending by id.
+type ContextQuery struct {
+	TimelineScope string
+	ContextScope  string
+	AfterID       int64
+	Limit         int
+	// ByTimelineOnly ignores ContextScope and reads visible rows of the
+	// timeline: the legacy read path (AGENT_CONTEXT_SCOPED_READ=0).
+	ByTimelineOnly bool
+}
+
+// Summary is the summary cursor row of one (timeline, scope): the id of the
+// last message covered by archived summaries and the latest summary text.
+type Summary struct {
+	TimelineScope  string
+	Scope          string
+	UntilMessageID int64
+	SummaryText    string
+	UpdatedAt      time.Time
+}
+
+// Run statuses.
+const (
+	RunQueued      = "queued"
+	RunRunning     = "running"
+	RunOK          = "ok"
+	RunError       = "error"
+	RunTimeout     = "timeout"
+	RunCancelled   = "cancelled"
+	RunInterrupted = "interrupted"
+)
+
+// Run is one agent execution (agent_runs).
+type Run struct {
+	ID                    int64
+	TimelineScope         string
+	ContextScope          string
+	AgentID               string
+	ParentRunID           int64 // 0 for a main run
+	TriggerMessageID      int64
+	Source                string
+	Status                string
+	Model                 string
+	StartedAt             time.Time
+	FinishedAt            *time.Time
+	HeartbeatAt           *time.Time
+	Error                 string
+	PromptTokenBudget     int
+	EstimatedPromptTokens int
+	ModelContextWindow    int
+	PromptTokens          int
+	CompletionTokens      int
+	CachedTokens          int
+}
+
+// NewRun is what CreateRun stores.
+type NewRun struct {
+	TimelineScope    string
+	ContextScope     string
+	AgentID          string
+	ParentRunID      int64
+	TriggerMessageID int64
+	Source           string
+	Status           string
+	Model            string
+}
+
+// RunFinish closes a run: final status, error text and observed usage.
+type RunFinish struct {
+	Status                string
+	Error                 string
+	PromptTokenBudget     int
+	EstimatedPromptTokens int
+	ModelContextWindow    int
+	PromptTokens          int
+	CompletionTokens      int
+	CachedTokens          int
+}
+
+// RunQuery lists runs, newest first.
+type RunQuery struct {
+	TimelineScope string
+	ContextScope  string
+	Status        string
+	ParentRunID   int64
+	BeforeID      int64
+	Limit         int
+}
+
+// Step kinds.
+const (
+	StepModelCall  = "model_call"
+	StepToolCall   = "tool_call"
+	StepToolResult = "tool_result"
+	StepHandoff    = "handoff"
+	StepError      = "error"
+)
+
+// Step is one recorded step of a run (agent_run_steps).
+type Step struct {
+	ID        int64
+	RunID     int64
+	Index     int
+	Kind      string
+	Payload   json.RawMessage
+	CreatedAt time.Time
+}
+
+// ChatStore persists timeline messages and summary cursors.
+type ChatStore interface {
+	// InsertMessage stores a message. With a DedupeKey already stored for the
+	// same (timeline, source) it returns the existing row and created=false.
+	// Returns EINVALID for a bad role or empty source.
+	InsertMessage(ctx context.Context, m NewMessage) (msg Message, created bool, err error)
+	// GetMessage returns one message; ENOTFOUND when absent.
+	GetMessage(ctx context.Context, id int64) (Message, error)
+	// ListTimeline returns a page of a timeline in ascending id order.
+	ListTimeline(ctx context.Context, q TimelineQuery) ([]Message, error)
+	// ListContext returns the messages of a context scope after a cursor.
+	ListContext(ctx context.Context, q ContextQuery) ([]Message, error)
+	// GetSummary returns the summary cursor of (timeline, scope); ENOTFOUND when absent.
+	GetSummary(ctx context.Context, timelineScope, scope string) (Summary, error)
+	// UpsertSummary creates or moves the summary cursor of (timeline, scope).
+	UpsertSummary(ctx context.Context, s Summary) (Summary, error)
+}
+
+// RunStore persists agent runs and their steps.
+type RunStore interface {
+	// CreateRun inserts a run; EINVALID for an empty source.
+	CreateRun(ctx context.Context, r NewRun) (Run, error)
+	// GetRun returns one run; ENOTFOUND when absent.
+	GetRun(ctx context.Context, id int64) (Run, error)
+	// SetRunStatus changes a run's status (e.g. queued → running); ENOTFOUND when absent.
+	SetRunStatus(ctx context.Context, id int64, status string) error
+	// FinishRun closes an unfinished run; ENOTFOUND when absent, ECONFLICT when
+	// it was already finished.
+	FinishRun(ctx context.Context, id int64, f RunFinish) (Run, error)
+	// ListRuns lists runs newest first.
+	ListRuns(ctx context.Context, q RunQuery) ([]Run, error)
+	// AppendStep records the next step of a run with the next index.
+	AppendStep(ctx context.Context, runID int64, kind string, payload json.RawMessage) (Step, error)
+	// ListSteps returns a run's steps in order.
+	ListSteps(ctx context.Context, runID int64) ([]Step, error)
+}
+
+// Store is every store plus transactions. Transact runs fn with a Store bound
+// to one database transaction, committed when fn returns nil and rolled back
+// when it returns an error or panics.
+type Store interface {
+	ChatStore
+	RunStore
+	Transact(ctx context.Context, fn func(tx Store) error) error
+}
