@@ -61,13 +61,21 @@ func (s *Store) InsertMessage(ctx context.Context, m services.NewMessage) (servi
 	if m.Visible {
 		visible = 1
 	}
+	// The transaction-scoped advisory lock on the timeline serialises inserts
+	// into one timeline, so ids commit in id order and a reader tailing "rows
+	// after the last id I saw" never skips a row that commits late. It is
+	// taken in the same statement (one round trip) and released at commit.
 	// ON CONFLICT DO NOTHING + re-read keeps the insert idempotent on the
 	// dedupe key without aborting the caller's transaction.
 	row := s.db.QueryRow(ctx, `
+		WITH timeline_lock AS (
+			SELECT pg_advisory_xact_lock(`+timelineLockKey+`, hashtext(COALESCE(NULLIF($1, ''), 'global')))
+		)
 		INSERT INTO chat_messages (timeline_scope, context_scope, agent_id, role, source, content,
 			visible, metadata, dedupe_key, token_count)
-		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
-			$4, $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0))
+		SELECT COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
+			$4, $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0)::integer
+		FROM timeline_lock
 		ON CONFLICT (timeline_scope, source, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 		RETURNING `+messageColumns,
 		m.TimelineScope, m.ContextScope, m.AgentID, m.Role, m.Source, m.Content,
@@ -99,6 +107,24 @@ func (s *Store) GetMessage(ctx context.Context, id int64) (services.Message, err
 		return services.Message{}, wrapErr(fmt.Sprintf("get message %d", id), err)
 	}
 	return m, nil
+}
+
+// timelineLockKey is the first key of the per-timeline advisory lock.
+const timelineLockKey = "7301"
+
+// LatestID returns the newest visible message id of a timeline, 0 when empty.
+func (s *Store) LatestID(ctx context.Context, timelineScope string) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `
+		SELECT COALESCE((SELECT id FROM chat_messages WHERE timeline_scope = $1 AND visible = 1
+		ORDER BY id DESC LIMIT 1), 0)`, timelineScope).Scan(&id)
+	return id, wrapErr(fmt.Sprintf("latest id of %q", timelineScope), err)
+}
+
+// After returns visible rows of a timeline after an id (the events.Rows
+// interface of the hub).
+func (s *Store) After(ctx context.Context, timelineScope string, afterID int64, limit int) ([]services.Message, error) {
+	return s.ListTimeline(ctx, services.TimelineQuery{TimelineScope: timelineScope, AfterID: afterID, Limit: limit})
 }
 
 func clampLimit(n int) int {

@@ -1,6 +1,6 @@
 // Package web is Switchboard's HTTP face on echo: REST API, websocket hub,
 // owner auth, and the embedded chat and debug pages. It speaks to services
-// only through their interfaces and never touches SQL or prompts.
+// only through their types and never touches SQL or prompts.
 package web
 
 import (
@@ -9,24 +9,48 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/events"
 )
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 256 << 10
 
 // Options configures a Server.
 type Options struct {
 	Logger *slog.Logger
+	Chat   *chat.Service
+	Hub    *events.Hub
+	// TokenHash is the SHA-256 of the owner's login token.
+	TokenHash []byte
+	// OwnerTimeline is the timeline web and TUI clients read and write.
+	OwnerTimeline string
+	// Flags are shown to the owner (debug page, /api/whoami).
+	Flags map[string]string
+	// SecureCookies sets the Secure attribute (PUBLIC_URL is https).
+	SecureCookies bool
+	// AllowedOrigins are extra websocket origins (host patterns); the
+	// request's own host is always allowed.
+	AllowedOrigins []string
 	// Ready reports whether the service can take traffic (database reachable,
-	// migrations current); nil means always ready.
+	// migrations current); nil means always ready. Its error text is shown.
 	Ready func(ctx context.Context) error
 }
 
 // Server is the web server.
 type Server struct {
-	echo *echo.Echo
-	opts Options
-	http *http.Server
+	echo      *echo.Echo
+	opts      Options
+	log       *slog.Logger
+	auth      *auth
+	http      *http.Server
+	wsClients atomic.Int64
 }
 
 // New builds the server and its routes.
@@ -37,14 +61,35 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{echo: e, opts: opts}
+	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now}}
+	e.HTTPErrorHandler = s.handleError
+	// Middleware order: request id first (so every log line has it), then
+	// panic recovery, then the body limit.
+	e.Use(middleware.RequestID())
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit("256K"))
+
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
+	e.GET("/login", s.handleLoginPage)
+	e.POST("/login", s.handleLogin)
+	e.POST("/logout", s.handleLogout)
+	e.GET("/", s.handleChatPage)
+	e.GET("/static/*", s.handleStatic)
+
+	api := e.Group("/api", s.requireOwner)
+	api.POST("/messages", s.handlePostMessage)
+	api.GET("/timeline", s.handleTimeline)
+	api.GET("/whoami", s.handleWhoami)
+	api.GET("/ws", s.handleWS)
 	return s
 }
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler { return s.echo }
+
+// WebsocketClients is the number of open websocket connections.
+func (s *Server) WebsocketClients() int64 { return s.wsClients.Load() }
 
 // Serve accepts connections on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {

@@ -7,9 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/events"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -35,9 +39,39 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	} else if len(applied) > 0 {
 		log.Info("migrations applied", "versions", applied)
 	}
+	store := repository.New(pool)
+
+	tokenHash, err := ownerToken(ctx, cfg, store, stdout)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hub := events.NewHub(store, log)
+	go hub.Run(ctx)
+	notifier, err := repository.NewNotifier(ctx, pool, log)
+	if err != nil {
+		return err
+	}
+	go notifier.Listen(ctx, hub.Notify, hub.Resync)
+
+	chatSvc := chat.New(chat.Options{
+		Store:       store,
+		Publisher:   events.Fanout{Hub: hub, Remote: notifier},
+		Logger:      log,
+		ScopedWrite: cfg.ScopedWrite,
+		LogContent:  cfg.LogContent,
+	})
 
 	srv := web.New(web.Options{
-		Logger: log,
+		Logger:        log,
+		Chat:          chatSvc,
+		Hub:           hub,
+		TokenHash:     tokenHash,
+		OwnerTimeline: services.DefaultTimeline,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		Flags:         flagMap(cfg),
 		Ready: func(ctx context.Context) error {
 			if err := pool.Ping(ctx); err != nil {
 				return errors.New("database unreachable")
@@ -63,8 +97,40 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelShutdown()
 	log.Info("shutting down")
 	return srv.Shutdown(shutdownCtx)
+}
+
+// ownerToken returns the hash of the owner's login token: WEB_AUTH_TOKEN's,
+// or a stored one, or a new one generated, stored (hashed) and printed once.
+func ownerToken(ctx context.Context, cfg *Config, store *repository.Store, stdout io.Writer) ([]byte, error) {
+	if cfg.WebAuthToken != "" {
+		return web.HashToken(cfg.WebAuthToken), nil
+	}
+	tok := web.NewToken()
+	hash, created, err := store.InitOwnerTokenHash(ctx, web.HashToken(tok))
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		fmt.Fprintf(stdout, "\nOwner login token generated (shown once; only its hash is stored):\n  %s\nLog in at:\n  %s/login?token=%s\n\n", tok, cfg.PublicURL, tok)
+	}
+	return hash, nil
+}
+
+func flagMap(cfg *Config) map[string]string {
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return map[string]string{
+		"AGENT_CONTEXT_SCOPED_WRITE": b(cfg.ScopedWrite),
+		"AGENT_CONTEXT_SCOPED_READ":  b(cfg.ScopedRead),
+		"AGENT_SUBAGENTS":            b(cfg.SubAgents),
+		"mode":                       cfg.FlagMode(),
+	}
 }

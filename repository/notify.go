@@ -1,0 +1,112 @@
+package repository
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// EventChannel is the LISTEN/NOTIFY channel events travel on. Within one
+// database, instances sharing a search_path share it; the channel name is
+// suffixed with the schema so isolated test schemas do not hear each other.
+const EventChannel = "switchboard_events"
+
+// Notifier publishes events with pg_notify and listens for everyone's.
+type Notifier struct {
+	pool    *pgxpool.Pool
+	channel string
+	log     *slog.Logger
+}
+
+var _ services.Publisher = (*Notifier)(nil)
+
+// NewNotifier returns a Notifier on the pool's database and current schema.
+func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*Notifier, error) {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, wrapErr("read current schema", err)
+	}
+	ch := EventChannel
+	if schema != "public" {
+		ch += "_" + schema
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Notifier{pool: pool, channel: ch, log: log}, nil
+}
+
+// Publish sends e to every listening instance (including this one).
+func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("store: encode event: %w", err)
+	}
+	if len(payload) > 7900 {
+		return services.Errorf(services.ETOOLARGE, "event payload is %d bytes, NOTIFY allows 8000", len(payload))
+	}
+	_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, string(payload))
+	return wrapErr("publish event", err)
+}
+
+// Listen delivers every event to deliver until ctx ends, on a dedicated
+// connection. When the connection is lost it reconnects with backoff and
+// calls resync, because notifications sent meanwhile are gone.
+func (n *Notifier) Listen(ctx context.Context, deliver func(services.Event), resync func()) {
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		err := n.listenOnce(ctx, deliver, func() {
+			backoff = 100 * time.Millisecond
+			if !first {
+				resync()
+			}
+			first = false
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("event listener lost its connection; reconnecting", "err", err, "backoff_ms", backoff.Milliseconds())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (n *Notifier) listenOnce(ctx context.Context, deliver func(services.Event), connected func()) error {
+	conn, err := n.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection carries LISTEN state: never return it to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
+		return err
+	}
+	connected()
+	for {
+		note, err := pc.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var e services.Event
+		if err := json.Unmarshal([]byte(note.Payload), &e); err != nil {
+			n.log.Warn("event listener: bad payload", "err", err)
+			continue
+		}
+		deliver(e)
+	}
+}

@@ -1,0 +1,206 @@
+// Package chat is ChatService: the single entry for messages from every
+// channel into a timeline, and the timeline reads channels use.
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// DefaultMaxContentBytes bounds one message's text.
+const DefaultMaxContentBytes = 32 << 10
+
+// TurnHandler receives each newly stored user message, after commit and
+// publish. The agent runtime implements it; a nil handler does nothing.
+type TurnHandler interface {
+	// HandleTurn starts (or queues) the agent's answer to msg.
+	HandleTurn(ctx context.Context, msg services.Message) error
+}
+
+// Options are ChatService's collaborators.
+type Options struct {
+	Store     services.Store
+	Publisher services.Publisher
+	Turns     TurnHandler
+	Logger    *slog.Logger
+	// CountTokens counts a message's tokens once, when it is stored (nil: not counted).
+	CountTokens     func(text string) int
+	MaxContentBytes int
+	// ScopedWrite writes context_scope explicitly (AGENT_CONTEXT_SCOPED_WRITE);
+	// off, the column takes its default, which is also 'main'.
+	ScopedWrite bool
+	// LogContent allows message text in logs (LOG_CONTENT).
+	LogContent bool
+}
+
+// Service is ChatService.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a ChatService.
+func New(opts Options) *Service {
+	if opts.MaxContentBytes <= 0 {
+		opts.MaxContentBytes = DefaultMaxContentBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{opts: opts, log: log}
+}
+
+var channelSources = map[string]bool{
+	services.SourceTelegram: true, services.SourceWeb: true, services.SourceTUI: true,
+	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true,
+}
+
+// PostParams is one inbound (or agent-written) visible message.
+type PostParams struct {
+	TimelineScope string
+	Source        string
+	// Role defaults to user.
+	Role    string
+	Content string
+	// DedupeKey makes a retried delivery return the stored row (created=false).
+	DedupeKey string
+	Metadata  json.RawMessage
+	// AgentID marks a message written by an agent.
+	AgentID string
+}
+
+// Post validates and stores a visible message in its timeline, publishes it
+// after commit, and hands a new user message to the agent. A duplicate
+// delivery (same DedupeKey) returns the first row with created=false and
+// neither publishes nor starts a turn again.
+// Errors: EINVALID (empty or non-UTF-8 text, unknown source, no timeline),
+// ETOOLARGE (text over the limit), EUNAVAILABLE (database down).
+func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, bool, error) {
+	if p.Role == "" {
+		p.Role = services.RoleUser
+	}
+	if err := s.validate(p); err != nil {
+		return services.Message{}, false, err
+	}
+	nm := services.NewMessage{
+		TimelineScope: p.TimelineScope,
+		Role:          p.Role,
+		Source:        p.Source,
+		Content:       p.Content,
+		Visible:       true,
+		Metadata:      p.Metadata,
+		DedupeKey:     p.DedupeKey,
+		AgentID:       p.AgentID,
+	}
+	if s.opts.ScopedWrite {
+		nm.ContextScope = services.MainScope
+	}
+	if s.opts.CountTokens != nil {
+		nm.TokenCount = s.opts.CountTokens(p.Content)
+	}
+	msg, created, err := s.opts.Store.InsertMessage(ctx, nm)
+	if err != nil {
+		return services.Message{}, false, err
+	}
+	attrs := []any{"message_id", msg.ID, "timeline", msg.TimelineScope, "source", msg.Source, "role", msg.Role, "created", created}
+	if s.opts.LogContent {
+		attrs = append(attrs, "content", msg.Content)
+	}
+	s.log.Debug("message stored", attrs...)
+	if !created {
+		return msg, false, nil
+	}
+	s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
+	if msg.Role == services.RoleUser && s.opts.Turns != nil {
+		if err := s.opts.Turns.HandleTurn(ctx, msg); err != nil {
+			// The message is stored; the runtime's own recovery answers it.
+			s.log.Error("hand turn to agent", "message_id", msg.ID, "err", err)
+		}
+	}
+	return msg, true, nil
+}
+
+func (s *Service) publish(ctx context.Context, e services.Event) {
+	if s.opts.Publisher == nil {
+		return
+	}
+	if err := s.opts.Publisher.Publish(ctx, e); err != nil {
+		// Stored already; subscribers catch up on their next event or reconnect.
+		s.log.Warn("publish event", "type", e.Type, "id", e.ID, "err", err)
+	}
+}
+
+func (s *Service) validate(p PostParams) error {
+	if p.TimelineScope == "" {
+		return services.Errorf(services.EINVALID, "message has no timeline")
+	}
+	if !channelSources[p.Source] {
+		return services.Errorf(services.EINVALID, "unknown message source %q", p.Source)
+	}
+	if !utf8.ValidString(p.Content) {
+		return services.Errorf(services.EINVALID, "message text is not valid UTF-8")
+	}
+	if strings.TrimSpace(p.Content) == "" {
+		return services.Errorf(services.EINVALID, "message text is empty")
+	}
+	if len(p.Content) > s.opts.MaxContentBytes {
+		return services.Errorf(services.ETOOLARGE, "message text is %d bytes; the limit is %d", len(p.Content), s.opts.MaxContentBytes)
+	}
+	return nil
+}
+
+// TimelinePage is a page of a timeline and whether older rows exist.
+type TimelinePage struct {
+	Messages  []services.Message
+	HasOlder  bool
+	NewestID  int64
+	OldestID  int64
+	Timeline  string
+	PageLimit int
+}
+
+// Timeline returns visible messages of a timeline: after AfterID
+// (ascending), or the newest page before BeforeID (0 = the latest).
+// Errors: EINVALID for a bad limit or no timeline.
+func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (TimelinePage, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 500 {
+		return TimelinePage{}, services.Errorf(services.EINVALID, "limit %d is over 500", limit)
+	}
+	if beforeID < 0 || afterID < 0 {
+		return TimelinePage{}, services.Errorf(services.EINVALID, "before and after must be positive ids")
+	}
+	q := services.TimelineQuery{TimelineScope: timeline, AfterID: afterID, Limit: limit + 1}
+	if afterID == 0 {
+		q.BeforeID = beforeID
+		if q.BeforeID == 0 {
+			q.BeforeID = 1<<63 - 1
+		}
+	}
+	msgs, err := s.opts.Store.ListTimeline(ctx, q)
+	if err != nil {
+		return TimelinePage{}, err
+	}
+	page := TimelinePage{Timeline: timeline, PageLimit: limit}
+	if len(msgs) > limit {
+		if q.BeforeID > 0 {
+			msgs = msgs[1:] // the extra row is the oldest: older rows exist
+			page.HasOlder = true
+		} else {
+			msgs = msgs[:limit]
+		}
+	}
+	page.Messages = msgs
+	if len(msgs) > 0 {
+		page.OldestID, page.NewestID = msgs[0].ID, msgs[len(msgs)-1].ID
+	}
+	return page, nil
+}

@@ -1,0 +1,126 @@
+package chat_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+type recorder struct {
+	mu     sync.Mutex
+	events []services.Event
+	turns  []int64
+	store  services.Store
+	t      *testing.T
+}
+
+func (r *recorder) Publish(ctx context.Context, e services.Event) error {
+	// Published after commit: the row must already be readable.
+	if _, err := r.store.GetMessage(ctx, e.ID); err != nil {
+		r.t.Errorf("event %d published before its row was committed: %v", e.ID, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	return nil
+}
+
+func (r *recorder) HandleTurn(_ context.Context, m services.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.turns = append(r.turns, m.ID)
+	return nil
+}
+
+func setup(t *testing.T, scopedWrite bool) (*chat.Service, *recorder, services.Store) {
+	store := dbtest.Store(t)
+	rec := &recorder{store: store, t: t}
+	svc := chat.New(chat.Options{Store: store, Publisher: rec, Turns: rec, ScopedWrite: scopedWrite,
+		CountTokens: func(s string) int { return len(s) / 2 }})
+	return svc, rec, store
+}
+
+func TestPostStoresPublishesAndHandsTurnOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, rec, _ := setup(t, true)
+	p := chat.PostParams{TimelineScope: "global", Source: "telegram", Content: "hello there", DedupeKey: "tg:update:5"}
+	m, created, err := svc.Post(ctx, p)
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	if m.ContextScope != "main" || !m.Visible || m.Source != "telegram" || m.Role != "user" || m.TokenCount != 5 {
+		t.Fatalf("stored: %+v", m)
+	}
+	again, created, err := svc.Post(ctx, p)
+	if err != nil || created || again.ID != m.ID {
+		t.Fatalf("duplicate delivery: %v %v %d", created, err, again.ID)
+	}
+	if len(rec.events) != 1 || rec.events[0].ID != m.ID || rec.events[0].TimelineScope != "global" {
+		t.Fatalf("events: %+v", rec.events)
+	}
+	if len(rec.turns) != 1 {
+		t.Fatalf("turns: %v (a duplicate must not start a second run)", rec.turns)
+	}
+	// Assistant messages publish but start no turn.
+	if _, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.turns) != 1 || len(rec.events) != 2 {
+		t.Fatalf("assistant message: turns %d events %d", len(rec.turns), len(rec.events))
+	}
+}
+
+func TestPostValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, rec, _ := setup(t, false)
+	for _, tc := range []struct {
+		p    chat.PostParams
+		kind string
+	}{
+		{chat.PostParams{Source: "web", Content: "x"}, services.EINVALID},
+		{chat.PostParams{TimelineScope: "global", Source: "fax", Content: "x"}, services.EINVALID},
+		{chat.PostParams{TimelineScope: "global", Source: "web", Content: " \n\t"}, services.EINVALID},
+		{chat.PostParams{TimelineScope: "global", Source: "web", Content: "\xff\xfe"}, services.EINVALID},
+		{chat.PostParams{TimelineScope: "global", Source: "web", Content: string(make([]byte, chat.DefaultMaxContentBytes+1))}, services.ETOOLARGE},
+	} {
+		if _, _, err := svc.Post(ctx, tc.p); !services.IsKind(err, tc.kind) {
+			t.Errorf("%+.30v: want %s, got %v", tc.p, tc.kind, err)
+		}
+	}
+	if len(rec.events) != 0 || len(rec.turns) != 0 {
+		t.Fatal("rejected posts published or started turns")
+	}
+}
+
+func TestTimelinesNeverSeeEachOther(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _, _ := setup(t, false)
+	for _, tl := range []string{"global", "tg:1", "global", "tg:2"} {
+		if _, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: tl, Source: "telegram", Content: "to " + tl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tl, want := range map[string]int{"global": 2, "tg:1": 1, "tg:2": 1, "tg:3": 0} {
+		page, err := svc.Timeline(ctx, tl, 0, 0, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Messages) != want {
+			t.Fatalf("%s: %d messages, want %d", tl, len(page.Messages), want)
+		}
+		for _, m := range page.Messages {
+			if m.TimelineScope != tl || m.Content != "to "+tl {
+				t.Fatalf("%s leaked %+v", tl, m)
+			}
+		}
+	}
+}

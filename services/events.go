@@ -1,0 +1,35 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Event types.
+const (
+	// EventMessage: a visible message was stored in a timeline (ID is its id).
+	EventMessage = "message"
+	// EventRun: a run changed status (RunID; Data carries the status).
+	EventRun = "run"
+	// EventDelta: streamed answer text of a running run (Data carries text).
+	EventDelta = "delta"
+)
+
+// Event is what crosses instances through the publisher. Message events
+// carry ids only; subscribers fetch the rows, so no message text travels
+// through NOTIFY.
+type Event struct {
+	Type          string          `json:"t"`
+	TimelineScope string          `json:"tl"`
+	ID            int64           `json:"id,omitempty"`
+	RunID         int64           `json:"run,omitempty"`
+	Data          json.RawMessage `json:"d,omitempty"`
+}
+
+// Publisher sends events to every instance's hub. Publish is called after
+// the transaction that produced the event has committed.
+type Publisher interface {
+	// Publish delivers e to all instances; EUNAVAILABLE when the database
+	// cannot be reached (the rows are stored; clients catch up on reconnect).
+	Publish(ctx context.Context, e Event) error
+}

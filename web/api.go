@@ -1,0 +1,168 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+// MessageJSON is a timeline message as the API and websocket send it.
+type MessageJSON struct {
+	ID        int64           `json:"id"`
+	Timeline  string          `json:"timeline"`
+	Role      string          `json:"role"`
+	Source    string          `json:"source"`
+	Content   string          `json:"content"`
+	AgentID   string          `json:"agent_id,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+func toJSON(m services.Message) MessageJSON {
+	meta := m.Metadata
+	if string(meta) == "{}" {
+		meta = nil
+	}
+	return MessageJSON{ID: m.ID, Timeline: m.TimelineScope, Role: m.Role, Source: m.Source,
+		Content: m.Content, AgentID: m.AgentID, Metadata: meta, CreatedAt: m.CreatedAt}
+}
+
+// PostMessageRequest is the body of POST /api/messages.
+type PostMessageRequest struct {
+	Content string `json:"content"`
+	// Source is the sending client: web (default) or tui.
+	Source string `json:"source,omitempty"`
+	// ClientKey makes a retried POST store one message (idempotency key).
+	ClientKey string `json:"client_key,omitempty"`
+}
+
+// decodeJSON reads a JSON body into v, naming what is wrong with a bad one.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return services.Errorf(services.EINVALID, "Content-Type must be application/json, got %q", ct)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return services.Errorf(services.ETOOLARGE, "request body is over %d bytes", tooBig.Limit)
+		case errors.Is(err, io.EOF):
+			return services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
+		case errors.As(err, &syn):
+			return services.Errorf(services.EINVALID, "invalid JSON at byte %d: %v", syn.Offset, err)
+		case errors.As(err, &typ):
+			return services.Errorf(services.EINVALID, "field %q: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return services.Errorf(services.EINVALID, "%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return services.Errorf(services.EINVALID, "invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return services.Errorf(services.EINVALID, "request body has data after the JSON object")
+	}
+	return nil
+}
+
+func clientSource(s string) (string, error) {
+	switch s {
+	case "", services.SourceWeb:
+		return services.SourceWeb, nil
+	case services.SourceTUI:
+		return services.SourceTUI, nil
+	}
+	return "", services.Errorf(services.EINVALID, "source %q: want web or tui", s)
+}
+
+func (s *Server) handlePostMessage(c echo.Context) error {
+	var req PostMessageRequest
+	if err := decodeJSON(c.Request(), &req); err != nil {
+		return err
+	}
+	src, err := clientSource(req.Source)
+	if err != nil {
+		return err
+	}
+	if len(req.ClientKey) > 128 {
+		return services.Errorf(services.EINVALID, "client_key is over 128 characters")
+	}
+	key := ""
+	if req.ClientKey != "" {
+		key = "client:" + req.ClientKey
+	}
+	msg, created, err := s.opts.Chat.Post(c.Request().Context(), chat.PostParams{
+		TimelineScope: s.opts.OwnerTimeline, Source: src, Content: req.Content, DedupeKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	return c.JSON(status, map[string]any{"message": toJSON(msg), "created": created})
+}
+
+// TimelineResponse is GET /api/timeline's body.
+type TimelineResponse struct {
+	Messages []MessageJSON `json:"messages"`
+	HasOlder bool          `json:"has_older"`
+}
+
+func queryID(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, services.Errorf(services.EINVALID, "query parameter %s: want a non-negative id, got %q", name, v)
+	}
+	return n, nil
+}
+
+func (s *Server) handleTimeline(c echo.Context) error {
+	before, err := queryID(c, "before")
+	if err != nil {
+		return err
+	}
+	after, err := queryID(c, "after")
+	if err != nil {
+		return err
+	}
+	limit := 50
+	if v := c.QueryParam("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return services.Errorf(services.EINVALID, "query parameter limit: want 1 to 500, got %q", v)
+		}
+	}
+	if before > 0 && after > 0 {
+		return services.Errorf(services.EINVALID, "give before or after, not both")
+	}
+	page, err := s.opts.Chat.Timeline(c.Request().Context(), s.opts.OwnerTimeline, before, after, limit)
+	if err != nil {
+		return err
+	}
+	out := TimelineResponse{Messages: make([]MessageJSON, 0, len(page.Messages)), HasOlder: page.HasOlder}
+	for _, m := range page.Messages {
+		out.Messages = append(out.Messages, toJSON(m))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) handleWhoami(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags})
+}

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// statusOf maps a domain error kind to an HTTP status: the one place it is done.
+func statusOf(err error) int {
+	switch services.ErrorKind(err) {
+	case services.EINVALID:
+		return http.StatusBadRequest
+	case services.ENOTFOUND:
+		return http.StatusNotFound
+	case services.ECONFLICT:
+		return http.StatusConflict
+	case services.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case services.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case services.ERATELIMITED:
+		return http.StatusTooManyRequests
+	case services.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is every error response's JSON.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
+}
+
+// handleError turns any handler error into a response. Internal errors are
+// logged and shown as "Internal error." only.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok && he.Code < 500 {
+			msg = m
+		}
+		_ = c.JSON(he.Code, errorBody{Error: msg})
+		return
+	}
+	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+	}
+	_ = c.JSON(status, errorBody{Error: services.ErrorMessage(err), Code: services.ErrorCode(err)})
+}

@@ -1,0 +1,171 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/web"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+const testToken = "test-owner-token-0123456789"
+
+// instance is one Switchboard web instance: its own pool, hub and LISTEN
+// connection, like a separate process on the same database.
+type instance struct {
+	URL   string
+	Store *repository.Store
+	Hub   *events.Hub
+	Chat  *chat.Service
+}
+
+func newInstance(t testing.TB, url string) *instance {
+	t.Helper()
+	pool := dbtest.PoolFor(t, url)
+	return newInstanceOnPool(t, pool)
+}
+
+func newInstanceOnPool(t testing.TB, pool *pgxpool.Pool) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	store := repository.New(pool)
+	hub := events.NewHub(store, nil)
+	go hub.Run(ctx)
+	notifier, err := repository.NewNotifier(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go notifier.Listen(ctx, hub.Notify, hub.Resync)
+	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}})
+	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { cancel(); hs.Close() })
+	return &instance{URL: hs.URL, Store: store, Hub: hub, Chat: chatSvc}
+}
+
+// newSchemaURL creates a migrated schema and returns a URL selecting it.
+func newSchemaURL(t testing.TB) string {
+	t.Helper()
+	_, schema := dbtest.Schema(t)
+	return dbtest.SchemaURL(dbtest.URL(t), schema)
+}
+
+func do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func post(t testing.TB, base, content string) web.MessageJSON {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"content": content})
+	resp, body := do(t, "POST", base+"/api/messages", testToken, string(b))
+	if resp.StatusCode != 201 {
+		t.Fatalf("post: %d %s", resp.StatusCode, body)
+	}
+	var out struct{ Message web.MessageJSON }
+	_ = json.Unmarshal([]byte(body), &out)
+	return out.Message
+}
+
+// wsClient reads frames from a websocket.
+type wsClient struct {
+	t    testing.TB
+	conn *websocket.Conn
+}
+
+func dialWS(t testing.TB, base, query string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(base, "http") + "/api/ws" + query
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", u, err)
+	}
+	conn.SetReadLimit(1 << 20)
+	t.Cleanup(func() { conn.CloseNow() })
+	return &wsClient{t: t, conn: conn}
+}
+
+func (c *wsClient) next(timeout time.Duration) (web.WSFrame, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, b, err := c.conn.Read(ctx)
+	if err != nil {
+		return web.WSFrame{}, err
+	}
+	var f web.WSFrame
+	if err := json.Unmarshal(b, &f); err != nil {
+		return web.WSFrame{}, err
+	}
+	return f, nil
+}
+
+// untilReady returns the message ids before the "ready" frame.
+func (c *wsClient) untilReady() []int64 {
+	c.t.Helper()
+	var ids []int64
+	for {
+		f, err := c.next(5 * time.Second)
+		if err != nil {
+			c.t.Fatalf("waiting for ready: %v", err)
+		}
+		switch f.Type {
+		case "ready":
+			return ids
+		case "message":
+			ids = append(ids, f.Message.ID)
+		}
+	}
+}
+
+// messages reads n message frames.
+func (c *wsClient) messages(n int) []web.MessageJSON {
+	c.t.Helper()
+	var out []web.MessageJSON
+	for len(out) < n {
+		f, err := c.next(5 * time.Second)
+		if err != nil {
+			c.t.Fatalf("after %d of %d messages: %v", len(out), n, err)
+		}
+		if f.Type == "message" {
+			out = append(out, *f.Message)
+		}
+	}
+	return out
+}

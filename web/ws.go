@@ -1,0 +1,206 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+// Websocket protocol (JSON text frames).
+//
+// Client → server:
+//
+//	{"type":"post","content":"…","client_key":"…","source":"tui"}   store a message
+//
+// Server → client:
+//
+//	{"type":"message","message":{…}}      a timeline message, in id order, each once
+//	{"type":"ready","last_id":N}           the backlog after ?after= has been sent
+//	{"type":"event","event":{…}}          a transient event (run status, streamed text)
+//	{"type":"error","error":"…"}           a rejected post
+//
+// Connect with ?after=<last seen id> to receive every message after it
+// before live ones; without it only live messages follow. When the server
+// closes with StatusSlowConsumer the client reconnects with its last id.
+const (
+	wsWriteTimeout = 10 * time.Second
+	wsPingEvery    = 30 * time.Second
+	wsReadLimit    = 64 << 10
+	// StatusSlowConsumer closes a connection that fell behind; reconnect with ?after=.
+	StatusSlowConsumer websocket.StatusCode = 4008
+)
+
+// WSFrame is one websocket frame in either direction.
+type WSFrame struct {
+	Type      string          `json:"type"`
+	Message   *MessageJSON    `json:"message,omitempty"`
+	Event     *services.Event `json:"event,omitempty"`
+	LastID    int64           `json:"last_id,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	ClientKey string          `json:"client_key,omitempty"`
+	Source    string          `json:"source,omitempty"`
+}
+
+func (s *Server) handleWS(c echo.Context) error {
+	after, err := queryID(c, "after")
+	if err != nil {
+		return err
+	}
+	hasAfter := c.QueryParam("after") != ""
+	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{
+		OriginPatterns: s.opts.AllowedOrigins,
+	})
+	if err != nil {
+		return nil // Accept wrote the response
+	}
+	conn.SetReadLimit(wsReadLimit)
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	s.wsClients.Add(1)
+	defer s.wsClients.Add(-1)
+
+	sub, err := s.opts.Hub.Subscribe(ctx, s.opts.OwnerTimeline, 1024)
+	if err != nil {
+		conn.Close(websocket.StatusTryAgainLater, "database unavailable, retry")
+		return nil
+	}
+	defer s.opts.Hub.Unsubscribe(sub)
+
+	out := make(chan WSFrame, 64)
+	go s.wsReader(ctx, cancel, conn, out)
+
+	cursor := sub.StartID
+	if hasAfter {
+		cursor = after
+		// Backlog: every row after the client's id, up to (at least) where
+		// the live subscription starts.
+		for {
+			page, err := s.opts.Chat.Timeline(ctx, s.opts.OwnerTimeline, 0, cursor, 500)
+			if err != nil {
+				conn.Close(websocket.StatusTryAgainLater, "database unavailable, retry")
+				return nil
+			}
+			for _, m := range page.Messages {
+				mj := toJSON(m)
+				if err := wsWrite(ctx, conn, WSFrame{Type: "message", Message: &mj}); err != nil {
+					return nil
+				}
+				cursor = m.ID
+			}
+			if len(page.Messages) < 500 {
+				break
+			}
+		}
+	}
+	if err := wsWrite(ctx, conn, WSFrame{Type: "ready", LastID: cursor}); err != nil {
+		return nil
+	}
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			conn.Close(websocket.StatusNormalClosure, "")
+			return nil
+		case f := <-out:
+			if err := wsWrite(ctx, conn, f); err != nil {
+				return nil
+			}
+		case it, ok := <-sub.C:
+			if !ok {
+				conn.Close(StatusSlowConsumer, "too slow: reconnect with after=last id")
+				return nil
+			}
+			var f WSFrame
+			switch {
+			case it.Message != nil:
+				if it.Message.ID <= cursor {
+					continue // already sent from the backlog
+				}
+				cursor = it.Message.ID
+				mj := toJSON(*it.Message)
+				f = WSFrame{Type: "message", Message: &mj}
+			case it.Event != nil:
+				f = WSFrame{Type: "event", Event: it.Event}
+			}
+			if err := wsWrite(ctx, conn, f); err != nil {
+				return nil
+			}
+		case <-ping.C:
+			pctx, pcancel := context.WithTimeout(ctx, wsWriteTimeout)
+			err := conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// wsReader handles client frames; only "post" is accepted.
+func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, out chan<- WSFrame) {
+	defer cancel()
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			s.wsReply(ctx, out, "frames must be JSON text")
+			continue
+		}
+		var f WSFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			s.wsReply(ctx, out, "invalid JSON frame: "+err.Error())
+			continue
+		}
+		if f.Type != "post" {
+			s.wsReply(ctx, out, `unknown frame type "`+f.Type+`" (want post)`)
+			continue
+		}
+		src, err := clientSource(f.Source)
+		if err == nil && len(f.ClientKey) > 128 {
+			err = services.Errorf(services.EINVALID, "client_key is over 128 characters")
+		}
+		if err == nil {
+			key := ""
+			if f.ClientKey != "" {
+				key = "client:" + f.ClientKey
+			}
+			_, _, err = s.opts.Chat.Post(ctx, chat.PostParams{TimelineScope: s.opts.OwnerTimeline, Source: src, Content: f.Content, DedupeKey: key})
+		}
+		if err != nil {
+			s.wsReply(ctx, out, services.ErrorMessage(err))
+		}
+	}
+}
+
+func (s *Server) wsReply(ctx context.Context, out chan<- WSFrame, msg string) {
+	select {
+	case out <- WSFrame{Type: "error", Error: msg}:
+	case <-ctx.Done():
+	}
+}
+
+func wsWrite(ctx context.Context, conn *websocket.Conn, f WSFrame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+	defer cancel()
+	err = conn.Write(wctx, websocket.MessageText, b)
+	if errors.Is(err, context.DeadlineExceeded) {
+		conn.Close(websocket.StatusPolicyViolation, "write timeout")
+	}
+	return err
+}
