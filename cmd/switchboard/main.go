@@ -22,6 +22,7 @@ Usage:
   switchboard [serve]              run the service (the default)
   switchboard migrate up|down|status
                                    apply, roll back one, or list database migrations
+  switchboard token reset          replace the generated owner login token (prints the new one)
   switchboard help                 this text
 
 With no configuration, serve uses the PostgreSQL on 127.0.0.1:5432 if one
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "-h", "--help":
 		printUsage(stdout)
 		return nil
-	case "serve", "migrate":
+	case "serve", "migrate", "token":
 	default:
 		printUsage(stderr)
 		return fmt.Errorf("unknown command %q", verb)
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch verb {
 	case "migrate":
 		return runMigrate(ctx, cfg, log, args, stdout)
+	case "token":
+		return runToken(ctx, cfg, log, args, stdout)
 	default:
 		if len(args) > 0 {
 			return fmt.Errorf("serve takes no arguments, got %q (configure it with environment variables; see switchboard help)", strings.Join(args, " "))

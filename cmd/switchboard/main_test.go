@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,34 +12,58 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	binDir, _ = os.MkdirTemp("", "switchboard-bin-")
+	code := dbtest.Run(m)
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
 
 // buildBinary compiles switchboard once per test binary.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(binDir, "switchboard")
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
 	return bin
 }
 
 var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
 
-// startServe runs `switchboard serve` on a fresh schema and returns its base URL.
-func startServe(t *testing.T, bin string, extraEnv ...string) string {
-	t.Helper()
+// freshDB returns the URL of a new, empty schema.
+func freshDB(t *testing.T) string {
 	_, schema := dbtest.EmptySchema(t)
+	return dbtest.SchemaURL(dbtest.URL(t), schema)
+}
+
+// startServe runs `switchboard serve` on dbURL and returns its base URL.
+func startServe(t *testing.T, bin, dbURL string, extraEnv ...string) string {
+	t.Helper()
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbtest.SchemaURL(dbtest.URL(t), schema),
+		"DATABASE_URL="+dbURL,
 		"HTTP_ADDR=127.0.0.1:0", "DATA_DIR="+t.TempDir(), "LOG_FORMAT=text")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	stdout, _ := cmd.StdoutPipe()
@@ -76,7 +102,7 @@ func startServe(t *testing.T, bin string, extraEnv ...string) string {
 
 func TestServeStartsMigratesAndAnswersHealth(t *testing.T) {
 	bin := buildBinary(t)
-	base := startServe(t, bin)
+	base := startServe(t, bin, freshDB(t))
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -109,5 +135,48 @@ func TestRunRejectsBadInput(t *testing.T) {
 	out.Reset()
 	if err := run(ctx, []string{"--help"}, env(nil), &out, &errOut); err != nil || !strings.Contains(out.String(), "AGENT_CONTEXT_SCOPED_WRITE") {
 		t.Fatalf("help: %v", err)
+	}
+}
+
+// TestTwoProcessesShareOneTimeline starts two real serve processes on one
+// database: a message posted to one arrives on a websocket of the other.
+func TestTwoProcessesShareOneTimeline(t *testing.T) {
+	bin := buildBinary(t)
+	db := freshDB(t)
+	token := "two-process-token-0123456789"
+	a := startServe(t, bin, db, "WEB_AUTH_TOKEN="+token)
+	b := startServe(t, bin, db, "WEB_AUTH_TOKEN="+token)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b, "http")+"/api/ws?after=0",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	readFrame := func() map[string]any {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f map[string]any
+		_ = json.Unmarshal(data, &f)
+		return f
+	}
+	if f := readFrame(); f["type"] != "ready" {
+		t.Fatalf("first frame %v", f)
+	}
+	req, _ := http.NewRequest("POST", a+"/api/messages", strings.NewReader(`{"content":"across processes"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("post to A: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	f := readFrame()
+	msg, _ := f["message"].(map[string]any)
+	if f["type"] != "message" || msg["content"] != "across processes" {
+		t.Fatalf("B got %v", f)
 	}
 }

@@ -32,8 +32,11 @@ var (
 	tmpDir  string
 )
 
-// Main runs the package's tests and stops a throwaway cluster afterwards.
-func Main(m *testing.M) {
+// Main runs the package's tests, stops a throwaway cluster afterwards, and exits.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit, for a TestMain with its own clean-up.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if cluster != nil {
 		_ = cluster.Stop()
@@ -41,7 +44,7 @@ func Main(m *testing.M) {
 	if tmpDir != "" {
 		_ = os.RemoveAll(tmpDir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // URL returns the base URL of the test database, starting a cluster if needed.

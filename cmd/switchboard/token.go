@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/web"
+)
+
+// runToken handles `switchboard token reset`: a new owner token replaces the
+// stored hash (for when the printed one is lost). Running servers pick it up
+// when restarted; sessions made with the old token stop working.
+func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	if len(args) != 1 || args[0] != "reset" {
+		return fmt.Errorf("token needs: reset")
+	}
+	if cfg.WebAuthToken != "" {
+		return fmt.Errorf("WEB_AUTH_TOKEN is set, so the token is the one in the environment; change it there")
+	}
+	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+	pool, err := repository.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := repository.NewMigrator(pool)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx); err != nil {
+		return err
+	}
+	tok := web.NewToken()
+	if err := repository.New(pool).ReplaceOwnerTokenHash(ctx, web.HashToken(tok)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "New owner token (shown once; restart running servers):\n  %s\nLog in at:\n  %s/login?token=%s\n", tok, cfg.PublicURL, tok)
+	return nil
+}
