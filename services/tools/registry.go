@@ -1,0 +1,285 @@
+// Package tools holds the tools an agent can call: a Registry that validates
+// arguments and turns every failure into a Result the model can read, the
+// sandboxed per-timeline Workspace, and the workspace file tools built on it.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// Error codes carried by error Results. The model sees them; the agent runner
+// records them on the tool_result step.
+const (
+	// CodeBadArguments: the arguments were not a JSON object matching the
+	// tool's schema. The message names the argument; the model can retry.
+	CodeBadArguments = "TOOL_BAD_ARGUMENTS"
+	// CodeUnknown: no tool of that name is registered.
+	CodeUnknown = "TOOL_UNKNOWN"
+	// CodePanic: the handler panicked; the panic was recovered and logged.
+	CodePanic = "TOOL_PANIC"
+	// CodePathRefused: a workspace path was empty, absolute, contained "..",
+	// a NUL byte, or led outside the workspace.
+	CodePathRefused = "TOOL_PATH_REFUSED"
+	// CodeCancelled and CodeTimeout: the call's context ended.
+	CodeCancelled = "TOOL_CANCELLED"
+	CodeTimeout   = "TOOL_TIMEOUT"
+	// CodeInternal: the handler failed for a reason the model cannot fix; the
+	// cause is logged, the model sees "Internal error.".
+	CodeInternal = "TOOL_INTERNAL"
+)
+
+// Handler runs one tool call. A returned error becomes an error Result in
+// Execute: a *services.Error keeps its Code (or gets TOOL_<KIND>) and its
+// Message; any other error is logged and shown as "Internal error.". A handler
+// may also return a Result with IsError set itself.
+type Handler func(ctx context.Context, call Call) (Result, error)
+
+// Call is one invocation of a tool by an agent.
+type Call struct {
+	// TimelineScope is the user-visible timeline the run belongs to
+	// ("global", "tg:123"); it selects the workspace.
+	TimelineScope string
+	// ContextScope is the reasoning scope of the calling agent ("main",
+	// "run:42", "sub:coder:42").
+	ContextScope string
+	// RunID is the agent_runs row of the calling run.
+	RunID int64
+	// Arguments is the raw JSON the model produced.
+	Arguments json.RawMessage
+}
+
+// Result is what the model sees after a tool call.
+type Result struct {
+	// Content is the text shown to the model, usually a JSON object.
+	Content string
+	// IsError marks a failed call; Content then holds
+	// {"error":{"code":...,"message":...}}.
+	IsError bool
+	// ErrorCode is a machine code such as TOOL_BAD_ARGUMENTS; "" on success.
+	ErrorCode string
+}
+
+// HistoryRule describes how a tool's result is kept in conversation history
+// once it is no longer the newest turn; see Compact.
+type HistoryRule struct {
+	// MaxChars caps each kept string value and each kept array (by the
+	// length of its JSON form) of a JSON object result, or the whole content
+	// when it is not a JSON object. 0 means no cap.
+	MaxChars int
+	// KeepFields, when not empty, lists the only top-level fields kept.
+	KeepFields []string
+	// DropFields lists top-level fields removed.
+	DropFields []string
+}
+
+// Tool is one callable tool.
+type Tool struct {
+	// Name is unique in a Registry and matches ^[A-Za-z0-9_-]{1,64}$, the
+	// intersection of what the LLM providers accept.
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments; its top level must be
+	// {"type":"object",...}. Execute checks it with the subset described in
+	// schema.go.
+	Schema  json.RawMessage
+	Handler Handler
+	// History says how results are compacted in history.
+	History HistoryRule
+}
+
+// Registry holds the tools available to agents. It is safe for concurrent use.
+type Registry struct {
+	logger *slog.Logger
+
+	mu      sync.RWMutex
+	tools   map[string]Tool
+	schemas map[string]*schema
+}
+
+// NewRegistry returns an empty Registry. Handler failures the model cannot
+// fix (internal errors, panics) are logged to logger; nil discards them.
+func NewRegistry(logger *slog.Logger) *Registry {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Registry{logger: logger, tools: map[string]Tool{}, schemas: map[string]*schema{}}
+}
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Register adds a tool. It returns EINVALID for a bad name, a nil handler or
+// a schema that does not parse or is not an object schema, and ECONFLICT when
+// the name is taken.
+func (r *Registry) Register(t Tool) error {
+	if !toolNameRE.MatchString(t.Name) {
+		return services.Errorf(services.EINVALID, "tool name %q must match %s", t.Name, toolNameRE)
+	}
+	if t.Handler == nil {
+		return services.Errorf(services.EINVALID, "tool %q has no handler", t.Name)
+	}
+	s, err := parseSchema(t.Schema)
+	if err != nil {
+		return services.Errorf(services.EINVALID, "tool %q: schema: %v", t.Name, err)
+	}
+	if !s.allows("object") || len(s.types) != 1 {
+		return services.Errorf(services.EINVALID, `tool %q: schema must have "type": "object"`, t.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[t.Name]; ok {
+		return services.Errorf(services.ECONFLICT, "tool %q is already registered", t.Name)
+	}
+	r.tools[t.Name] = t
+	r.schemas[t.Name] = s
+	return nil
+}
+
+// Get returns the tool registered under name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// List returns every tool sorted by name, so that the tool definitions in the
+// prompt's stable prefix are byte-identical from one call to the next.
+func (r *Registry) List() []Tool {
+	r.mu.RLock()
+	out := make([]Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Execute runs the named tool. It never panics and never returns a Go error:
+// every failure is an error Result the model can read — TOOL_UNKNOWN for an
+// unknown name, TOOL_BAD_ARGUMENTS for arguments that are not JSON or do not
+// match the schema, TOOL_PANIC for a recovered panic, and the handler's own
+// error otherwise (see Handler). Callers that need to stop on cancellation
+// check ctx.Err() themselves.
+func (r *Registry) Execute(ctx context.Context, name string, call Call) Result {
+	r.mu.RLock()
+	t, ok := r.tools[name]
+	s := r.schemas[name]
+	r.mu.RUnlock()
+	if !ok {
+		return ErrorResult(CodeUnknown, fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(r.names(), ", ")))
+	}
+	args, err := s.validateArguments(call.Arguments)
+	if err != nil {
+		return ErrorResult(CodeBadArguments, fmt.Sprintf("bad arguments for %s: %v", name, err))
+	}
+	call.Arguments = args
+	return r.run(ctx, t, call)
+}
+
+func (r *Registry) names() []string {
+	tools := r.List()
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+func (r *Registry) run(ctx context.Context, t Tool, call Call) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger.ErrorContext(ctx, "tool panicked",
+				slog.String("tool", t.Name), slog.Int64("run_id", call.RunID),
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			res = ErrorResult(CodePanic, fmt.Sprintf("tool %s failed unexpectedly (the failure was logged)", t.Name))
+		}
+	}()
+	res, err := t.Handler(ctx, call)
+	if err != nil {
+		return r.errorResult(ctx, t, call, err)
+	}
+	return res
+}
+
+func (r *Registry) errorResult(ctx context.Context, t Tool, call Call, err error) Result {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrorResult(CodeTimeout, fmt.Sprintf("tool %s timed out", t.Name))
+	case errors.Is(err, context.Canceled):
+		return ErrorResult(CodeCancelled, fmt.Sprintf("tool %s was cancelled", t.Name))
+	}
+	kind := services.ErrorKind(err)
+	if kind == services.EINTERNAL {
+		r.logger.ErrorContext(ctx, "tool failed",
+			slog.String("tool", t.Name), slog.Int64("run_id", call.RunID), slog.String("error", err.Error()))
+		return ErrorResult(CodeInternal, services.ErrorMessage(err))
+	}
+	code := services.ErrorCode(err)
+	if code == "" {
+		code = "TOOL_" + strings.ToUpper(kind)
+	}
+	return ErrorResult(code, services.ErrorMessage(err))
+}
+
+// ErrorResult builds an error Result whose Content is
+// {"error":{"code":code,"message":message}}.
+func ErrorResult(code, message string) Result {
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = code, message
+	b, _ := marshalJSON(body) // cannot fail: two strings
+	return Result{Content: string(b), IsError: true, ErrorCode: code}
+}
+
+// JSONResult marshals v as the Content of a successful Result.
+func JSONResult(v any) (Result, error) {
+	b, err := marshalJSON(v)
+	if err != nil {
+		return Result{}, fmt.Errorf("tools: marshal result: %w", err)
+	}
+	return Result{Content: string(b)}, nil
+}
+
+// marshalJSON is json.Marshal without HTML escaping: the reader is a model,
+// and \u003c for every "<" in a file costs tokens for nothing.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decodeArguments unmarshals validated arguments into dst. A failure here
+// (say 1.5 for an int field that the schema calls "number") is the model's
+// to fix, so it becomes TOOL_BAD_ARGUMENTS.
+func decodeArguments(call Call, dst any) error {
+	if err := json.Unmarshal(call.Arguments, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return services.CodedErrorf(services.EINVALID, CodeBadArguments, "argument %q: cannot use %s as %s", te.Field, te.Value, te.Type)
+		}
+		return services.CodedErrorf(services.EINVALID, CodeBadArguments, "arguments: %v", err)
+	}
+	return nil
+}
