@@ -116,3 +116,24 @@ func (s *Store) ListRuns(ctx context.Context, q services.RunQuery) ([]services.R
 	}
 	return out, wrapErr("list runs", rows.Err())
 }
+
+// NextQueuedRun returns the oldest queued main run of a timeline.
+func (s *Store) NextQueuedRun(ctx context.Context, timelineScope string) (services.Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `
+		SELECT `+runColumns+` FROM agent_runs
+		WHERE timeline_scope = $1 AND status = 'queued' AND parent_run_id IS NULL
+		ORDER BY id LIMIT 1`, timelineScope))
+	if err != nil {
+		return services.Run{}, wrapErr(fmt.Sprintf("next queued run of %q", timelineScope), err)
+	}
+	return r, nil
+}
+
+// SetRunObservation records a run's prompt budget, estimate and window.
+func (s *Store) SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error {
+	_, err := s.db.Exec(ctx, `
+		UPDATE agent_runs SET prompt_token_budget = $2, estimated_prompt_tokens = $3,
+			model_context_window = $4, heartbeat_at = now()
+		WHERE id = $1`, id, budget, estimated, window)
+	return wrapErr(fmt.Sprintf("observe run %d", id), err)
+}

@@ -171,15 +171,31 @@ func (s *Store) ListContext(ctx context.Context, q services.ContextQuery) ([]ser
 	limit := clampLimit(q.Limit)
 	var rows pgx.Rows
 	var err error
-	if q.ByTimelineOnly {
+	before := q.BeforeID
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	// Newest rows first within (after, before), flipped back to ascending;
+	// with no BeforeID and the oldest-first need, the plain ascending form.
+	switch {
+	case q.ByTimelineOnly && q.BeforeID > 0:
+		rows, err = s.db.Query(ctx, `
+			SELECT * FROM (SELECT `+messageColumns+` FROM chat_messages
+			WHERE timeline_scope = $1 AND id > $2 AND id < $3 AND visible = 1
+			ORDER BY id DESC LIMIT $4) page ORDER BY id`, q.TimelineScope, q.AfterID, before, limit)
+	case q.ByTimelineOnly:
 		rows, err = s.db.Query(ctx, `
 			SELECT `+messageColumns+` FROM chat_messages
 			WHERE timeline_scope = $1 AND id > $2 AND visible = 1
 			ORDER BY id LIMIT $3`, q.TimelineScope, q.AfterID, limit)
-	} else {
-		if q.ContextScope == "" {
-			return nil, services.Errorf(services.EINVALID, "context scope is empty")
-		}
+	case q.ContextScope == "":
+		return nil, services.Errorf(services.EINVALID, "context scope is empty")
+	case q.BeforeID > 0:
+		rows, err = s.db.Query(ctx, `
+			SELECT * FROM (SELECT `+messageColumns+` FROM chat_messages
+			WHERE timeline_scope = $1 AND context_scope = $2 AND id > $3 AND id < $4
+			ORDER BY id DESC LIMIT $5) page ORDER BY id`, q.TimelineScope, q.ContextScope, q.AfterID, before, limit)
+	default:
 		rows, err = s.db.Query(ctx, `
 			SELECT `+messageColumns+` FROM chat_messages
 			WHERE timeline_scope = $1 AND context_scope = $2 AND id > $3

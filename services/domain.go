@@ -88,6 +88,9 @@ type ContextQuery struct {
 	ContextScope  string
 	AfterID       int64
 	Limit         int
+	// BeforeID, when set, selects the newest Limit rows with id < BeforeID
+	// (still returned ascending): how prompts read history backwards.
+	BeforeID int64
 	// ByTimelineOnly ignores ContextScope and reads visible rows of the
 	// timeline: the legacy read path (AGENT_CONTEXT_SCOPED_READ=0).
 	ByTimelineOnly bool
@@ -225,6 +228,29 @@ type RunStore interface {
 	AppendStep(ctx context.Context, runID int64, kind string, payload json.RawMessage) (Step, error)
 	// ListSteps returns a run's steps in order.
 	ListSteps(ctx context.Context, runID int64) ([]Step, error)
+	// NextQueuedRun returns the oldest queued main run of a timeline;
+	// ENOTFOUND when none is queued.
+	NextQueuedRun(ctx context.Context, timelineScope string) (Run, error)
+	// SetRunObservation records the prompt budget, estimate and window of a
+	// run as soon as its prompt is built.
+	SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error
+}
+
+// RunQueue schedules durable execution of queued runs.
+type RunQueue interface {
+	// EnqueueRun schedules run for execution; enqueuing the same run twice
+	// schedules it once.
+	EnqueueRun(ctx context.Context, run Run) error
+}
+
+// RunExecutor executes runs for the queue's workers.
+type RunExecutor interface {
+	// ExecuteRun takes a queued run to its end (ok, error, timeout,
+	// cancelled), recording its steps and answer.
+	ExecuteRun(ctx context.Context, run Run) error
+	// InterruptRun closes a run whose worker died mid-run as interrupted and
+	// tells the user.
+	InterruptRun(ctx context.Context, run Run) error
 }
 
 // Store is every store plus transactions. Transact runs fn with a Store bound

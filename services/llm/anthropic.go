@@ -1,0 +1,306 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// DefaultAnthropicBaseURL is used when Config.BaseURL is empty.
+const DefaultAnthropicBaseURL = "https://api.anthropic.com"
+
+// Anthropic is a Provider speaking the Anthropic Messages API. It makes one
+// attempt per call; wrap it with Retry (New does).
+type Anthropic struct {
+	messages anthropic.MessageService
+	model    string
+	baseURL  string
+	window   int
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// NewAnthropic returns an Anthropic provider for cfg after applying the same
+// defaults and validation as New; the error is an EINVALID *services.Error
+// naming the offending environment variable.
+func NewAnthropic(cfg Config) (*Anthropic, error) {
+	cfg.Provider = ProviderAnthropic
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return newAnthropic(cfg), nil
+}
+
+func newAnthropic(cfg Config) *Anthropic {
+	client := anthropic.NewClient(
+		// Only LLM_* configures the provider, never ANTHROPIC_* or profiles.
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHTTPClient(cfg.httpClient()),
+		option.WithMaxRetries(0), // Retry is the only retry layer
+		// An explicit timeout also stops the SDK from refusing non-streaming
+		// calls with a large max_tokens.
+		option.WithRequestTimeout(cfg.Timeout),
+	)
+	return &Anthropic{messages: client.Messages, model: cfg.Model, baseURL: cfg.BaseURL, window: cfg.ContextWindow}
+}
+
+// Name returns "anthropic".
+func (p *Anthropic) Name() string { return ProviderAnthropic }
+
+// Model returns the configured model.
+func (p *Anthropic) Model() string { return p.model }
+
+// ContextWindow returns the configured context window in tokens.
+func (p *Anthropic) ContextWindow() int { return p.window }
+
+// BaseURL returns the server address requests go to.
+func (p *Anthropic) BaseURL() string { return p.baseURL }
+
+// Complete implements Provider with one Messages request, streamed when
+// onDelta is non-nil. Errors are as documented on Provider.
+func (p *Anthropic) Complete(ctx context.Context, req Request, onDelta func(string)) (*Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if onDelta == nil {
+		msg, err := p.messages.New(ctx, params)
+		if err != nil {
+			return nil, p.failure(ctx, err)
+		}
+		return p.response(msg, nil)
+	}
+
+	stream := p.messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg anthropic.Message
+	// Tool inputs are gathered here too: the SDK's accumulator quietly
+	// replaces malformed input with {}, which would hide the model's mistake.
+	inputs := map[int64]*strings.Builder{}
+	stopped := false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, p.failure(ctx, fmt.Errorf("%w: %v", errBadReply, err))
+		}
+		switch ev.Type {
+		case "content_block_start":
+			if ev.ContentBlock.Type == "tool_use" {
+				inputs[ev.Index] = &strings.Builder{}
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				if ev.Delta.Text != "" {
+					onDelta(ev.Delta.Text)
+				}
+			case "input_json_delta":
+				if b := inputs[ev.Index]; b != nil {
+					b.WriteString(ev.Delta.PartialJSON)
+				}
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, p.failure(ctx, err)
+	}
+	if !stopped {
+		return nil, p.failure(ctx, errStreamTruncated)
+	}
+	return p.response(&msg, inputs)
+}
+
+// params translates a Request into Messages API parameters.
+func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model), MaxTokens: int64(maxTokens)}
+	if req.System != "" {
+		sys := anthropic.TextBlockParam{Text: req.System}
+		if req.CacheSystem {
+			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		params.System = []anthropic.TextBlockParam{sys}
+	}
+	for i, t := range req.Tools {
+		schema, err := schemaObject(t)
+		if err != nil {
+			return params, err
+		}
+		tool := anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(schema)}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		if req.CacheSystem && i == len(req.Tools)-1 {
+			// Tools come first in Anthropic's prefix order (tools, system,
+			// messages); a breakpoint on the last one caches them all.
+			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
+	}
+
+	// Consecutive messages of one role are merged: the API wants user and
+	// assistant turns to alternate, and all results of one assistant turn's
+	// tool calls in the next user message.
+	add := func(role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(params.Messages); n > 0 && params.Messages[n-1].Role == role {
+			params.Messages[n-1].Content = append(params.Messages[n-1].Content, blocks...)
+			return
+		}
+		params.Messages = append(params.Messages, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			if m.Content != "" { // empty text blocks are refused
+				add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
+			}
+		case RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				args, ok := toolArguments(tc.Arguments)
+				if !ok {
+					return params, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, json.RawMessage(args), tc.Name))
+			}
+			add(anthropic.MessageParamRoleAssistant, blocks...)
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return params, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
+			}
+			result := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			if m.IsError {
+				result.IsError = anthropic.Bool(true)
+			}
+			if m.Content != "" {
+				result.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
+			}
+			add(anthropic.MessageParamRoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &result})
+		default:
+			return params, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
+		}
+	}
+	if req.Temperature != nil {
+		params.Temperature = anthropic.Float(*req.Temperature)
+	}
+	return params, nil
+}
+
+// inputSchema spreads a decoded JSON Schema over the SDK's schema type.
+func inputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
+	s := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
+	for k, v := range schema {
+		switch k {
+		case "type":
+			// always "object"
+		case "properties":
+			s.Properties = v
+		case "required":
+			if list, ok := v.([]any); ok {
+				for _, r := range list {
+					if name, ok := r.(string); ok {
+						s.Required = append(s.Required, name)
+					}
+				}
+			}
+		default:
+			s.ExtraFields[k] = v
+		}
+	}
+	return s
+}
+
+// response translates a (possibly accumulated) message into a Response.
+// inputs holds streamed tool inputs by content block index.
+func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.Builder) (*Response, error) {
+	resp := &Response{
+		Model: string(msg.Model),
+		Usage: Usage{
+			PromptTokens:     int(msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens),
+			CompletionTokens: int(msg.Usage.OutputTokens),
+			CachedTokens:     int(msg.Usage.CacheReadInputTokens),
+			CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
+		},
+	}
+	if resp.Model == "" {
+		resp.Model = p.model
+	}
+	var text strings.Builder
+	for i, block := range msg.Content {
+		switch block.Type {
+		case "text":
+			text.WriteString(block.Text)
+		case "tool_use":
+			raw := []byte(block.Input)
+			if b := inputs[int64(i)]; b != nil && b.Len() > 0 {
+				raw = []byte(b.String())
+			}
+			args, ok := toolArguments(raw)
+			if !ok {
+				return nil, malformedToolCall(ProviderAnthropic, p.model, block.Name, raw)
+			}
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: block.ID, Name: block.Name, Arguments: args})
+		}
+	}
+	resp.Text = text.String()
+	switch msg.StopReason {
+	case "end_turn", "stop_sequence":
+		resp.StopReason = StopEnd
+	case "tool_use":
+		resp.StopReason = StopToolCalls
+	case "max_tokens":
+		resp.StopReason = StopMaxTokens
+	default:
+		resp.StopReason = StopOther
+	}
+	return resp, nil
+}
+
+// failure classifies an SDK error.
+func (p *Anthropic) failure(ctx context.Context, err error) error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+		if apiErr.StatusCode == 0 || apiErr.StatusCode == 200 {
+			// An error event inside a stream (overloaded_error, api_error).
+			return providerFailure(ctx, ProviderAnthropic, p.model,
+				fmt.Errorf("%w: %s %s", errStreamFailed, body.Error.Type, body.Error.Message), nil)
+		}
+		info := &statusInfo{status: apiErr.StatusCode, message: body.Error.Message}
+		if apiErr.Response != nil {
+			info.header = apiErr.Response.Header
+		}
+		return providerFailure(ctx, ProviderAnthropic, p.model, err, info)
+	}
+	if strings.HasPrefix(err.Error(), "received error while streaming") {
+		err = fmt.Errorf("%w: %v", errStreamFailed, err)
+	}
+	return providerFailure(ctx, ProviderAnthropic, p.model, err, nil)
+}

@@ -1,0 +1,148 @@
+// Package llm is Switchboard's model provider layer: one Provider interface
+// with streaming and native tool calls, implemented for OpenAI-compatible chat
+// completions (OpenAI, Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter), the
+// Anthropic Messages API, and an offline provider that explains how to
+// configure a model. Retry wraps any provider with bounded retries; New builds
+// the configured provider, already wrapped.
+//
+// Every error a provider returns is a *services.Error whose Message is safe to
+// show to the owner; the cause, when it came from the model server, is a
+// *ProviderError reachable with errors.As.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider names, as accepted by LLM_PROVIDER and returned by Provider.Name.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderOffline   = "offline"
+)
+
+// Provider is one configured model behind one API.
+type Provider interface {
+	// Name is the provider kind: "openai", "anthropic" or "offline".
+	Name() string
+	// Model is the model identifier sent to the provider.
+	Model() string
+	// ContextWindow is the model's context window in tokens.
+	ContextWindow() int
+	// Complete sends one request and returns the model's reply. When onDelta is
+	// non-nil the reply is streamed and onDelta is called, on the calling
+	// goroutine, with each text fragment as it arrives; the fragments join to
+	// Response.Text. Tool calls are returned whole in Response.ToolCalls, never
+	// through onDelta.
+	//
+	// Errors are *services.Error values: EINVALID for a malformed request or one
+	// the provider refused (Code CodeRejected), ETOOLARGE when the provider
+	// refused the request as too large, EUNAVAILABLE when the model could not
+	// be reached or answered badly (Codes CodeUnreachable, CodeAuth,
+	// CodeStreamInterrupted, CodeMalformedToolCall, CodeCancelled). A
+	// cancelled ctx yields an error that also matches ctx.Err() with errors.Is.
+	Complete(ctx context.Context, req Request, onDelta func(text string)) (*Response, error)
+}
+
+// Role is the author of a Message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Request is one model call: the system prompt, the tools, and the
+// conversation so far.
+type Request struct {
+	// System is the system prompt. Empty means none.
+	System string
+	// CacheSystem marks the stable prefix (system prompt and tool definitions)
+	// as cacheable: Anthropic gets cache_control breakpoints on the system
+	// block and the last tool; OpenAI-compatible servers cache prefixes
+	// automatically, so it changes nothing there.
+	CacheSystem bool
+	// Messages is the conversation, oldest first.
+	Messages []Message
+	// Tools the model may call. Empty means no tools.
+	Tools []ToolDef
+	// MaxTokens bounds the reply; 0 leaves the provider default (Anthropic,
+	// which requires a value, gets DefaultMaxTokens).
+	MaxTokens int
+	// Temperature is the sampling temperature; nil leaves the provider default.
+	Temperature *float64
+}
+
+// Message is one entry of the conversation sent to the model.
+type Message struct {
+	Role Role
+	// Content is the text of a user or assistant message, or the output of a
+	// tool for a tool message.
+	Content string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string
+	// IsError marks a tool message whose tool failed.
+	IsError bool
+}
+
+// ToolDef describes a tool the model may call.
+type ToolDef struct {
+	Name        string
+	Description string
+	// JSONSchema is the JSON Schema of the tool's arguments (an object
+	// schema). Empty means the tool takes no arguments.
+	JSONSchema json.RawMessage
+}
+
+// ToolCall is one call of a tool by the model.
+type ToolCall struct {
+	// ID is the provider's call id, echoed back in the tool message.
+	ID   string
+	Name string
+	// Arguments is a JSON object; providers reject malformed arguments with
+	// CodeMalformedToolCall, so callers may unmarshal it directly.
+	Arguments json.RawMessage
+}
+
+// Stop reasons, normalised across providers.
+const (
+	StopEnd       = "end"        // the model finished its answer
+	StopToolCalls = "tool_calls" // the model wants tool results
+	StopMaxTokens = "max_tokens" // the reply hit MaxTokens
+	StopOther     = "other"      // anything else (content filter, refusal, ...)
+)
+
+// Response is the model's reply to one Request.
+type Response struct {
+	// Text is the reply's text; with streaming, the join of every delta.
+	Text      string
+	ToolCalls []ToolCall
+	// StopReason is one of StopEnd, StopToolCalls, StopMaxTokens, StopOther.
+	StopReason string
+	Usage      Usage
+	// Model is the model that answered, as reported by the provider.
+	Model string
+}
+
+// Usage is the token accounting the provider reported for one call.
+type Usage struct {
+	// PromptTokens counts every input token, cached ones included (for
+	// Anthropic: input + cache read + cache write), so it is comparable
+	// across providers and with the context window.
+	PromptTokens     int
+	CompletionTokens int
+	// CachedTokens is the part of PromptTokens read from the prompt cache.
+	CachedTokens int
+	// CacheWriteTokens is the part of PromptTokens written to the prompt
+	// cache (Anthropic only).
+	CacheWriteTokens int
+}
+
+// DefaultMaxTokens is the reply bound sent to Anthropic when
+// Request.MaxTokens is 0, since its API requires one.
+const DefaultMaxTokens = 4096

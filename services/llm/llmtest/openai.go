@@ -1,0 +1,113 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+func openAIFinishReason(reply Reply) string {
+	switch {
+	case reply.StopReason != "":
+		return reply.StopReason
+	case len(reply.ToolCalls) > 0:
+		return "tool_calls"
+	default:
+		return "stop"
+	}
+}
+
+func openAIUsage(u Usage) map[string]any {
+	return map[string]any{
+		"prompt_tokens":         u.PromptTokens,
+		"completion_tokens":     u.CompletionTokens,
+		"total_tokens":          u.PromptTokens + u.CompletionTokens,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens},
+	}
+}
+
+func openAIToolID(tc ToolCall, i int, id int64) string {
+	if tc.ID != "" {
+		return tc.ID
+	}
+	return fmt.Sprintf("call_%d_%d", id, i)
+}
+
+// openAICompletion is a non-streamed chat.completion object.
+func openAICompletion(req Request, reply Reply, usage Usage, id int64) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": reply.Text}
+	if reply.Text == "" && len(reply.ToolCalls) > 0 {
+		msg["content"] = nil
+	}
+	if len(reply.ToolCalls) > 0 {
+		var calls []map[string]any
+		for i, tc := range reply.ToolCalls {
+			calls = append(calls, map[string]any{
+				"id": openAIToolID(tc, i, id), "type": "function",
+				"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments},
+			})
+		}
+		msg["tool_calls"] = calls
+	}
+	return map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%d", id), "object": "chat.completion",
+		"created": time.Now().Unix(), "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": openAIFinishReason(reply), "logprobs": nil}},
+		"usage":   openAIUsage(usage),
+	}
+}
+
+// streamOpenAI writes chat.completion.chunk events ending in data: [DONE].
+func streamOpenAI(w http.ResponseWriter, req Request, reply Reply, usage Usage, id int64) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	created := time.Now().Unix()
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", id), "object": "chat.completion.chunk",
+			"created": created, "model": req.Model,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+		}
+	}
+	sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for i, frag := range fragments(reply.Text) {
+		if reply.CutAfter > 0 && i == reply.CutAfter {
+			panic(http.ErrAbortHandler)
+		}
+		sse(w, "", chunk(map[string]any{"content": frag}, nil))
+	}
+	for i, tc := range reply.ToolCalls {
+		sse(w, "", chunk(map[string]any{"tool_calls": []map[string]any{{
+			"index": i, "id": openAIToolID(tc, i, id), "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": ""},
+		}}}, nil))
+		for _, part := range halves(tc.Arguments) {
+			sse(w, "", chunk(map[string]any{"tool_calls": []map[string]any{{
+				"index": i, "function": map[string]any{"arguments": part},
+			}}}, nil))
+		}
+	}
+	if reply.CutAfter > 0 {
+		panic(http.ErrAbortHandler) // cut before the end even if the text was short
+	}
+	sse(w, "", chunk(map[string]any{}, openAIFinishReason(reply)))
+	if includeUsage(req) {
+		sse(w, "", map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", id), "object": "chat.completion.chunk",
+			"created": created, "model": req.Model, "choices": []any{}, "usage": openAIUsage(usage),
+		})
+	}
+	sse(w, "", "[DONE]")
+}
+
+// includeUsage reports whether stream_options.include_usage was requested.
+func includeUsage(req Request) bool {
+	var b struct {
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	_ = json.Unmarshal(req.Body, &b)
+	return b.StreamOptions.IncludeUsage
+}

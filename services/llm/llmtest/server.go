@@ -1,0 +1,400 @@
+// Package llmtest is a fake model server for tests. One httptest server
+// speaks both the OpenAI chat completions API (POST /v1/chat/completions) and
+// the Anthropic Messages API (POST /v1/messages), streaming and not, so the
+// real SDK clients can be exercised end to end. Replies are scripted per test
+// with Enqueue; when the queue is empty the server answers with the default
+// reply (an echo of the last user message). Every request body is recorded.
+// A Server is safe for concurrent use.
+package llmtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// API names the protocol a request used.
+type API string
+
+// The two APIs the server speaks.
+const (
+	OpenAI    API = "openai"
+	Anthropic API = "anthropic"
+)
+
+// Usage is the token accounting a Reply reports. PromptTokens counts every
+// input token, cached ones included; for Anthropic the server reports
+// input_tokens = PromptTokens - CachedTokens - CacheWriteTokens.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int
+	CacheWriteTokens int
+}
+
+// ToolCall is a tool call in a Reply. Arguments is sent verbatim, so a
+// malformed JSON string scripts a malformed tool call.
+type ToolCall struct {
+	ID        string // generated when empty
+	Name      string
+	Arguments string
+}
+
+// Reply is one scripted answer.
+type Reply struct {
+	// Text is the answer; streamed word by word.
+	Text string
+	// ToolCalls follow the text.
+	ToolCalls []ToolCall
+	// Usage is reported as is; zero means estimated from the lengths.
+	Usage Usage
+	// StopReason is the provider-native stop reason; empty means derived
+	// ("stop"/"tool_calls", "end_turn"/"tool_use").
+	StopReason string
+	// Status, when non-zero, answers with this HTTP status and an error body
+	// in the API's format instead of a reply.
+	Status int
+	// RetryAfter is the Retry-After header sent with Status.
+	RetryAfter string
+	// Delay is waited before answering (or until the client gives up).
+	Delay time.Duration
+	// CutAfter, when positive, closes the connection after that many text
+	// fragments of a streamed answer, without the final events. A
+	// non-streamed request with CutAfter set gets its connection closed
+	// before any response.
+	CutAfter int
+}
+
+// Text returns a Reply answering text.
+func Text(text string) Reply { return Reply{Text: text} }
+
+// Status returns a Reply failing with the HTTP status and Retry-After header
+// (empty for none).
+func Status(status int, retryAfter string) Reply {
+	return Reply{Status: status, RetryAfter: retryAfter}
+}
+
+// Call returns a Reply calling one tool with the given raw JSON arguments.
+func Call(name, arguments string) Reply {
+	return Reply{ToolCalls: []ToolCall{{Name: name, Arguments: arguments}}}
+}
+
+// Request is one request the server received.
+type Request struct {
+	API    API
+	Path   string
+	Header http.Header
+	// Body is the raw JSON body.
+	Body []byte
+	// Model and Stream are read from the body.
+	Model  string
+	Stream bool
+	// LastMessage is the text of the last message: a user message, or a
+	// tool result when LastIsToolResult.
+	LastMessage      string
+	LastIsToolResult bool
+}
+
+// JSON decodes the request body into a generic map, failing t on error.
+func (r Request) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("llmtest: request body is not JSON: %v", err)
+	}
+	return m
+}
+
+// Server is the fake model server.
+type Server struct {
+	// URL is the server's root, e.g. http://127.0.0.1:41234.
+	URL string
+
+	srv *httptest.Server
+	ids atomic.Int64
+
+	mu           sync.Mutex
+	queue        []Reply
+	requests     []Request
+	defaultReply func(Request) Reply
+	latency      time.Duration
+}
+
+// NewServer starts a server that is closed when t's test ends.
+func NewServer(t testing.TB) *Server {
+	s := &Server{defaultReply: Echo}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.URL = s.srv.URL
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close shuts the server down, closing open connections.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// OpenAIBaseURL is the base URL for an OpenAI-compatible client.
+func (s *Server) OpenAIBaseURL() string { return s.URL + "/v1" }
+
+// AnthropicBaseURL is the base URL for an Anthropic client.
+func (s *Server) AnthropicBaseURL() string { return s.URL }
+
+// Enqueue appends scripted replies; each request takes the next one.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// SetDefault sets the reply for requests that find the queue empty.
+func (s *Server) SetDefault(reply func(Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.defaultReply = reply
+}
+
+// SetLatency sets a delay added before every answer (0 by default).
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+// Requests returns a copy of the requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// RequestCount returns the number of requests received so far.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// Pending returns the number of scripted replies not yet used.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Echo is the default reply: "echo: <last user message>", or
+// "tool result: <content>" when the last message is a tool result.
+func Echo(r Request) Reply {
+	if r.LastIsToolResult {
+		return Text("tool result: " + r.LastMessage)
+	}
+	return Text("echo: " + r.LastMessage)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	var api API
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		api = OpenAI
+	case "/v1/messages":
+		api = Anthropic
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	req := parseRequest(api, r, body)
+
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	var reply Reply
+	scripted := len(s.queue) > 0
+	if scripted {
+		reply = s.queue[0]
+		s.queue = s.queue[1:]
+	}
+	def, latency := s.defaultReply, s.latency
+	s.mu.Unlock()
+	if !scripted {
+		reply = def(req)
+	}
+
+	if !sleep(r.Context(), latency+reply.Delay) {
+		return
+	}
+	if reply.Status != 0 {
+		writeError(w, api, reply)
+		return
+	}
+	if reply.CutAfter > 0 && !req.Stream {
+		panic(http.ErrAbortHandler) // closes the connection, no response
+	}
+	usage := reply.Usage
+	if usage == (Usage{}) {
+		usage = Usage{PromptTokens: max(1, len(body)/4), CompletionTokens: max(1, len(reply.Text)/4)}
+	}
+	id := s.ids.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case api == OpenAI && req.Stream:
+		streamOpenAI(w, req, reply, usage, id)
+	case api == OpenAI:
+		writeJSON(w, openAICompletion(req, reply, usage, id))
+	case req.Stream:
+		streamAnthropic(w, req, reply, usage, id)
+	default:
+		writeJSON(w, anthropicMessage(req, reply, usage, id))
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func writeError(w http.ResponseWriter, api API, reply Reply) {
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(reply.Status)
+	msg := fmt.Sprintf("scripted error %d", reply.Status)
+	if api == OpenAI {
+		writeJSON(w, map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "code": nil, "param": nil}})
+		return
+	}
+	typ := "api_error"
+	switch reply.Status {
+	case http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case http.StatusBadRequest:
+		typ = "invalid_request_error"
+	case http.StatusUnauthorized:
+		typ = "authentication_error"
+	case 529:
+		typ = "overloaded_error"
+	}
+	writeJSON(w, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+}
+
+func writeJSON(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	_, _ = w.Write(b)
+}
+
+// fragments splits text into word-sized pieces that join back to it.
+func fragments(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return strings.SplitAfter(text, " ")
+}
+
+// halves splits s in two so that a tool input arrives in several deltas.
+func halves(s string) []string {
+	if len(s) < 2 {
+		return []string{s}
+	}
+	return []string{s[:len(s)/2], s[len(s)/2:]}
+}
+
+// sse writes one server-sent event and flushes it.
+func sse(w http.ResponseWriter, event string, data any) {
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	if s, ok := data.(string); ok {
+		fmt.Fprintf(w, "data: %s\n\n", s)
+	} else {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// parseRequest reads what tests and the default reply need from a body.
+func parseRequest(api API, r *http.Request, body []byte) Request {
+	req := Request{API: api, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	var b struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return req
+	}
+	req.Model, req.Stream = b.Model, b.Stream
+	if n := len(b.Messages); n > 0 {
+		last := b.Messages[n-1]
+		req.LastMessage, req.LastIsToolResult = contentText(last.Content)
+		if last.Role == "tool" {
+			req.LastIsToolResult = true
+		}
+	}
+	return req
+}
+
+// contentText flattens string or block content to text, reporting whether
+// the last block was a tool result.
+func contentText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, false
+	}
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return "", false
+	}
+	var parts []string
+	toolResult := false
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			parts = append(parts, bl.Text)
+			toolResult = false
+		case "tool_result":
+			text, _ := contentText(bl.Content)
+			parts = append(parts, text)
+			toolResult = true
+		}
+	}
+	return strings.Join(parts, "\n"), toolResult
+}

@@ -1,0 +1,59 @@
+package llm_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/switchboard/switchboard/services/llm"
+)
+
+func TestOfflineExplainsConfiguration(t *testing.T) {
+	t.Parallel()
+	p, err := llm.New(llm.Config{})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if p.Name() != llm.ProviderOffline || p.ContextWindow() != llm.DefaultOfflineContextWindow {
+		t.Errorf("Name = %q, ContextWindow = %d", p.Name(), p.ContextWindow())
+	}
+	req := userRequest("please summarise my inbox")
+	req.Tools = []llm.ToolDef{readFileTool}
+	var deltas []string
+	resp, err := p.Complete(context.Background(), req, func(s string) { deltas = append(deltas, s) })
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	for _, want := range []string{"No language model is configured", "LLM_PROVIDER=openai", "anthropic",
+		"LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "LLM_CONTEXT_WINDOW", `"please summarise my inbox"`} {
+		if !strings.Contains(resp.Text, want) {
+			t.Errorf("offline answer lacks %q:\n%s", want, resp.Text)
+		}
+	}
+	if len(deltas) < 3 || strings.Join(deltas, "") != resp.Text {
+		t.Errorf("got %d deltas joining to the text: %v", len(deltas), strings.Join(deltas, "") == resp.Text)
+	}
+	if len(resp.ToolCalls) != 0 || resp.StopReason != llm.StopEnd {
+		t.Errorf("ToolCalls = %v, StopReason = %q", resp.ToolCalls, resp.StopReason)
+	}
+	if resp.Usage.PromptTokens <= 0 || resp.Usage.CompletionTokens != (len(resp.Text)+3)/4 {
+		t.Errorf("Usage = %+v", resp.Usage)
+	}
+
+	again, err := p.Complete(context.Background(), req, nil)
+	if err != nil || again.Text != resp.Text {
+		t.Errorf("second answer differs or failed (%v)", err)
+	}
+}
+
+func TestOfflineEchoIsShort(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 200)
+	resp, err := llm.NewOffline(0).Complete(context.Background(), userRequest(long), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(resp.Text, "word") > 20 {
+		t.Errorf("offline answer echoes too much of the message:\n%s", resp.Text)
+	}
+}
