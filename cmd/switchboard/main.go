@@ -23,6 +23,7 @@ Usage:
   switchboard migrate up|down|status
                                    apply, roll back one, or list database migrations
   switchboard token reset          replace the generated owner login token (prints the new one)
+  switchboard tui [flags]          terminal client of a running server (switchboard tui --help)
   switchboard help                 this text
 
 With no configuration, serve uses the PostgreSQL on 127.0.0.1:5432 if one
@@ -53,6 +54,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "-h", "--help":
 		printUsage(stdout)
 		return nil
+	case "tui":
+		// The TUI is a client: it reads its own flags and env, not the server's.
+		return runTUI(ctx, args, getenv, stdout, stderr)
 	case "serve", "migrate", "token":
 	default:
 		printUsage(stderr)
