@@ -1,0 +1,33 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Outbound is one durable delivery to an external channel (a Telegram
+// answer). Payload is the channel's own format; Key makes enqueueing
+// idempotent (the same key is delivered once).
+type Outbound struct {
+	Channel string
+	Key     string
+	Payload json.RawMessage
+}
+
+// OutboundQueue schedules durable deliveries.
+type OutboundQueue interface {
+	// EnqueueOutbound schedules o; a second call with the same Key does nothing.
+	EnqueueOutbound(ctx context.Context, o Outbound) error
+}
+
+// OutboundHandler delivers one payload of its channel. A *RetryAfterError
+// defers the delivery by its delay without counting a failed attempt; any
+// other error is retried with backoff.
+type OutboundHandler func(ctx context.Context, payload json.RawMessage) error
+
+// RetryAfterError asks the queue to try again after Delay (HTTP 429).
+type RetryAfterError struct{ Delay time.Duration }
+
+func (e *RetryAfterError) Error() string { return fmt.Sprintf("retry after %s", e.Delay) }
