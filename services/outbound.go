@@ -31,3 +31,19 @@ type OutboundHandler func(ctx context.Context, payload json.RawMessage) error
 type RetryAfterError struct{ Delay time.Duration }
 
 func (e *RetryAfterError) Error() string { return fmt.Sprintf("retry after %s", e.Delay) }
+
+// ReplyRouter sends replies back to the external channel a message came
+// from (Telegram). ChatService calls the router registered for the source of
+// the message being answered, after the reply is committed.
+type ReplyRouter interface {
+	// RouteReply schedules delivery of reply to where to came from; it must
+	// be idempotent per reply id (it may be called again after a crash).
+	RouteReply(ctx context.Context, to Message, reply Message) error
+}
+
+// RunObserver hears about main runs starting and ending, e.g. to show a
+// "typing" indicator in the channel the trigger came from.
+type RunObserver interface {
+	RunStarted(ctx context.Context, run Run, trigger Message)
+	RunFinished(ctx context.Context, run Run, trigger Message)
+}

@@ -35,6 +35,11 @@ type Config struct {
 	LLMModel         string
 	LLMContextWindow int
 	LLMTimeout       time.Duration
+	LLMMaxRetries    int
+
+	AgentMaxSteps   int
+	AgentRunTimeout time.Duration
+	AgentWorkers    int
 }
 
 // envVar is one row of the configuration table: the README's env table and
@@ -132,6 +137,15 @@ func envTable() []envVar {
 			}},
 		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
+		{Name: "LLM_MAX_RETRIES", Default: "2", Help: "Retries of a failed model call (429, 5xx, timeouts) before the user is told; 0 disables.",
+			set: func(c *Config, v string) (err error) { c.LLMMaxRetries, err = parseIntRange(v, 0, 10); return }},
+		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
+			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
+		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
+			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
+		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time).",
+			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 1, 1000); return }},
+		// Telegram variables go below this line.
 	}
 }
 

@@ -36,6 +36,9 @@ type Options struct {
 	ScopedWrite bool
 	// LogContent allows message text in logs (LOG_CONTENT).
 	LogContent bool
+	// Routers deliver replies to external channels, by the source of the
+	// message being answered (e.g. "telegram").
+	Routers map[string]services.ReplyRouter
 }
 
 // Service is ChatService.
@@ -73,6 +76,9 @@ type PostParams struct {
 	Metadata  json.RawMessage
 	// AgentID marks a message written by an agent.
 	AgentID string
+	// ReplyTo is the id of the message this one answers; its channel's
+	// ReplyRouter (if any) delivers this message there.
+	ReplyTo int64
 }
 
 // Post validates and stores a visible message in its timeline, publishes it
@@ -87,6 +93,11 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 	}
 	if err := s.validate(p); err != nil {
 		return services.Message{}, false, err
+	}
+	if p.Role == services.RoleUser && len(p.Metadata) == 0 {
+		if name, _, ok := ParseCommand(p.Content); ok {
+			p.Metadata, _ = json.Marshal(map[string]string{"command": name})
+		}
 	}
 	nm := services.NewMessage{
 		TimelineScope: p.TimelineScope,
@@ -114,9 +125,17 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 	}
 	s.log.Debug("message stored", attrs...)
 	if !created {
+		// A retried post (e.g. after a crash between commit and routing)
+		// routes again; routers are idempotent per reply id.
+		if p.ReplyTo != 0 {
+			s.routeReply(ctx, p.ReplyTo, msg)
+		}
 		return msg, false, nil
 	}
 	s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
+	if p.ReplyTo != 0 {
+		s.routeReply(ctx, p.ReplyTo, msg)
+	}
 	if msg.Role == services.RoleUser && s.opts.Turns != nil {
 		if err := s.opts.Turns.HandleTurn(ctx, msg); err != nil {
 			// The message is stored; the runtime's own recovery answers it.
@@ -124,6 +143,28 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 		}
 	}
 	return msg, true, nil
+}
+
+// SetTurnHandler sets the agent runtime after construction (the runtime
+// itself posts through this service). Call it before serving.
+func (s *Service) SetTurnHandler(h TurnHandler) { s.opts.Turns = h }
+
+// routeReply hands a reply to the router of the answered message's channel.
+func (s *Service) routeReply(ctx context.Context, toID int64, reply services.Message) {
+	to, err := s.opts.Store.GetMessage(ctx, toID)
+	if err != nil {
+		s.log.Warn("route reply: read answered message", "message_id", toID, "err", err)
+		return
+	}
+	if to.TimelineScope != reply.TimelineScope {
+		s.log.Error("route reply: answered message is in another timeline", "message_id", toID)
+		return
+	}
+	if r := s.opts.Routers[to.Source]; r != nil {
+		if err := r.RouteReply(ctx, to, reply); err != nil {
+			s.log.Error("route reply", "source", to.Source, "reply_id", reply.ID, "err", err)
+		}
+	}
 }
 
 func (s *Service) publish(ctx context.Context, e services.Event) {
