@@ -7,13 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
 	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -54,15 +60,71 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
+	publisher := events.Fanout{Hub: hub, Remote: notifier}
 
+	tokenizer, warn := contextmgr.NewTokenizer(cfg.LLMModel)
+	if warn != nil {
+		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
+	}
+	provider, err := llm.New(llm.Config{
+		Provider: cfg.LLMProvider, BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
+		ContextWindow: cfg.LLMContextWindow, Timeout: cfg.LLMTimeout, MaxRetries: retries(cfg.LLMMaxRetries),
+	})
+	if err != nil {
+		return err
+	}
+	registry := tools.NewRegistry(log)
+	workspaces := tools.NewWorkspaces(filepath.Join(cfg.DataDir, "workspaces"))
+	defer workspaces.Close()
+	if err := tools.RegisterWorkspaceTools(registry, workspaces.For); err != nil {
+		return err
+	}
 	chatSvc := chat.New(chat.Options{
 		Store:       store,
-		Publisher:   events.Fanout{Hub: hub, Remote: notifier},
+		Publisher:   publisher,
 		Logger:      log,
+		CountTokens: tokenizer.Count,
 		ScopedWrite: cfg.ScopedWrite,
 		LogContent:  cfg.LogContent,
 	})
+	agentSvc := agent.New(agent.Options{
+		Store:     store,
+		Chat:      chatSvc,
+		Publisher: publisher,
+		LLM:       provider,
+		Tools:     registry,
+		Tokenizer: tokenizer,
+		Context: contextmgr.New(contextmgr.Options{
+			Store: store, Tokenizer: tokenizer, Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead,
+		}),
+		Logger:     log,
+		Flags:      agent.Flags{ScopedWrite: cfg.ScopedWrite, ScopedRead: cfg.ScopedRead, SubAgents: cfg.SubAgents},
+		MaxSteps:   cfg.AgentMaxSteps,
+		RunTimeout: cfg.AgentRunTimeout,
+		LogContent: cfg.LogContent,
+	})
+	jobs, err := queue.New(ctx, pool, store, agentSvc, queue.Options{Logger: log, TurnWorkers: cfg.AgentWorkers, RunTimeout: cfg.AgentRunTimeout})
+	if err != nil {
+		return err
+	}
+	agentSvc.SetQueue(jobs)
+	chatSvc.SetTurnHandler(agentSvc)
+	// Events from every instance: /stop reaches the instance running the run.
+	go notifier.Listen(ctx, func(e services.Event) {
+		if e.Type == agent.EventCancel {
+			agentSvc.CancelRun(e.RunID)
+			return
+		}
+		hub.Notify(e)
+	}, hub.Resync)
+	if err := jobs.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancelStop()
+		_ = jobs.Stop(stopCtx)
+	}()
 
 	srv := web.New(web.Options{
 		Logger:        log,
@@ -133,4 +195,12 @@ func flagMap(cfg *Config) map[string]string {
 		"AGENT_SUBAGENTS":            b(cfg.SubAgents),
 		"mode":                       cfg.FlagMode(),
 	}
+}
+
+// retries maps LLM_MAX_RETRIES (0 = none) to llm.Config (0 = default, <0 = none).
+func retries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -1,0 +1,133 @@
+// Package agent is the agent runtime: it turns each user message into a run
+// (agent_runs), executes runs with the model and tools step by step, records
+// every step, posts the final answer to the timeline, and answers the chat
+// commands.
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// Flags are the rollout flags of DESIGN.md's matrix.
+type Flags struct {
+	ScopedWrite bool
+	ScopedRead  bool
+	SubAgents   bool
+}
+
+// Options are the runtime's collaborators and limits.
+type Options struct {
+	Store     services.Store
+	Chat      *chat.Service
+	Queue     services.RunQueue
+	Publisher services.Publisher
+	LLM       llm.Provider
+	Tools     *tools.Registry
+	Context   *contextmgr.Manager
+	Tokenizer contextmgr.Tokenizer
+	Observers []services.RunObserver
+	Logger    *slog.Logger
+	Flags     Flags
+	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
+	MaxSteps   int
+	RunTimeout time.Duration
+	// LogContent allows message text in logs.
+	LogContent bool
+}
+
+// Service is the agent runtime.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	active map[int64]context.CancelCauseFunc
+}
+
+var (
+	_ chat.TurnHandler     = (*Service)(nil)
+	_ services.RunExecutor = (*Service)(nil)
+)
+
+// New returns the runtime.
+func New(opts Options) *Service {
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 12
+	}
+	if opts.RunTimeout <= 0 {
+		opts.RunTimeout = 10 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = contextmgr.HeuristicTokenizer{}
+	}
+	return &Service{opts: opts, log: opts.Logger, active: map[int64]context.CancelCauseFunc{}}
+}
+
+// HandleTurn answers a command at once, or queues a run for a user message.
+func (s *Service) HandleTurn(ctx context.Context, msg services.Message) error {
+	if name, args, ok := chat.ParseCommand(msg.Content); ok {
+		return s.command(ctx, msg, name, args)
+	}
+	run, err := s.opts.Store.CreateRun(ctx, services.NewRun{
+		TimelineScope:    msg.TimelineScope,
+		ContextScope:     s.mainScope(),
+		TriggerMessageID: msg.ID,
+		Source:           msg.Source,
+		Status:           services.RunQueued,
+		Model:            s.opts.LLM.Model(),
+	})
+	if err != nil {
+		return err
+	}
+	s.publishRun(ctx, run, services.RunQueued)
+	// A failed enqueue is repaired by the queue's reaper, which re-enqueues
+	// queued runs without a job.
+	return s.opts.Queue.EnqueueRun(ctx, run)
+}
+
+// SetQueue sets the run queue after construction (the queue's workers call
+// back into the runtime). Call it before serving.
+func (s *Service) SetQueue(q services.RunQueue) { s.opts.Queue = q }
+
+// mainScope is the context scope main rows are written with: explicit with
+// AGENT_CONTEXT_SCOPED_WRITE, else the column default (also "main").
+func (s *Service) mainScope() string {
+	if s.opts.Flags.ScopedWrite {
+		return services.MainScope
+	}
+	return ""
+}
+
+// CancelRun cancels a run executing in this process (from /stop, which
+// reaches every instance as an event).
+func (s *Service) CancelRun(runID int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cancel, ok := s.active[runID]; ok {
+		cancel(errStopped)
+		return true
+	}
+	return false
+}
+
+func (s *Service) publishRun(ctx context.Context, run services.Run, status string) {
+	if s.opts.Publisher == nil {
+		return
+	}
+	data := []byte(`{"status":"` + status + `"}`)
+	if err := s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventRun, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data}); err != nil {
+		s.log.Warn("publish run status", "run_id", run.ID, "err", err)
+	}
+}

@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+// EventCancel asks every instance to cancel a run it executes (/stop).
+const EventCancel = "cancel"
+
+// command answers a chat command with a system message in the timeline.
+func (s *Service) command(ctx context.Context, msg services.Message, name, args string) error {
+	var reply string
+	var err error
+	switch name {
+	case "new":
+		reply, err = s.cmdNew(ctx, msg)
+	case "stop":
+		reply, err = s.cmdStop(ctx, msg)
+	case "status":
+		reply, err = s.cmdStatus(ctx, msg)
+	case "context":
+		reply, err = s.cmdContext(ctx, msg)
+	default:
+		reply = fmt.Sprintf("/%s is not available yet in this version.", name)
+	}
+	if err != nil {
+		reply = "That command failed: " + services.ErrorMessage(err)
+	}
+	_, _, perr := s.opts.Chat.Post(ctx, chat.PostParams{
+		TimelineScope: msg.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content: reply, DedupeKey: fmt.Sprintf("cmd:%d", msg.ID), ReplyTo: msg.ID,
+		Metadata: mustJSON(map[string]any{"command": name, "reply_to": msg.ID}),
+	})
+	return perr
+}
+
+// cmdNew starts a fresh context: the summary cursors of the timeline move to
+// this message with an empty summary, so prompts start here. Nothing stored
+// is deleted.
+func (s *Service) cmdNew(ctx context.Context, msg services.Message) (string, error) {
+	for _, scope := range []string{services.MainScope, services.GlobalSummaryScope} {
+		if _, err := s.opts.Store.UpsertSummary(ctx, services.Summary{TimelineScope: msg.TimelineScope, Scope: scope, UntilMessageID: msg.ID}); err != nil {
+			return "", err
+		}
+	}
+	return "Started a fresh context. Earlier messages stay in the history but are no longer sent to the model.", nil
+}
+
+// cmdStop cancels the timeline's queued runs and asks every instance to
+// cancel its running one.
+func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, error) {
+	stopped := 0
+	for _, status := range []string{services.RunQueued, services.RunRunning} {
+		runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Status: status, Limit: 100})
+		if err != nil {
+			return "", err
+		}
+		for _, r := range runs {
+			if status == services.RunQueued {
+				if _, err := s.opts.Store.FinishRun(ctx, r.ID, services.RunFinish{Status: services.RunCancelled, Error: "stopped by the owner before it started"}); err == nil {
+					stopped++
+					s.publishRun(ctx, r, services.RunCancelled)
+				}
+				continue
+			}
+			stopped++
+			if !s.CancelRun(r.ID) && s.opts.Publisher != nil {
+				_ = s.opts.Publisher.Publish(ctx, services.Event{Type: EventCancel, TimelineScope: r.TimelineScope, RunID: r.ID})
+			}
+		}
+	}
+	if stopped == 0 {
+		return "Nothing is running.", nil
+	}
+	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
+}
+
+func (s *Service) lastRun(ctx context.Context, timeline string) (services.Run, bool, error) {
+	runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Limit: 20})
+	if err != nil {
+		return services.Run{}, false, err
+	}
+	for _, r := range runs {
+		if r.ParentRunID == 0 && r.FinishedAt != nil {
+			return r, true, nil
+		}
+	}
+	return services.Run{}, false, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, error) {
+	var b strings.Builder
+	f := s.opts.Flags
+	fmt.Fprintf(&b, "Model: %s (%s), context window %d tokens.\n", s.opts.LLM.Model(), s.opts.LLM.Name(), s.opts.LLM.ContextWindow())
+	fmt.Fprintf(&b, "Flags: AGENT_CONTEXT_SCOPED_WRITE=%s AGENT_CONTEXT_SCOPED_READ=%s AGENT_SUBAGENTS=%s.\n", onOff(f.ScopedWrite), onOff(f.ScopedRead), onOff(f.SubAgents))
+	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		b.WriteString("No finished run yet in this conversation.")
+		return b.String(), nil
+	}
+	use := 0.0
+	if run.ModelContextWindow > 0 {
+		use = 100 * float64(run.EstimatedPromptTokens) / float64(run.ModelContextWindow)
+	}
+	fmt.Fprintf(&b, "Last run #%d: %s. Prompt %d of %d budget tokens (%.1f%% of the window). Provider usage: %d prompt (%d cached), %d completion.",
+		run.ID, run.Status, run.EstimatedPromptTokens, run.PromptTokenBudget, use, run.PromptTokens, run.CachedTokens, run.CompletionTokens)
+	return b.String(), nil
+}
+
+// cmdContext shows the layer breakdown of the last prompt.
+func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string, error) {
+	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "No prompt has been built yet in this conversation.", nil
+	}
+	steps, err := s.opts.Store.ListSteps(ctx, run.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, st := range steps {
+		if st.Kind != "prompt" {
+			continue
+		}
+		var ins struct {
+			Layers []struct {
+				Layer   string `json:"layer"`
+				Tokens  int    `json:"tokens"`
+				Items   int    `json:"items"`
+				Trimmed int    `json:"trimmed"`
+				Reason  string `json:"reason"`
+			} `json:"layers"`
+			Total      int    `json:"total_tokens"`
+			Budget     int    `json:"budget"`
+			PrefixHash string `json:"prefix_hash"`
+		}
+		if err := json.Unmarshal(st.Payload, &ins); err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Last prompt (run #%d): %d of %d tokens.\n", run.ID, ins.Total, ins.Budget)
+		for _, l := range ins.Layers {
+			fmt.Fprintf(&b, "- %s: %d tokens, %d item(s)", l.Layer, l.Tokens, l.Items)
+			if l.Reason != "" {
+				fmt.Fprintf(&b, " (%s)", l.Reason)
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "Stable prefix hash: %.12s", ins.PrefixHash)
+		return b.String(), nil
+	}
+	return "The last run recorded no prompt.", nil
+}

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// errStopped is the cancel cause of /stop.
+var errStopped = errors.New("stopped by the owner")
+
+// usage sums a run's provider-reported usage.
+type usage struct{ prompt, completion, cached int }
+
+func (u *usage) add(x llm.Usage) {
+	u.prompt += x.PromptTokens
+	u.completion += x.CompletionTokens
+	u.cached += x.CachedTokens
+}
+
+// ExecuteRun takes a queued run to its end. A run that is not queued any
+// more (answered, cancelled, interrupted) is left alone, so a retried job
+// never answers twice.
+func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
+	run, err := s.opts.Store.GetRun(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	if run.Status != services.RunQueued {
+		return nil
+	}
+	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Store.SetRunStatus(ctx, run.ID, services.RunRunning); err != nil {
+		return err
+	}
+	s.publishRun(ctx, run, services.RunRunning)
+	for _, o := range s.opts.Observers {
+		o.RunStarted(ctx, run, trigger)
+	}
+	defer func() {
+		for _, o := range s.opts.Observers {
+			o.RunFinished(context.WithoutCancel(ctx), run, trigger)
+		}
+	}()
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, s.opts.RunTimeout, context.DeadlineExceeded)
+	defer cancelTimeout()
+	s.mu.Lock()
+	s.active[run.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, run.ID)
+		s.mu.Unlock()
+		cancel(nil)
+	}()
+
+	started := time.Now()
+	answer, obs, u, runErr := s.loop(runCtx, run, trigger)
+	// Recording the end must not be cut short by the run's own deadline.
+	endCtx := context.WithoutCancel(ctx)
+	fin := services.RunFinish{
+		Status:                services.RunOK,
+		PromptTokenBudget:     obs.Budget,
+		EstimatedPromptTokens: obs.TotalTokens,
+		ModelContextWindow:    obs.Window,
+		PromptTokens:          u.prompt,
+		CompletionTokens:      u.completion,
+		CachedTokens:          u.cached,
+	}
+	var notice string
+	switch {
+	case runErr == nil:
+	case errors.Is(context.Cause(runCtx), errStopped):
+		fin.Status, fin.Error = services.RunCancelled, "stopped by the owner"
+		notice = "Stopped."
+	case errors.Is(runErr, context.DeadlineExceeded) || errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
+		fin.Status, fin.Error = services.RunTimeout, fmt.Sprintf("run took longer than %s", s.opts.RunTimeout)
+		notice = fmt.Sprintf("I ran out of time (the limit is %s) before finishing. Ask again, perhaps in smaller steps.", s.opts.RunTimeout)
+	case ctx.Err() != nil:
+		// This process is shutting down: leave the run for the reaper, which
+		// tells the user it was interrupted.
+		return ctx.Err()
+	default:
+		fin.Status, fin.Error = services.RunError, runErr.Error()
+		notice = "I could not answer: " + services.ErrorMessage(runErr)
+	}
+	if runErr == nil {
+		if _, _, err := s.opts.Chat.Post(endCtx, chat.PostParams{
+			TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
+			Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
+			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID}),
+		}); err != nil {
+			return err
+		}
+	} else {
+		s.notify(endCtx, run, trigger, notice, fin.Status)
+	}
+	done, err := s.opts.Store.FinishRun(endCtx, run.ID, fin)
+	if err != nil && !services.IsKind(err, services.ECONFLICT) {
+		return err
+	}
+	s.publishRun(endCtx, done, fin.Status)
+	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
+		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
+	return nil
+}
+
+// notify posts a visible notice about a run that ended without an answer.
+func (s *Service) notify(ctx context.Context, run services.Run, trigger services.Message, text, status string) {
+	_, _, err := s.opts.Chat.Post(ctx, chat.PostParams{
+		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content: text, DedupeKey: fmt.Sprintf("run:%d:end", run.ID), ReplyTo: trigger.ID,
+		Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID, "run_status": status}),
+	})
+	if err != nil {
+		s.log.Error("post run notice", "run_id", run.ID, "err", err)
+	}
+}
+
+// InterruptRun closes a run whose worker died and tells the user.
+func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
+	done, err := s.opts.Store.FinishRun(ctx, run.ID, services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"})
+	if services.IsKind(err, services.ECONFLICT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
+	if err != nil {
+		return err
+	}
+	s.notify(ctx, run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted)
+	s.publishRun(ctx, done, services.RunInterrupted)
+	s.log.Warn("run interrupted", "run_id", run.ID, "timeline", run.TimelineScope)
+	return nil
+}
+
+// loop builds the prompt and runs the model/tool loop. It returns the final
+// answer text, the prompt inspection and the usage.
+func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, contextmgr.Inspection, usage, error) {
+	var u usage
+	defs := s.toolDefs()
+	prompt, err := s.opts.Context.Build(ctx, contextmgr.BuildParams{
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: defs,
+	})
+	if err != nil {
+		return "", contextmgr.Inspection{}, u, err
+	}
+	obs := prompt.Inspection
+	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
+		return "", obs, u, err
+	}
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, "prompt", mustJSON(obs)); err != nil {
+		return "", obs, u, err
+	}
+	req := prompt.Request
+	for step := 0; step < s.opts.MaxSteps; step++ {
+		stream := newDeltaStream(ctx, s.opts.Publisher, run)
+		resp, err := s.opts.LLM.Complete(ctx, req, stream.add)
+		stream.flush()
+		if err != nil {
+			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), run.ID, services.StepError, mustJSON(map[string]any{
+				"error": err.Error(), "code": services.ErrorCode(err)}))
+			return "", obs, u, err
+		}
+		u.add(resp.Usage)
+		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepModelCall, mustJSON(map[string]any{
+			"model": resp.Model, "stop_reason": resp.StopReason, "usage": resp.Usage,
+			"text_chars": len(resp.Text), "tool_calls": len(resp.ToolCalls)})); err != nil {
+			return "", obs, u, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			if resp.Text == "" {
+				return "(The model returned an empty answer.)", obs, u, nil
+			}
+			return resp.Text, obs, u, nil
+		}
+		msgs, err := s.runTools(ctx, run, resp)
+		if err != nil {
+			return "", obs, u, err
+		}
+		req.Messages = append(req.Messages, msgs...)
+	}
+	return "", obs, u, services.Errorf(services.EINTERNAL, "the agent used its %d steps without finishing", s.opts.MaxSteps)
+}
+
+// runTools records the assistant's tool calls, runs them, and records each
+// result; a call and its result are always stored together.
+func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Response) ([]llm.Message, error) {
+	scope := s.mainScope()
+	out := []llm.Message{{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}}
+	if _, _, err := s.opts.Store.InsertMessage(ctx, services.NewMessage{
+		TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleAssistant,
+		Source: services.SourceAgent, Content: resp.Text, Visible: false,
+		TokenCount: s.opts.Tokenizer.Count(resp.Text) + 20*len(resp.ToolCalls),
+		Metadata:   mustJSON(map[string]any{"run_id": run.ID, "tool_calls": resp.ToolCalls}),
+	}); err != nil {
+		return nil, err
+	}
+	for _, call := range resp.ToolCalls {
+		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolCall, mustJSON(map[string]any{
+			"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
+			return nil, err
+		}
+		res := s.opts.Tools.Execute(ctx, call.Name, tools.Call{
+			TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID, Arguments: call.Arguments,
+		})
+		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolResult, mustJSON(map[string]any{
+			"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
+			return nil, err
+		}
+		if _, _, err := s.opts.Store.InsertMessage(ctx, services.NewMessage{
+			TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleTool,
+			Source: services.SourceAgent, Content: res.Content, Visible: false,
+			TokenCount: s.opts.Tokenizer.Count(res.Content),
+			Metadata: mustJSON(map[string]any{"run_id": run.ID, "tool_call_id": call.ID, "tool_name": call.Name,
+				"is_error": res.IsError}),
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError})
+	}
+	return out, nil
+}
+
+func (s *Service) toolDefs() []llm.ToolDef {
+	if s.opts.Tools == nil {
+		return nil
+	}
+	var defs []llm.ToolDef
+	for _, t := range s.opts.Tools.List() {
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, JSONSchema: t.Schema})
+	}
+	return defs
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
