@@ -2,6 +2,8 @@ package repository
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,6 +25,8 @@ type Notifier struct {
 	pool    *pgxpool.Pool
 	channel string
 	log     *slog.Logger
+	// origin identifies this instance in the events it publishes.
+	origin string
 }
 
 var _ services.Publisher = (*Notifier)(nil)
@@ -40,11 +44,14 @@ func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*No
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{pool: pool, channel: ch, log: log}, nil
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:])}, nil
 }
 
 // Publish sends e to every listening instance (including this one).
 func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
+	e.Origin = n.origin
 	payload, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("store: encode event: %w", err)
@@ -56,7 +63,7 @@ func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
 	return wrapErr("publish event", err)
 }
 
-// Listen delivers every event to deliver until ctx ends, on a dedicated
+// Listen delivers every other instance's event to deliver until ctx ends, on a dedicated
 // connection. When the connection is lost it reconnects with backoff and
 // calls resync, because notifications sent meanwhile are gone.
 func (n *Notifier) Listen(ctx context.Context, deliver func(services.Event), resync func()) {
@@ -106,6 +113,9 @@ func (n *Notifier) listenOnce(ctx context.Context, deliver func(services.Event),
 		if err := json.Unmarshal([]byte(note.Payload), &e); err != nil {
 			n.log.Warn("event listener: bad payload", "err", err)
 			continue
+		}
+		if e.Origin == n.origin {
+			continue // delivered locally when published
 		}
 		deliver(e)
 	}

@@ -24,6 +24,9 @@ type Event struct {
 	ID            int64           `json:"id,omitempty"`
 	RunID         int64           `json:"run,omitempty"`
 	Data          json.RawMessage `json:"d,omitempty"`
+	// Origin is the publishing instance; an instance ignores the NOTIFY
+	// echo of its own events (it delivered them locally already).
+	Origin string `json:"o,omitempty"`
 }
 
 // Publisher sends events to every instance's hub. Publish is called after

@@ -15,9 +15,15 @@ import (
 
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
 	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -41,6 +47,12 @@ func newInstance(t testing.TB, url string) *instance {
 }
 
 func newInstanceOnPool(t testing.TB, pool *pgxpool.Pool) *instance {
+	return newInstanceWithModel(t, pool, nil)
+}
+
+// newInstanceWithModel is an instance whose agent answers with the fake
+// model (nil: no agent).
+func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
@@ -51,7 +63,25 @@ func newInstanceOnPool(t testing.TB, pool *pgxpool.Pool) *instance {
 		t.Fatal(err)
 	}
 	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}})
+	pub := events.Fanout{Hub: hub, Remote: notifier}
+	chatSvc := chat.New(chat.Options{Store: store, Publisher: pub})
+	if model != nil {
+		provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil),
+			Context: contextmgr.New(contextmgr.Options{Store: store, Window: 16000})})
+		q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag.SetQueue(q)
+		chatSvc.SetTurnHandler(ag)
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })

@@ -11,6 +11,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/web/browsertest"
 )
@@ -109,5 +112,55 @@ func shoot(t *testing.T, ctx context.Context, name string, w, h int64) {
 	_ = os.MkdirAll(dir, 0o755)
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStreamedAnswerInBrowser: the agent's answer grows on the page while
+// the model streams it, then the stored answer replaces the stream.
+func TestStreamedAnswerInBrowser(t *testing.T) {
+	model := llmtest.NewServer(t)
+	words := strings.Fields("Once upon a time a small switchboard connected every voice in the valley and nobody was ever left without an answer again, the end")
+	full := strings.Join(words, " ")
+	model.Enqueue(llmtest.Reply{Text: full, FragmentDelay: 80 * time.Millisecond})
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(in.URL+"/login?token="+testToken),
+		chromedp.WaitVisible(".conn.online"),
+		chromedp.SendKeys("#input", "tell me a story"),
+		chromedp.Click("#send"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// A partial answer is visible while streaming.
+	partial, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(() => { const e = document.querySelector("li.msg.streaming .body"); return e && e.textContent.split(" ").length >= 4 ? e.textContent : null })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		t.Fatalf("no streamed text: %v", err)
+	}
+	if partial == full || !strings.HasPrefix(full, strings.TrimSpace(partial)) {
+		t.Fatalf("streamed %q is not a strict prefix of the answer", partial)
+	}
+	status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("run").textContent`))
+	if status != "agent is working…" {
+		t.Fatalf("run status shown: %q", status)
+	}
+	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+		shoot(t, ctx, "chat-streaming.png", 1000, 560)
+	}
+	if err := waitForText(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("li.msg.streaming").length`))
+	if err != nil || n != 0 {
+		t.Fatalf("stream bubble left after the final answer: %d %v", n, err)
+	}
+	// Exactly one answer bubble with the text.
+	cnt, _ := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`[...document.querySelectorAll("li.msg .body")].filter(e => e.textContent === %q).length`, full)))
+	if cnt != 1 {
+		t.Fatalf("answer shown %d times", cnt)
 	}
 }

@@ -97,19 +97,19 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		fin.Status, fin.Error = services.RunError, runErr.Error()
 		notice = "I could not answer: " + services.ErrorMessage(runErr)
 	}
-	if runErr == nil {
-		if _, _, err := s.opts.Chat.Post(endCtx, chat.PostParams{
-			TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
-			Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID}),
-		}); err != nil {
-			return err
-		}
-	} else {
-		s.notify(endCtx, run, trigger, notice, fin.Status)
+	// The answer (or notice) and the end of the run commit together: a crash
+	// leaves either a queued/running run (retried or interrupted) or an
+	// answered, finished one, never an answer without a closed run.
+	post := chat.PostParams{
+		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
+		Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
+		Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID}),
 	}
-	done, err := s.opts.Store.FinishRun(endCtx, run.ID, fin)
-	if err != nil && !services.IsKind(err, services.ECONFLICT) {
+	if runErr != nil {
+		post = noticeParams(run, trigger, notice, fin.Status)
+	}
+	done, err := s.finish(endCtx, run, fin, post)
+	if err != nil {
 		return err
 	}
 	s.publishRun(endCtx, done, fin.Status)
@@ -118,34 +118,59 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	return nil
 }
 
-// notify posts a visible notice about a run that ended without an answer.
-func (s *Service) notify(ctx context.Context, run services.Run, trigger services.Message, text, status string) {
-	_, _, err := s.opts.Chat.Post(ctx, chat.PostParams{
+// noticeParams is a visible notice about a run that ended without an answer.
+func noticeParams(run services.Run, trigger services.Message, text, status string) chat.PostParams {
+	return chat.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("run:%d:end", run.ID), ReplyTo: trigger.ID,
 		Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID, "run_status": status}),
-	})
-	if err != nil {
-		s.log.Error("post run notice", "run_id", run.ID, "err", err)
 	}
+}
+
+// finish stores the run's last visible message and closes the run in one
+// transaction, then announces the message. A run already closed (by /stop
+// or the reaper racing us) keeps its end and gets no second message.
+func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post chat.PostParams) (services.Run, error) {
+	var msg services.Message
+	var created bool
+	var done services.Run
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		var err error
+		if done, err = tx.FinishRun(ctx, run.ID, fin); err != nil {
+			return err
+		}
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, post)
+		return err
+	})
+	if services.IsKind(err, services.ECONFLICT) {
+		cur, gerr := s.opts.Store.GetRun(ctx, run.ID)
+		if gerr != nil {
+			return services.Run{}, gerr
+		}
+		return cur, nil
+	}
+	if err != nil {
+		return services.Run{}, err
+	}
+	s.opts.Chat.Announce(ctx, msg, created, post)
+	return done, nil
 }
 
 // InterruptRun closes a run whose worker died and tells the user.
 func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
-	done, err := s.opts.Store.FinishRun(ctx, run.ID, services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"})
-	if services.IsKind(err, services.ECONFLICT) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
 	if err != nil {
 		return err
 	}
-	s.notify(ctx, run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted)
-	s.publishRun(ctx, done, services.RunInterrupted)
-	s.log.Warn("run interrupted", "run_id", run.ID, "timeline", run.TimelineScope)
+	done, err := s.finish(ctx, run, services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"},
+		noticeParams(run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted))
+	if err != nil {
+		return err
+	}
+	if done.Status == services.RunInterrupted {
+		s.publishRun(ctx, done, services.RunInterrupted)
+		s.log.Warn("run interrupted", "run_id", run.ID, "timeline", run.TimelineScope)
+	}
 	return nil
 }
 
@@ -207,7 +232,7 @@ func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Resp
 		TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleAssistant,
 		Source: services.SourceAgent, Content: resp.Text, Visible: false,
 		TokenCount: s.opts.Tokenizer.Count(resp.Text) + 20*len(resp.ToolCalls),
-		Metadata:   mustJSON(map[string]any{"run_id": run.ID, "tool_calls": resp.ToolCalls}),
+		Metadata:   mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_calls": resp.ToolCalls}),
 	}); err != nil {
 		return nil, err
 	}
@@ -227,7 +252,7 @@ func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Resp
 			TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleTool,
 			Source: services.SourceAgent, Content: res.Content, Visible: false,
 			TokenCount: s.opts.Tokenizer.Count(res.Content),
-			Metadata: mustJSON(map[string]any{"run_id": run.ID, "tool_call_id": call.ID, "tool_name": call.Name,
+			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_call_id": call.ID, "tool_name": call.Name,
 				"is_error": res.IsError}),
 		}); err != nil {
 			return nil, err

@@ -88,6 +88,18 @@ type PostParams struct {
 // Errors: EINVALID (empty or non-UTF-8 text, unknown source, no timeline),
 // ETOOLARGE (text over the limit), EUNAVAILABLE (database down).
 func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, bool, error) {
+	msg, created, err := s.PostTx(ctx, s.opts.Store, p)
+	if err != nil {
+		return services.Message{}, false, err
+	}
+	s.Announce(ctx, msg, created, p)
+	return msg, created, nil
+}
+
+// PostTx validates and stores a message with the caller's transaction (so an
+// answer and the end of its run commit together). After commit the caller
+// calls Announce.
+func (s *Service) PostTx(ctx context.Context, tx services.Store, p PostParams) (services.Message, bool, error) {
 	if p.Role == "" {
 		p.Role = services.RoleUser
 	}
@@ -115,7 +127,7 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 	if s.opts.CountTokens != nil {
 		nm.TokenCount = s.opts.CountTokens(p.Content)
 	}
-	msg, created, err := s.opts.Store.InsertMessage(ctx, nm)
+	msg, created, err := tx.InsertMessage(ctx, nm)
 	if err != nil {
 		return services.Message{}, false, err
 	}
@@ -124,25 +136,25 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 		attrs = append(attrs, "content", msg.Content)
 	}
 	s.log.Debug("message stored", attrs...)
-	if !created {
-		// A retried post (e.g. after a crash between commit and routing)
-		// routes again; routers are idempotent per reply id.
-		if p.ReplyTo != 0 {
-			s.routeReply(ctx, p.ReplyTo, msg)
-		}
-		return msg, false, nil
+	return msg, created, nil
+}
+
+// Announce does what follows a committed post: publish a new message, route
+// a reply to its channel (also for a retried post: routers are idempotent),
+// and hand a new user message to the agent.
+func (s *Service) Announce(ctx context.Context, msg services.Message, created bool, p PostParams) {
+	if created {
+		s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
 	}
-	s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
 	if p.ReplyTo != 0 {
 		s.routeReply(ctx, p.ReplyTo, msg)
 	}
-	if msg.Role == services.RoleUser && s.opts.Turns != nil {
+	if created && msg.Role == services.RoleUser && s.opts.Turns != nil {
 		if err := s.opts.Turns.HandleTurn(ctx, msg); err != nil {
 			// The message is stored; the runtime's own recovery answers it.
 			s.log.Error("hand turn to agent", "message_id", msg.ID, "err", err)
 		}
 	}
-	return msg, true, nil
 }
 
 // SetTurnHandler sets the agent runtime after construction (the runtime

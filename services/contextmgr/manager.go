@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
@@ -227,17 +228,29 @@ func promptable(m services.Message) bool {
 	return meta.Command == ""
 }
 
-// recentTurns reads history backwards from the trigger and keeps whole turns,
-// newest first, while they fit; the trigger's own turn always comes (or the
-// input is too large). It returns the turns oldest first.
+// recentTurns reads history backwards and keeps whole turns, newest first,
+// while they fit; the trigger's own turn always comes (or the input is too
+// large). A turn is a user message and every row answering it: rows carry
+// reply_to (the user message) because answers to a message can be stored
+// after later user messages that arrived mid-run. Rows without it belong to
+// the user message before them. User messages after the trigger (queued
+// behind it) are left out. It returns the turns oldest first.
 func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int) ([]turn, int, int, error) {
 	tok := m.opts.Tokenizer
-	q.BeforeID = triggerID + 1
+	q.BeforeID = 0
 	q.Limit = 200
 	var kept []turn
-	var cur turn // being assembled backwards
+	byTurn := map[int64][]services.Message{}
+	var pending []services.Message
 	used, trimmed := 0, 0
 	full := false
+	cost := func(msg services.Message) int {
+		n := msg.TokenCount
+		if n == 0 {
+			n = tok.Count(msg.Content)
+		}
+		return n + MessageOverhead + 1
+	}
 	for {
 		page, err := m.opts.Store.ListContext(ctx, q)
 		if err != nil {
@@ -248,24 +261,35 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 			if !promptable(msg) {
 				continue
 			}
-			n := msg.TokenCount
-			if n == 0 {
-				n = tok.Count(msg.Content)
-			}
-			cur.msgs = append([]services.Message{msg}, cur.msgs...)
-			cur.tokens += n + MessageOverhead + 1
 			if msg.Role != services.RoleUser {
+				if to := replyTo(msg); to != 0 {
+					if to <= triggerID {
+						byTurn[to] = append(byTurn[to], msg)
+					}
+				} else if msg.ID < triggerID {
+					pending = append(pending, msg)
+				}
 				continue
 			}
-			// A user message starts a turn: the turn is complete.
-			if full || used+cur.tokens > budget {
+			if msg.ID > triggerID {
+				continue
+			}
+			t := turn{msgs: []services.Message{msg}}
+			rest := append(byTurn[msg.ID], pending...)
+			delete(byTurn, msg.ID)
+			pending = nil
+			sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
+			t.msgs = append(t.msgs, rest...)
+			for _, r := range t.msgs {
+				t.tokens += cost(r)
+			}
+			if full || used+t.tokens > budget {
 				full = true
 				trimmed++
-			} else {
-				kept = append(kept, cur)
-				used += cur.tokens
+				continue
 			}
-			cur = turn{}
+			kept = append(kept, t)
+			used += t.tokens
 		}
 		if len(page) < q.Limit || full {
 			break
@@ -276,5 +300,18 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
 		kept[i], kept[j] = kept[j], kept[i]
 	}
+	if len(kept) > 0 && kept[len(kept)-1].msgs[0].ID != triggerID {
+		// The trigger's own turn did not fit: the input is too large.
+		return nil, trimmed, 0, nil
+	}
 	return kept, trimmed, used, nil
+}
+
+// replyTo is the user message a stored row answers (0 when not recorded).
+func replyTo(m services.Message) int64 {
+	var meta struct {
+		ReplyTo int64 `json:"reply_to"`
+	}
+	_ = json.Unmarshal(m.Metadata, &meta)
+	return meta.ReplyTo
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // Fanout publishes to this process's hub first, for the lowest latency, and
-// then to every instance (NOTIFY). The hub ignores the echo of an event it
-// already delivered, because it tracks the last delivered id per timeline.
+// then to the other instances (NOTIFY; the publisher's own echo is dropped
+// by its listener).
 type Fanout struct {
 	Hub    *Hub
 	Remote services.Publisher

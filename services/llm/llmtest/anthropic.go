@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 func anthropicStopReason(reply Reply) string {
@@ -83,6 +84,9 @@ func streamAnthropic(w http.ResponseWriter, req Request, reply Reply, usage Usag
 		for i, frag := range fragments(reply.Text) {
 			if reply.CutAfter > 0 && i == reply.CutAfter {
 				panic(http.ErrAbortHandler)
+			}
+			if reply.FragmentDelay > 0 {
+				time.Sleep(reply.FragmentDelay)
 			}
 			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
 				"delta": map[string]any{"type": "text_delta", "text": frag}})

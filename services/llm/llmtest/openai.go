@@ -75,6 +75,9 @@ func streamOpenAI(w http.ResponseWriter, req Request, reply Reply, usage Usage, 
 		if reply.CutAfter > 0 && i == reply.CutAfter {
 			panic(http.ErrAbortHandler)
 		}
+		if reply.FragmentDelay > 0 {
+			time.Sleep(reply.FragmentDelay)
+		}
 		sse(w, "", chunk(map[string]any{"content": frag}, nil))
 	}
 	for i, tc := range reply.ToolCalls {

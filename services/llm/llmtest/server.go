@@ -71,6 +71,9 @@ type Reply struct {
 	// non-streamed request with CutAfter set gets its connection closed
 	// before any response.
 	CutAfter int
+	// FragmentDelay is waited before each streamed text fragment, so a
+	// client can watch the answer grow.
+	FragmentDelay time.Duration
 }
 
 // Text returns a Reply answering text.

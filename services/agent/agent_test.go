@@ -1,0 +1,392 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/repository/queue"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// bundle is a whole runtime on a fresh schema: real PostgreSQL, real River
+// queue, real OpenAI SDK against the fake model server.
+type bundle struct {
+	store *repository.Store
+	chat  *chat.Service
+	agent *agent.Service
+	queue *queue.Queue
+	model *llmtest.Server
+	ws    string
+}
+
+type setupOpts struct {
+	runTimeout time.Duration
+	maxRetries int
+	flags      agent.Flags
+}
+
+func setup(t *testing.T, o setupOpts) *bundle {
+	t.Helper()
+	pool, _ := dbtest.Schema(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	store := repository.New(pool)
+	model := llmtest.NewServer(t)
+	retries := o.maxRetries
+	if retries == 0 {
+		retries = -1
+	}
+	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
+		ContextWindow: 16000, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry(nil)
+	wsDir := t.TempDir()
+	workspaces := tools.NewWorkspaces(wsDir)
+	t.Cleanup(func() { workspaces.Close() })
+	if err := tools.RegisterWorkspaceTools(reg, workspaces.For); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := contextmgr.NewTokenizer("gpt-4o-mini")
+	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
+	ag := agent.New(agent.Options{
+		Store: store, Chat: chatSvc, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags,
+		Context:    contextmgr.New(contextmgr.Options{Store: store, Tokenizer: tok, Window: 16000, ScopedRead: o.flags.ScopedRead}),
+		RunTimeout: o.runTimeout,
+	})
+	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag.SetQueue(q)
+	chatSvc.SetTurnHandler(ag)
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = q.Stop(sctx)
+	})
+	return &bundle{store: store, chat: chatSvc, agent: ag, queue: q, model: model, ws: wsDir}
+}
+
+func (b *bundle) say(t *testing.T, text string) services.Message {
+	t.Helper()
+	m, _, err := b.chat.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitVisible waits until the timeline holds n visible messages.
+func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Messages) >= n {
+			return page.Messages
+		}
+		if time.Now().After(deadline) {
+			var got []string
+			for _, m := range page.Messages {
+				got = append(got, m.Role+"/"+m.Source+": "+m.Content)
+			}
+			t.Fatalf("timeline has %d visible messages, want %d:\n%s", len(page.Messages), n, strings.Join(got, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (b *bundle) runOf(t *testing.T, trigger int64) services.Run {
+	t.Helper()
+	runs, err := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.TriggerMessageID == trigger {
+			return r
+		}
+	}
+	t.Fatalf("no run for message %d", trigger)
+	return services.Run{}
+}
+
+func stepKinds(t *testing.T, s *repository.Store, run int64) string {
+	steps, err := s.ListSteps(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k []string
+	for _, st := range steps {
+		k = append(k, st.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func TestPlainAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Text("Hello! How can I help?"))
+	q := b.say(t, "hi there")
+	msgs := b.waitVisible(t, 2)
+	a := msgs[1]
+	if a.Role != "assistant" || a.Source != "agent" || a.Content != "Hello! How can I help?" {
+		t.Fatalf("answer: %+v", a)
+	}
+	var meta struct{ RunID, ReplyTo int64 }
+	_ = json.Unmarshal(a.Metadata, &struct {
+		RunID   *int64 `json:"run_id"`
+		ReplyTo *int64 `json:"reply_to"`
+	}{&meta.RunID, &meta.ReplyTo})
+	run := b.runOf(t, q.ID)
+	if meta.RunID != run.ID || meta.ReplyTo != q.ID {
+		t.Fatalf("answer metadata %s, run %d", a.Metadata, run.ID)
+	}
+	if run.Status != services.RunOK || run.PromptTokenBudget == 0 || run.EstimatedPromptTokens == 0 || run.ModelContextWindow != 16000 || run.PromptTokens == 0 || run.FinishedAt == nil {
+		t.Fatalf("run not recorded fully: %+v", run)
+	}
+	if got := stepKinds(t, b.store, run.ID); got != "prompt,model_call" {
+		t.Fatalf("steps: %s", got)
+	}
+	// The prompt sent carried the system prompt and the user's text.
+	req := b.model.Requests()[0]
+	if req.LastMessage != "hi there" || !strings.Contains(string(req.Body), "owner's assistant") {
+		t.Fatalf("request: %s", req.Body)
+	}
+}
+
+func TestMultiStepToolUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{flags: agent.Flags{ScopedWrite: true, ScopedRead: true}})
+	b.model.Enqueue(
+		llmtest.Call("write_file", `{"path":"notes/todo.md","content":"- buy milk\n"}`),
+		llmtest.Call("read_file", `{"path":"notes/todo.md"}`),
+		llmtest.Text("Saved your list: buy milk."),
+	)
+	q := b.say(t, "save my todo list")
+	msgs := b.waitVisible(t, 2)
+	if msgs[1].Content != "Saved your list: buy milk." {
+		t.Fatalf("answer: %q", msgs[1].Content)
+	}
+	run := b.runOf(t, q.ID)
+	if got := stepKinds(t, b.store, run.ID); got != "prompt,model_call,tool_call,tool_result,model_call,tool_call,tool_result,model_call" {
+		t.Fatalf("steps: %s", got)
+	}
+	data, err := os.ReadFile(filepath.Join(b.ws, "global", "notes", "todo.md"))
+	if err != nil || string(data) != "- buy milk\n" {
+		t.Fatalf("file: %q %v", data, err)
+	}
+	// Tool calls and results are hidden rows in main, each call with its result.
+	all, _ := b.store.ListTimeline(context.Background(), services.TimelineQuery{TimelineScope: "global", IncludeHidden: true})
+	var hidden []string
+	for _, m := range all {
+		if !m.Visible {
+			if m.ContextScope != "main" {
+				t.Fatalf("step stored outside main: %+v", m)
+			}
+			hidden = append(hidden, m.Role)
+		}
+	}
+	if strings.Join(hidden, ",") != "assistant,tool,assistant,tool" {
+		t.Fatalf("hidden rows: %v", hidden)
+	}
+	// The third model call saw the read result.
+	reqs := b.model.Requests()
+	if len(reqs) != 3 || !reqs[2].LastIsToolResult || !strings.Contains(reqs[2].LastMessage, "buy milk") {
+		t.Fatalf("third request: %+v", reqs[len(reqs)-1].LastMessage)
+	}
+	// The next turn's prompt carries the earlier tool pair (scoped read).
+	b.model.Enqueue(llmtest.Text("ok"))
+	b.say(t, "thanks")
+	b.waitVisible(t, 4)
+	body := string(b.model.Requests()[3].Body)
+	if !strings.Contains(body, "write_file") || !strings.Contains(body, `"tool_call_id"`) {
+		t.Fatalf("history lost the tool pair: %s", body)
+	}
+}
+
+func TestSandboxRefusesEscapes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Call("read_file", `{"path":"../../../etc/passwd"}`), llmtest.Text("I can't read that."))
+	b.say(t, "read /etc/passwd")
+	b.waitVisible(t, 2)
+	reqs := b.model.Requests()
+	last := reqs[len(reqs)-1]
+	if !last.LastIsToolResult || !strings.Contains(last.LastMessage, "TOOL_PATH_REFUSED") || strings.Contains(last.LastMessage, "root:") {
+		t.Fatalf("tool result: %s", last.LastMessage)
+	}
+}
+
+func TestProviderOutageTellsTheUser(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxRetries: 2})
+	b.model.Enqueue(llmtest.Status(500, ""), llmtest.Status(503, ""), llmtest.Status(500, ""))
+	q := b.say(t, "are you there?")
+	msgs := b.waitVisible(t, 2)
+	n := msgs[1]
+	if n.Source != "system" || !strings.HasPrefix(n.Content, "I could not answer:") || !strings.Contains(strings.ToLower(n.Content), "unreachable") {
+		t.Fatalf("notice: %+v", n)
+	}
+	run := b.runOf(t, q.ID)
+	if run.Status != services.RunError || b.model.RequestCount() != 3 {
+		t.Fatalf("run %s after %d requests", run.Status, b.model.RequestCount())
+	}
+	if got := stepKinds(t, b.store, run.ID); got != "prompt,error" {
+		t.Fatalf("steps: %s", got)
+	}
+}
+
+func TestMessagesDuringARunAreAnsweredInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Reply{Text: "first answer", Delay: 400 * time.Millisecond}, llmtest.Text("second answer"), llmtest.Text("third answer"))
+	q1 := b.say(t, "one")
+	time.Sleep(100 * time.Millisecond)
+	q2 := b.say(t, "two")
+	q3 := b.say(t, "three")
+	msgs := b.waitVisible(t, 6)
+	var answers []string
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			answers = append(answers, m.Content)
+		}
+	}
+	if strings.Join(answers, "|") != "first answer|second answer|third answer" {
+		t.Fatalf("answers: %v", answers)
+	}
+	for _, q := range []services.Message{q1, q2, q3} {
+		if r := b.runOf(t, q.ID); r.Status != services.RunOK {
+			t.Fatalf("run of %q: %s", q.Content, r.Status)
+		}
+	}
+	// The second prompt ends with "two" and includes the first turn.
+	body := string(b.model.Requests()[1].Body)
+	if !strings.Contains(body, "first answer") || b.model.Requests()[1].LastMessage != "two" {
+		t.Fatalf("second prompt: %s", body)
+	}
+}
+
+func TestStopCancelsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Reply{Text: "too late", Delay: 10 * time.Second})
+	q := b.say(t, "write a novel")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.runOf(t, q.ID).Status != services.RunRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	b.say(t, "/stop")
+	msgs := b.waitVisible(t, 4)
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("stop took %v", time.Since(start))
+	}
+	var contents []string
+	for _, m := range msgs {
+		contents = append(contents, m.Content)
+	}
+	joined := strings.Join(contents, "|")
+	if !strings.Contains(joined, "Stopping 1 run(s).") || !strings.Contains(joined, "Stopped.") || strings.Contains(joined, "too late") {
+		t.Fatalf("timeline: %v", contents)
+	}
+	if r := b.runOf(t, q.ID); r.Status != services.RunCancelled {
+		t.Fatalf("run status %s", r.Status)
+	}
+}
+
+func TestRunTimeoutEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{runTimeout: 300 * time.Millisecond})
+	b.model.Enqueue(llmtest.Reply{Text: "slow", Delay: 5 * time.Second})
+	q := b.say(t, "hello")
+	msgs := b.waitVisible(t, 2)
+	if !strings.Contains(msgs[1].Content, "ran out of time") {
+		t.Fatalf("notice: %q", msgs[1].Content)
+	}
+	if r := b.runOf(t, q.ID); r.Status != services.RunTimeout {
+		t.Fatalf("status %s", r.Status)
+	}
+}
+
+func TestOrphanedRunIsInterruptedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	// A run left 'running' by a worker that died: its lock is free.
+	trigger, _, _ := b.store.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "lost", Visible: true})
+	run, err := b.store.CreateRun(ctx, services.NewRun{Source: "web", TriggerMessageID: trigger.ID, Status: services.RunRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.queue.Reap(ctx)
+	b.queue.Reap(ctx) // a second pass must not tell the user twice
+	msgs := b.waitVisible(t, 2)
+	if len(msgs) != 2 || !strings.Contains(msgs[1].Content, "interrupted") {
+		t.Fatalf("timeline: %+v", msgs)
+	}
+	if r, _ := b.store.GetRun(ctx, run.ID); r.Status != services.RunInterrupted {
+		t.Fatalf("status %s", r.Status)
+	}
+	// Executing it again (a retried job) does nothing.
+	if err := b.agent.ExecuteRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if b.model.RequestCount() != 0 {
+		t.Fatal("an interrupted run called the model")
+	}
+}
+
+func TestCommandsNewAndStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Text("remembered: blue"))
+	b.say(t, "my favourite colour is blue")
+	b.waitVisible(t, 2)
+	b.say(t, "/status")
+	msgs := b.waitVisible(t, 4)
+	if !strings.Contains(msgs[3].Content, "Model: gpt-4o-mini") || !strings.Contains(msgs[3].Content, "Last run") || msgs[3].Source != "system" {
+		t.Fatalf("status: %q", msgs[3].Content)
+	}
+	b.say(t, "/new")
+	b.waitVisible(t, 6)
+	b.model.Enqueue(llmtest.Text("fresh"))
+	b.say(t, "what is my favourite colour?")
+	b.waitVisible(t, 8)
+	reqs := b.model.Requests()
+	body := string(reqs[len(reqs)-1].Body)
+	if strings.Contains(body, "blue") || strings.Contains(body, "/status") || strings.Contains(body, "Model:") {
+		t.Fatalf("prompt after /new still carries old context or commands: %s", body)
+	}
+	// History is kept.
+	all, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 100)
+	if !strings.Contains(all.Messages[0].Content, "blue") {
+		t.Fatal("history lost")
+	}
+}
