@@ -69,7 +69,7 @@ func (s *Store) InsertMessage(ctx context.Context, m services.NewMessage) (servi
 	// dedupe key without aborting the caller's transaction.
 	row := s.db.QueryRow(ctx, `
 		WITH timeline_lock AS (
-			SELECT pg_advisory_xact_lock(`+timelineLockKey+`, hashtext(COALESCE(NULLIF($1, ''), 'global')))
+			SELECT pg_advisory_xact_lock(`+timelineLockKey+`, hashtext(current_schema() || '/' || COALESCE(NULLIF($1, ''), 'global')))
 		)
 		INSERT INTO chat_messages (timeline_scope, context_scope, agent_id, role, source, content,
 			visible, metadata, dedupe_key, token_count)
@@ -109,7 +109,9 @@ func (s *Store) GetMessage(ctx context.Context, id int64) (services.Message, err
 	return m, nil
 }
 
-// timelineLockKey is the first key of the per-timeline advisory lock.
+// timelineLockKey is the first key of the per-timeline advisory lock; the
+// second is a hash of schema and timeline (advisory locks are per database,
+// and deployments or tests may share one database in several schemas).
 const timelineLockKey = "7301"
 
 // LatestID returns the newest visible message id of a timeline, 0 when empty.

@@ -82,6 +82,7 @@ func New(opts Options) *Server {
 	api.GET("/timeline", s.handleTimeline)
 	api.GET("/whoami", s.handleWhoami)
 	api.GET("/ws", s.handleWS)
+	s.registerPairingRoutes(e, api)
 	return s
 }
 

@@ -40,6 +40,16 @@ type Config struct {
 	AgentMaxSteps   int
 	AgentRunTimeout time.Duration
 	AgentWorkers    int
+
+	TelegramBotToken      string
+	TelegramMode          string
+	TelegramWebhookURL    string
+	TelegramWebhookSecret string
+	TelegramAPIURL        string
+	TelegramOwnerIDs      []int64
+	TelegramPolicy        string
+	TelegramAllowedIDs    []int64
+	TelegramGroups        []int64
 }
 
 // envVar is one row of the configuration table: the README's env table and
@@ -146,6 +156,48 @@ func envTable() []envVar {
 		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time).",
 			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 1, 1000); return }},
 		// Telegram variables go below this line.
+		{Name: "TELEGRAM_BOT_TOKEN", Help: "Bot token from @BotFather. Unset: the Telegram channel is off. See docs/TELEGRAM.md.", Secret: true,
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.Contains(v, ":") {
+					return fmt.Errorf("want a BotFather token such as 123456:ABC-DEF…")
+				}
+				c.TelegramBotToken = v
+				return nil
+			}},
+		{Name: "TELEGRAM_MODE", Default: "polling", Help: "How updates arrive: polling (one instance long-polls) or webhook (Telegram calls TELEGRAM_WEBHOOK_URL).",
+			set: func(c *Config, v string) error { return oneOf(&c.TelegramMode, v, "polling", "webhook") }},
+		{Name: "TELEGRAM_WEBHOOK_URL", Help: "Public https URL Telegram posts updates to, ending in /telegram/webhook. Required in webhook mode.",
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+					return fmt.Errorf("want an https:// URL, got %q", v)
+				}
+				c.TelegramWebhookURL = v
+				return nil
+			}},
+		{Name: "TELEGRAM_WEBHOOK_SECRET", Help: "Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (1-256 of A-Z a-z 0-9 _ -). Required in webhook mode.", Secret: true,
+			set: func(c *Config, v string) error {
+				if len(v) > 256 || strings.TrimLeft(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+					return fmt.Errorf("want 1 to 256 characters of A-Z, a-z, 0-9, _ and -")
+				}
+				c.TelegramWebhookSecret = v
+				return nil
+			}},
+		{Name: "TELEGRAM_API_URL", Default: "https://api.telegram.org", Help: "Bot API base URL (a local Bot API server or a test emulator).",
+			set: func(c *Config, v string) error {
+				if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+					return fmt.Errorf("want an http:// or https:// URL, got %q", v)
+				}
+				c.TelegramAPIURL = strings.TrimRight(v, "/")
+				return nil
+			}},
+		{Name: "TELEGRAM_OWNER_IDS", Help: "Comma-separated Telegram user ids of the owner: their messages join the owner's timeline.",
+			set: func(c *Config, v string) (err error) { c.TelegramOwnerIDs, err = parseIDList(v); return }},
+		{Name: "TELEGRAM_POLICY", Default: "pairing", Help: "Other senders: pairing (they get a code the owner approves), allowlist (only TELEGRAM_ALLOWED_IDS) or open (everyone, each in their own timeline).",
+			set: func(c *Config, v string) error { return oneOf(&c.TelegramPolicy, v, "pairing", "allowlist", "open") }},
+		{Name: "TELEGRAM_ALLOWED_IDS", Help: "Comma-separated user ids allowed without pairing, each in their own timeline tg:<id>.",
+			set: func(c *Config, v string) (err error) { c.TelegramAllowedIDs, err = parseIDList(v); return }},
+		{Name: "TELEGRAM_GROUPS", Help: "Comma-separated group chat ids the bot answers in (only messages mentioning it); others are ignored.",
+			set: func(c *Config, v string) (err error) { c.TelegramGroups, err = parseIDList(v); return }},
 	}
 }
 
@@ -165,6 +217,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if len(errs) == 0 && c.ScopedRead && !c.ScopedWrite {
 		errs = append(errs, "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1: the scoped read path reads rows and summaries only the scoped write path produces (turn WRITE on first, see docs/ROLLOUT.md)")
+	}
+	if len(errs) == 0 && c.TelegramBotToken != "" && c.TelegramMode == "webhook" {
+		if c.TelegramWebhookURL == "" {
+			errs = append(errs, "TELEGRAM_WEBHOOK_URL: required with TELEGRAM_MODE=webhook")
+		}
+		if c.TelegramWebhookSecret == "" {
+			errs = append(errs, "TELEGRAM_WEBHOOK_SECRET: required with TELEGRAM_MODE=webhook")
+		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("configuration:\n  %s", strings.Join(errs, "\n  "))
@@ -205,6 +265,23 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("want 0 or 1, got %q", v)
+}
+
+// parseIDList parses comma-separated Telegram ids (negative for groups).
+func parseIDList(v string) ([]int64, error) {
+	var ids []int64
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || id == 0 {
+			return nil, fmt.Errorf("want comma-separated numeric ids, got %q", f)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 func parsePort(v string) (int, error) { return parseIntRange(v, 1, 65535) }

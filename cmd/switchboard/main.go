@@ -23,6 +23,8 @@ Usage:
   switchboard migrate up|down|status
                                    apply, roll back one, or list database migrations
   switchboard token reset          replace the generated owner login token (prints the new one)
+  switchboard pair list|approve CODE
+                                   Telegram users waiting for approval; approve one by its code
   switchboard tui [flags]          terminal client of a running server (switchboard tui --help)
   switchboard help                 this text
 
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "tui":
 		// The TUI is a client: it reads its own flags and env, not the server's.
 		return runTUI(ctx, args, getenv, stdout, stderr)
-	case "serve", "migrate", "token":
+	case "serve", "migrate", "token", "pair":
 	default:
 		printUsage(stderr)
 		return fmt.Errorf("unknown command %q", verb)
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMigrate(ctx, cfg, log, args, stdout)
 	case "token":
 		return runToken(ctx, cfg, log, args, stdout)
+	case "pair":
+		return runPair(ctx, cfg, log, args, stdout)
 	default:
 		if len(args) > 0 {
 			return fmt.Errorf("serve takes no arguments, got %q (configure it with environment variables; see switchboard help)", strings.Join(args, " "))

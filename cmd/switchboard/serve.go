@@ -79,7 +79,9 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err := tools.RegisterWorkspaceTools(registry, workspaces.For); err != nil {
 		return err
 	}
+	tg := &telegramLink{}
 	chatSvc := chat.New(chat.Options{
+		Routers:     tg.Routers(cfg),
 		Store:       store,
 		Publisher:   publisher,
 		Logger:      log,
@@ -97,6 +99,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Context: contextmgr.New(contextmgr.Options{
 			Store: store, Tokenizer: tokenizer, Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead,
 		}),
+		Observers:  []services.RunObserver{tg},
 		Logger:     log,
 		Flags:      agent.Flags{ScopedWrite: cfg.ScopedWrite, ScopedRead: cfg.ScopedRead, SubAgents: cfg.SubAgents},
 		MaxSteps:   cfg.AgentMaxSteps,
@@ -117,15 +120,6 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		}
 		hub.Notify(e)
 	}, hub.Resync)
-	if err := jobs.Start(ctx); err != nil {
-		return err
-	}
-	defer func() {
-		stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancelStop()
-		_ = jobs.Stop(stopCtx)
-	}()
-
 	srv := web.New(web.Options{
 		Logger:        log,
 		Chat:          chatSvc,
@@ -144,6 +138,22 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 			return nil
 		},
 	})
+	// Telegram registers its outbound handler and webhook before the queue
+	// starts working deliveries.
+	stopTelegram, err := startTelegram(ctx, cfg, telegramDeps{Pool: pool, Chat: chatSvc, Queue: jobs, Web: srv, Link: tg, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer stopTelegram()
+	if err := jobs.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancelStop()
+		_ = jobs.Stop(stopCtx)
+	}()
+
 	l, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("HTTP_ADDR: listen on %s: %w", cfg.HTTPAddr, err)

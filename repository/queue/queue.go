@@ -99,7 +99,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		opts.ReapEvery = 15 * time.Second
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
+		opts.PollInterval = 250 * time.Millisecond
 	}
 	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[string]services.OutboundHandler{}}
 	var schema string
@@ -113,10 +113,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	river.AddWorker(workers, &turnWorker{q: q})
 	river.AddWorker(workers, &outboundWorker{q: q})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:               opts.Logger.With("component", "river"),
-		Schema:               schema,
-		FetchPollInterval:    opts.PollInterval,
-		FetchCooldown:        20 * time.Millisecond,
+		Logger:            opts.Logger.With("component", "river"),
+		Schema:            schema,
+		FetchPollInterval: opts.PollInterval,
+		// River notifies workers of an insert at most once per FetchCooldown
+		// per queue; a longer cooldown leaves back-to-back turns waiting for
+		// the poll.
+		FetchCooldown:        time.Millisecond,
 		JobTimeout:           opts.RunTimeout + time.Minute,
 		RescueStuckJobsAfter: opts.RunTimeout + 2*time.Minute,
 		Queues: map[string]river.QueueConfig{
@@ -201,7 +204,7 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 	}
 	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, runLockKey, timeline).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, runLockKey, timeline).Scan(&got); err != nil {
 		return err
 	}
 	if !got {
@@ -210,7 +213,7 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, runLockKey, timeline); err != nil {
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`, runLockKey, timeline); err != nil {
 			// The session may be broken; drop it so the lock goes with it.
 			_ = conn.Conn().Close(uctx)
 		}
@@ -219,32 +222,47 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 }
 
 // drainTimeline executes the timeline's queued runs in order, first closing
-// runs left 'running' by a dead worker.
+// runs left 'running' by a dead worker. When another worker holds the
+// timeline, this job ends at once: that worker looks for queued runs again
+// after it lets go of the lock, and this job's run was queued before the
+// failed attempt, so it is found. (If that worker dies, the reaper
+// re-enqueues queued runs.) Snoozing instead would delay the answer by the
+// scheduler's period.
 func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
-	err := q.withTimelineLock(ctx, timeline, func() error {
-		if err := q.interruptOrphans(ctx, timeline); err != nil {
+	for {
+		err := q.withTimelineLock(ctx, timeline, func() error {
+			if err := q.interruptOrphans(ctx, timeline); err != nil {
+				return err
+			}
+			for ctx.Err() == nil {
+				run, err := q.store.NextQueuedRun(ctx, timeline)
+				if services.IsKind(err, services.ENOTFOUND) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if err := q.exec.ExecuteRun(ctx, run); err != nil {
+					// The executor closes the run itself; an error here is about
+					// recording, so stop and let River retry the job.
+					return err
+				}
+			}
+			return ctx.Err()
+		})
+		if errors.Is(err, errBusy) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		for ctx.Err() == nil {
-			run, err := q.store.NextQueuedRun(ctx, timeline)
-			if services.IsKind(err, services.ENOTFOUND) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := q.exec.ExecuteRun(ctx, run); err != nil {
-				// The executor closes the run itself; an error here is about
-				// recording, so stop and let River retry the job.
-				return err
-			}
+		// A run queued after our last look, whose job found us busy.
+		if _, err := q.store.NextQueuedRun(ctx, timeline); services.IsKind(err, services.ENOTFOUND) {
+			return nil
+		} else if err != nil {
+			return err
 		}
-		return ctx.Err()
-	})
-	if errors.Is(err, errBusy) {
-		return river.JobSnooze(500 * time.Millisecond)
 	}
-	return err
 }
 
 // interruptOrphans closes the timeline's main runs still marked running. Only

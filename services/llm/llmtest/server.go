@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,6 +130,7 @@ type Server struct {
 	requests     []Request
 	defaultReply func(Request) Reply
 	latency      time.Duration
+	noLog        bool
 }
 
 // NewServer starts a server that is closed when t's test ends.
@@ -138,6 +140,22 @@ func NewServer(t testing.TB) *Server {
 	s.URL = s.srv.URL
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Listen starts a server on addr (e.g. 127.0.0.1:0) outside a test, for
+// benchmarks and manual runs; the caller closes it. It keeps no request log.
+func Listen(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{defaultReply: Echo, noLog: true}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.handle))
+	s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	s.URL = s.srv.URL
+	return s, nil
 }
 
 // Close shuts the server down, closing open connections.
@@ -226,7 +244,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	req := parseRequest(api, r, body)
 
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
+	if !s.noLog {
+		s.requests = append(s.requests, req)
+	}
 	var reply Reply
 	scripted := len(s.queue) > 0
 	if scripted {

@@ -1,0 +1,484 @@
+// Package telegram is the Telegram channel: a thin adapter between the Bot
+// API (github.com/go-telegram/bot) and ChatService. Inbound updates arrive by
+// long polling (one instance at a time, elected with a PostgreSQL advisory
+// lock) or by webhook; each message is stored idempotently through
+// ChatService.Post, keyed by chat and message id, so a redelivered update
+// never makes a second message or a second agent run. Outbound answers go
+// through the durable outbound queue: rendered to Telegram HTML, split into
+// messages of at most 4096 characters, each chunk sent once.
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+// Access policies for senders who are not the owner.
+const (
+	// PolicyPairing gives an unknown sender a code; the owner approves it.
+	PolicyPairing = "pairing"
+	// PolicyAllowlist ignores everyone not in the allowed ids.
+	PolicyAllowlist = "allowlist"
+	// PolicyOpen lets everyone talk, each in their own timeline.
+	PolicyOpen = "open"
+)
+
+// Channel is the outbound queue's channel name for Telegram deliveries.
+const Channel = services.SourceTelegram
+
+// DefaultAPIURL is the official Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Poster stores messages: ChatService.
+type Poster interface {
+	Post(ctx context.Context, p chat.PostParams) (services.Message, bool, error)
+}
+
+// Pairing is a non-owner user's request to talk to the bot, pending (with a
+// code valid until ExpiresAt) or approved.
+type Pairing struct {
+	UserID      int64
+	ChatID      int64
+	DisplayName string
+	Code        string
+	Timeline    string
+	ExpiresAt   time.Time
+	Approved    bool
+}
+
+// Store is the channel's state in the database.
+type Store interface {
+	// LastUpdateID is the last update stored for the bot (0 when none).
+	LastUpdateID(ctx context.Context, botID int64) (int64, error)
+	// SetLastUpdateID records an update as processed; it never moves back.
+	SetLastUpdateID(ctx context.Context, botID, updateID int64) error
+	// CommandsHash is the hash of the command menu last set ("" when none).
+	CommandsHash(ctx context.Context, botID int64) (string, error)
+	// SetCommandsHash records the hash of the command menu just set.
+	SetCommandsHash(ctx context.Context, botID int64, hash string) error
+	// PairingByUser returns a user's pairing; ENOTFOUND when none.
+	PairingByUser(ctx context.Context, userID int64) (Pairing, error)
+	// RequestPairing returns the user's current pairing, creating a pending
+	// one with p's code when there is none or only an expired one; ECONFLICT
+	// when the code is taken by another user.
+	RequestPairing(ctx context.Context, p Pairing) (Pairing, error)
+	// SentChunks returns which chunks of an outbound delivery were sent.
+	SentChunks(ctx context.Context, outboundKey string) (map[int]bool, error)
+	// MarkChunkSent records a chunk as sent.
+	MarkChunkSent(ctx context.Context, outboundKey string, index int, messageID int64) error
+}
+
+// Lease is held by the one instance that long-polls.
+type Lease interface {
+	// Lost is closed when the lease ended without Release (its database
+	// connection dropped).
+	Lost() <-chan struct{}
+	// Release gives the lease up.
+	Release()
+}
+
+// Leases hands out the polling lease.
+type Leases interface {
+	// TryLease takes the named lease; nil and no error when another
+	// instance holds it.
+	TryLease(ctx context.Context, name string) (Lease, error)
+}
+
+// Options configures a Channel.
+type Options struct {
+	// Token is the bot token from BotFather.
+	Token string
+	// APIURL is the Bot API base URL (default DefaultAPIURL).
+	APIURL string
+	// HTTPClient makes the Bot API calls (nil: a default client).
+	HTTPClient *http.Client
+	// OwnerIDs are the owner's Telegram user ids: they write to the owner's
+	// timeline (services.DefaultTimeline).
+	OwnerIDs []int64
+	// Policy for other senders: PolicyPairing (default), PolicyAllowlist or PolicyOpen.
+	Policy string
+	// AllowedIDs may talk (each in their own timeline) without pairing.
+	AllowedIDs []int64
+	// GroupIDs are the group chats the bot answers in; there only messages
+	// that mention the bot (or reply to it) count.
+	GroupIDs []int64
+	// BotUsername is the bot's @username without the @, for mentions; empty:
+	// asked with getMe at start.
+	BotUsername string
+
+	Chat   Poster
+	Store  Store
+	Leases Leases
+	Queue  services.OutboundQueue
+	Logger *slog.Logger
+	// LogContent allows message text in logs (LOG_CONTENT).
+	LogContent bool
+
+	// PollTimeout is the long-poll timeout of getUpdates (default 25s).
+	PollTimeout time.Duration
+	// PollIdle is the pause after an empty answer that came back at once
+	// (servers that ignore the timeout); default 1s.
+	PollIdle time.Duration
+	// LeaderRetry is how often a non-leader tries to take the polling lease
+	// (default 3s).
+	LeaderRetry time.Duration
+	// PairingTTL is how long a pairing code is valid (default 1h).
+	PairingTTL time.Duration
+	// TypingEvery is the period of the "typing" indicator (default 4s).
+	TypingEvery time.Duration
+}
+
+// Bot is the Telegram channel of one bot.
+type Bot struct {
+	opts     Options
+	api      *bot.Bot
+	botID    int64
+	username string
+	log      *slog.Logger
+	owners   map[int64]bool
+	allowed  map[int64]bool
+	groups   map[int64]bool
+	leader   atomic.Bool
+
+	typingMu sync.Mutex
+	typing   map[int64]context.CancelFunc
+}
+
+var _ services.RunObserver = (*Bot)(nil)
+
+// New builds the channel. It asks getMe for the bot's username (used to
+// recognise mentions in groups) unless Options.BotUsername is set; a failed
+// getMe is logged, not fatal, so a Telegram outage does not stop the service.
+func New(ctx context.Context, opts Options) (*Bot, error) {
+	if opts.Token == "" {
+		return nil, errors.New("telegram: no bot token")
+	}
+	if opts.Chat == nil || opts.Store == nil || opts.Queue == nil {
+		return nil, errors.New("telegram: Chat, Store and Queue are required")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = DefaultAPIURL
+	}
+	opts.APIURL = strings.TrimRight(opts.APIURL, "/")
+	if opts.Policy == "" {
+		opts.Policy = PolicyPairing
+	}
+	switch opts.Policy {
+	case PolicyPairing, PolicyAllowlist, PolicyOpen:
+	default:
+		return nil, fmt.Errorf("telegram: unknown policy %q", opts.Policy)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 25 * time.Second
+	}
+	if opts.PollIdle <= 0 {
+		opts.PollIdle = time.Second
+	}
+	if opts.LeaderRetry <= 0 {
+		opts.LeaderRetry = 3 * time.Second
+	}
+	if opts.PairingTTL <= 0 {
+		opts.PairingTTL = time.Hour
+	}
+	if opts.TypingEvery <= 0 {
+		opts.TypingEvery = 4 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	log := opts.Logger.With("component", "telegram")
+	api, err := bot.New(opts.Token,
+		bot.WithServerURL(opts.APIURL),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(opts.PollTimeout+15*time.Second, opts.HTTPClient),
+		bot.WithErrorsHandler(func(err error) { log.Warn("bot api", "err", err) }),
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	b := &Bot{
+		opts: opts, api: api, botID: api.ID(), username: strings.TrimPrefix(opts.BotUsername, "@"), log: log,
+		owners: idSet(opts.OwnerIDs), allowed: idSet(opts.AllowedIDs), groups: idSet(opts.GroupIDs),
+		typing: map[int64]context.CancelFunc{},
+	}
+	if b.botID == 0 {
+		return nil, errors.New("telegram: the bot token should look like 123456:ABC…")
+	}
+	if b.username == "" {
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		me, err := api.GetMe(gctx)
+		cancel()
+		if err != nil {
+			log.Warn("getMe failed; mentions in groups are not recognised until restart", "err", err)
+		} else {
+			b.username = me.Username
+		}
+	}
+	return b, nil
+}
+
+func idSet(ids []int64) map[int64]bool {
+	m := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// BotID is the numeric id of the bot (the token's prefix).
+func (b *Bot) BotID() int64 { return b.botID }
+
+// TimelineOf returns the timeline a Telegram user writes to: the owner's,
+// or their own "tg:<user id>".
+func (b *Bot) TimelineOf(userID int64) string {
+	if b.owners[userID] {
+		return services.DefaultTimeline
+	}
+	return UserTimeline(userID)
+}
+
+// UserTimeline is the timeline of a non-owner Telegram user.
+func UserTimeline(userID int64) string { return "tg:" + strconv.FormatInt(userID, 10) }
+
+// HandleUpdate stores the message of one update (new or edited) if its
+// sender may talk, and answers what cannot reach the agent (pairing codes,
+// unsupported media). Redelivering an update is harmless. An error means
+// the update should be delivered again (the database is unavailable).
+func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
+	msg, edited := upd.Message, false
+	if msg == nil && upd.EditedMessage != nil {
+		msg, edited = upd.EditedMessage, true
+	}
+	if msg == nil || msg.From == nil || msg.From.IsBot {
+		return nil // other update kinds, channel posts, bots
+	}
+	group := msg.Chat.Type == models.ChatTypeGroup || msg.Chat.Type == models.ChatTypeSupergroup
+	if !group && msg.Chat.Type != models.ChatTypePrivate {
+		return nil
+	}
+	text, caption := msg.Text, false
+	if text == "" && msg.Caption != "" {
+		text, caption = msg.Caption, true
+	}
+	if group {
+		if !b.groups[msg.Chat.ID] {
+			b.log.Debug("ignored message from a group not in TELEGRAM_GROUPS", "chat_id", msg.Chat.ID)
+			return nil
+		}
+		var ok bool
+		if text, ok = b.addressed(msg, text); !ok {
+			return nil
+		}
+	}
+	timeline, ok, err := b.access(ctx, msg, group, edited)
+	if err != nil || !ok {
+		return err
+	}
+	key := dedupeKey(msg, edited)
+	if strings.TrimSpace(text) == "" {
+		if kind := mediaKind(msg); kind != "" {
+			return b.notice(ctx, msg, "unsupported:"+key, fmt.Sprintf("Sorry, %s messages are not supported yet. Please send text.", kind))
+		}
+		return nil // service messages (members joining, pins…)
+	}
+	content := text
+	if edited {
+		content = "(edited) " + text
+	}
+	meta := map[string]any{
+		"chat_id":    msg.Chat.ID,
+		"chat_type":  string(msg.Chat.Type),
+		"message_id": msg.ID,
+		"from_id":    msg.From.ID,
+	}
+	if msg.From.Username != "" {
+		meta["from_username"] = msg.From.Username
+	}
+	if msg.ReplyToMessage != nil {
+		meta["reply_to_message_id"] = msg.ReplyToMessage.ID
+	}
+	if edited {
+		meta["edited"] = true
+		meta["edit_date"] = msg.EditDate
+	}
+	if caption {
+		meta["caption"] = true
+		if kind := mediaKind(msg); kind != "" {
+			meta["media"] = kind
+		}
+	}
+	if name, _, isCmd := chat.ParseCommand(text); isCmd {
+		// Post only marks commands when it builds the metadata itself.
+		meta["command"] = name
+	}
+	metaJSON, _ := json.Marshal(meta)
+	stored, created, err := b.opts.Chat.Post(ctx, chat.PostParams{
+		TimelineScope: timeline,
+		Source:        services.SourceTelegram,
+		Content:       content,
+		DedupeKey:     key,
+		Metadata:      metaJSON,
+	})
+	if err != nil {
+		switch services.ErrorKind(err) {
+		case services.EINVALID, services.ETOOLARGE:
+			// Telling the sender is all that can be done; delivering the
+			// update again would fail the same way.
+			return b.notice(ctx, msg, "rejected:"+key, services.ErrorMessage(err))
+		}
+		return fmt.Errorf("telegram: store message: %w", err)
+	}
+	attrs := []any{"message_id", stored.ID, "timeline", timeline, "chat_id", msg.Chat.ID, "created", created}
+	if b.opts.LogContent {
+		attrs = append(attrs, "content", content)
+	}
+	b.log.Debug("telegram message stored", attrs...)
+	return nil
+}
+
+// dedupeKey identifies a Telegram message (and an edit of it) for
+// idempotent storing.
+func dedupeKey(msg *models.Message, edited bool) string {
+	k := fmt.Sprintf("tg:%d:%d", msg.Chat.ID, msg.ID)
+	if edited {
+		k += fmt.Sprintf(":edit:%d", msg.EditDate)
+	}
+	return k
+}
+
+// addressed reports whether a group message is meant for the bot (it
+// mentions the bot or replies to it) and returns its text without the
+// mention.
+func (b *Bot) addressed(msg *models.Message, text string) (string, bool) {
+	if msg.ReplyToMessage != nil && msg.ReplyToMessage.From != nil && msg.ReplyToMessage.From.ID == b.botID {
+		return text, true
+	}
+	for _, e := range append(msg.Entities, msg.CaptionEntities...) {
+		if e.Type == models.MessageEntityTypeTextMention && e.User != nil && e.User.ID == b.botID {
+			return text, true
+		}
+	}
+	if b.username == "" {
+		return text, false
+	}
+	mention := "@" + strings.ToLower(b.username)
+	i := strings.Index(strings.ToLower(text), mention)
+	if i < 0 {
+		return text, false
+	}
+	// "/new@bot" stays as it is: ParseCommand understands it.
+	if i > 0 && text[i-1] != ' ' && text[i-1] != '\n' {
+		return text, true
+	}
+	return strings.TrimSpace(text[:i] + text[i+len(mention):]), true
+}
+
+// access decides whether the sender may talk and in which timeline. It
+// answers an unknown sender under the pairing policy with their code.
+func (b *Bot) access(ctx context.Context, msg *models.Message, group, edited bool) (string, bool, error) {
+	uid := msg.From.ID
+	switch {
+	case b.owners[uid]:
+		return services.DefaultTimeline, true, nil
+	case b.opts.Policy == PolicyOpen, b.allowed[uid]:
+		return UserTimeline(uid), true, nil
+	case b.opts.Policy == PolicyAllowlist:
+		b.log.Info("ignored message from a sender not allowed", "from_id", uid, "chat_id", msg.Chat.ID)
+		return "", false, nil
+	}
+	p, err := b.opts.Store.PairingByUser(ctx, uid)
+	if err == nil && p.Approved {
+		return p.Timeline, true, nil
+	}
+	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+		return "", false, err
+	}
+	if group || edited {
+		// Codes are handed out in private chats only, once per message.
+		return "", false, nil
+	}
+	p, err = b.requestPairing(ctx, msg)
+	if err != nil {
+		return "", false, err
+	}
+	if p.Approved { // approved between the two reads
+		return p.Timeline, true, nil
+	}
+	b.log.Info("pairing code sent to an unknown sender", "from_id", uid, "chat_id", msg.Chat.ID)
+	text := fmt.Sprintf("Hi! This bot is private. To talk to it, ask its owner to approve the code `%s` "+
+		"(valid until %s UTC). Nothing you send reaches the assistant until then.",
+		p.Code, p.ExpiresAt.UTC().Format("15:04"))
+	return "", false, b.notice(ctx, msg, "pairing:"+dedupeKey(msg, false), text)
+}
+
+func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (Pairing, error) {
+	name := strings.TrimSpace(msg.From.FirstName + " " + msg.From.LastName)
+	if msg.From.Username != "" {
+		name = strings.TrimSpace(name + " @" + msg.From.Username)
+	}
+	var lastErr error
+	for range 5 {
+		p, err := b.opts.Store.RequestPairing(ctx, Pairing{
+			UserID: msg.From.ID, ChatID: msg.Chat.ID, DisplayName: name, Code: NewPairingCode(),
+			Timeline: UserTimeline(msg.From.ID), ExpiresAt: time.Now().Add(b.opts.PairingTTL),
+		})
+		if !services.IsKind(err, services.ECONFLICT) {
+			return p, err
+		}
+		lastErr = err // code collision: draw another
+	}
+	return Pairing{}, lastErr
+}
+
+// notice schedules a short reply to msg that does not come from the agent.
+func (b *Bot) notice(ctx context.Context, msg *models.Message, key, text string) error {
+	return enqueue(ctx, b.opts.Queue, OutboundPayload{Key: key, ChatID: msg.Chat.ID, ReplyToMessageID: msg.ID, Text: text})
+}
+
+// mediaKind names the non-text content of a message, "" when none.
+func mediaKind(m *models.Message) string {
+	switch {
+	case len(m.Photo) > 0:
+		return "photo"
+	case m.Sticker != nil:
+		return "sticker"
+	case m.Voice != nil:
+		return "voice"
+	case m.VideoNote != nil:
+		return "video note"
+	case m.Video != nil:
+		return "video"
+	case m.Animation != nil:
+		return "animation"
+	case m.Audio != nil:
+		return "audio"
+	case m.Document != nil:
+		return "document"
+	case m.Location != nil:
+		return "location"
+	case m.Contact != nil:
+		return "contact"
+	case m.Poll != nil:
+		return "poll"
+	}
+	return ""
+}

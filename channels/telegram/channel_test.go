@@ -1,0 +1,440 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+)
+
+const testToken = "4242:test-token"
+
+// fakes is the channel's collaborators, in memory.
+type fakes struct {
+	mu       sync.Mutex
+	posts    []chat.PostParams
+	keys     map[string]bool
+	out      []services.Outbound
+	pairings map[int64]Pairing
+	sent     map[string]map[int]bool
+	hash     string
+	offset   int64
+}
+
+func (f *fakes) Post(_ context.Context, p chat.PostParams) (services.Message, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys[p.TimelineScope+p.DedupeKey] {
+		return services.Message{}, false, nil
+	}
+	f.keys[p.TimelineScope+p.DedupeKey] = true
+	f.posts = append(f.posts, p)
+	return services.Message{ID: int64(len(f.posts)), TimelineScope: p.TimelineScope, Content: p.Content}, true, nil
+}
+
+func (f *fakes) EnqueueOutbound(_ context.Context, o services.Outbound) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, old := range f.out {
+		if old.Key == o.Key {
+			return nil
+		}
+	}
+	f.out = append(f.out, o)
+	return nil
+}
+
+func (f *fakes) LastUpdateID(context.Context, int64) (int64, error) { return f.offset, nil }
+func (f *fakes) SetLastUpdateID(_ context.Context, _ int64, id int64) error {
+	f.offset = id
+	return nil
+}
+func (f *fakes) CommandsHash(context.Context, int64) (string, error) { return f.hash, nil }
+func (f *fakes) SetCommandsHash(_ context.Context, _ int64, h string) error {
+	f.hash = h
+	return nil
+}
+func (f *fakes) PairingByUser(_ context.Context, id int64) (Pairing, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.pairings[id]
+	if !ok {
+		return Pairing{}, services.Errorf(services.ENOTFOUND, "no pairing")
+	}
+	return p, nil
+}
+func (f *fakes) RequestPairing(_ context.Context, p Pairing) (Pairing, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if old, ok := f.pairings[p.UserID]; ok {
+		return old, nil
+	}
+	f.pairings[p.UserID] = p
+	return p, nil
+}
+func (f *fakes) SentChunks(_ context.Context, key string) (map[int]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[int]bool{}
+	for k, v := range f.sent[key] {
+		m[k] = v
+	}
+	return m, nil
+}
+func (f *fakes) MarkChunkSent(_ context.Context, key string, i int, _ int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sent[key] == nil {
+		f.sent[key] = map[int]bool{}
+	}
+	f.sent[key][i] = true
+	return nil
+}
+
+func (f *fakes) notices() []OutboundPayload {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []OutboundPayload
+	for _, o := range f.out {
+		var p OutboundPayload
+		_ = json.Unmarshal(o.Payload, &p)
+		out = append(out, p)
+	}
+	return out
+}
+
+// fakeAPI is a Bot API answering with fn and recording sendMessage texts.
+type fakeAPI struct {
+	mu    sync.Mutex
+	calls []string
+	texts []string
+	fn    func(method string, n int) (status int, body string)
+}
+
+func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+	_ = r.ParseMultipartForm(1 << 20)
+	a.mu.Lock()
+	a.calls = append(a.calls, method)
+	n := 0
+	for _, c := range a.calls {
+		if c == method {
+			n++
+		}
+	}
+	status, body := 200, `{"ok":true,"result":true}`
+	if a.fn != nil {
+		status, body = a.fn(method, n)
+	}
+	if method == "sendMessage" && status == 200 {
+		a.texts = append(a.texts, r.FormValue("text"))
+		body = fmt.Sprintf(`{"ok":true,"result":{"message_id":%d,"date":0,"chat":{"id":1,"type":"private"}}}`, len(a.texts))
+	}
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+func setup(t *testing.T, mod func(*Options)) (*Bot, *fakes, *fakeAPI) {
+	t.Helper()
+	f := &fakes{keys: map[string]bool{}, pairings: map[int64]Pairing{}, sent: map[string]map[int]bool{}}
+	api := &fakeAPI{}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	opts := Options{
+		Token: testToken, APIURL: srv.URL, BotUsername: "switchbot",
+		OwnerIDs: []int64{1}, GroupIDs: []int64{-100},
+		Chat: f, Store: f, Queue: f,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	b, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, f, api
+}
+
+func update(from int64, text string) *models.Update {
+	return &models.Update{ID: 1, Message: &models.Message{
+		ID: 10, Text: text, Date: 1,
+		From: &models.User{ID: from, FirstName: "Ann"},
+		Chat: models.Chat{ID: from, Type: models.ChatTypePrivate},
+	}}
+}
+
+func TestPhotoWithoutCaptionIsNotSupportedYet(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	u := update(1, "")
+	u.Message.Photo = []models.PhotoSize{{FileID: "x", Width: 1, Height: 1}}
+	if err := b.HandleUpdate(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.posts) != 0 {
+		t.Fatalf("a photo reached the agent: %+v", f.posts)
+	}
+	n := f.notices()
+	if len(n) != 1 || !strings.Contains(n[0].Text, "photo messages are not supported yet") || n[0].ChatID != 1 || n[0].ReplyToMessageID != 10 {
+		t.Fatalf("notice: %+v", n)
+	}
+	// A sticker too; a service message (nothing to show) is ignored silently.
+	u = update(1, "")
+	u.Message.ID = 11
+	u.Message.Sticker = &models.Sticker{FileID: "s"}
+	_ = b.HandleUpdate(t.Context(), u)
+	u = update(1, "")
+	u.Message.ID = 12
+	_ = b.HandleUpdate(t.Context(), u)
+	if n := f.notices(); len(n) != 2 || !strings.Contains(n[1].Text, "sticker") {
+		t.Fatalf("notices: %+v", n)
+	}
+}
+
+func TestCaptionEditAndMetadata(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	u := update(1, "")
+	u.Message.Caption = "look at this"
+	u.Message.Photo = []models.PhotoSize{{FileID: "x"}}
+	u.Message.ReplyToMessage = &models.Message{ID: 7}
+	if err := b.HandleUpdate(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	e := &models.Update{ID: 2, EditedMessage: &models.Message{ID: 10, Text: "fixed text", EditDate: 99,
+		From: &models.User{ID: 1}, Chat: models.Chat{ID: 1, Type: models.ChatTypePrivate}}}
+	if err := b.HandleUpdate(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.HandleUpdate(t.Context(), e) // redelivered
+	if len(f.posts) != 2 {
+		t.Fatalf("posts: %+v", f.posts)
+	}
+	p := f.posts[0]
+	var meta map[string]any
+	_ = json.Unmarshal(p.Metadata, &meta)
+	if p.Content != "look at this" || p.TimelineScope != "global" || p.Source != "telegram" || p.DedupeKey != "tg:1:10" ||
+		meta["caption"] != true || meta["media"] != "photo" || meta["reply_to_message_id"] != float64(7) || meta["chat_id"] != float64(1) {
+		t.Fatalf("caption post: %+v %s", p, p.Metadata)
+	}
+	if p := f.posts[1]; p.Content != "(edited) fixed text" || p.DedupeKey != "tg:1:10:edit:99" {
+		t.Fatalf("edit post: %+v", p)
+	}
+}
+
+func TestCommandsKeepTheirMarker(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	_ = b.HandleUpdate(t.Context(), update(1, "/status@switchbot"))
+	if len(f.posts) != 1 || !strings.Contains(string(f.posts[0].Metadata), `"command":"status"`) {
+		t.Fatalf("posts: %+v", f.posts)
+	}
+}
+
+func TestGroupsNeedAMention(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	in := func(chatID int64, text string) {
+		u := update(1, text)
+		u.Message.ID++
+		u.Message.Chat = models.Chat{ID: chatID, Type: models.ChatTypeSupergroup}
+		_ = b.HandleUpdate(t.Context(), u)
+	}
+	in(-100, "just chatting")
+	in(-200, "@switchbot hi from an unknown group")
+	in(-100, "@SwitchBot what time is it?")
+	if len(f.posts) != 1 || f.posts[0].Content != "what time is it?" {
+		t.Fatalf("posts: %+v", f.posts)
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	t.Run("allowlist", func(t *testing.T) {
+		b, f, _ := setup(t, func(o *Options) { o.Policy = PolicyAllowlist; o.AllowedIDs = []int64{5} })
+		_ = b.HandleUpdate(t.Context(), update(9, "hi"))
+		_ = b.HandleUpdate(t.Context(), update(5, "hi"))
+		if len(f.posts) != 1 || f.posts[0].TimelineScope != "tg:5" || len(f.notices()) != 0 {
+			t.Fatalf("posts %+v notices %+v", f.posts, f.notices())
+		}
+	})
+	t.Run("open", func(t *testing.T) {
+		b, f, _ := setup(t, func(o *Options) { o.Policy = PolicyOpen })
+		_ = b.HandleUpdate(t.Context(), update(9, "hi"))
+		if len(f.posts) != 1 || f.posts[0].TimelineScope != "tg:9" {
+			t.Fatalf("posts %+v", f.posts)
+		}
+	})
+	t.Run("pairing", func(t *testing.T) {
+		b, f, _ := setup(t, nil)
+		_ = b.HandleUpdate(t.Context(), update(9, "hi"))
+		u := update(9, "hello?")
+		u.Message.ID = 11
+		_ = b.HandleUpdate(t.Context(), u)
+		n := f.notices()
+		if len(f.posts) != 0 || len(n) != 2 {
+			t.Fatalf("posts %+v notices %+v", f.posts, n)
+		}
+		code := f.pairings[9].Code
+		if len(code) != 6 || !strings.Contains(n[0].Text, code) || !strings.Contains(n[1].Text, code) {
+			t.Fatalf("code %q not in %+v", code, n)
+		}
+		p := f.pairings[9]
+		p.Approved = true
+		f.pairings[9] = p
+		u.Message.ID = 12
+		_ = b.HandleUpdate(t.Context(), u)
+		if len(f.posts) != 1 || f.posts[0].TimelineScope != "tg:9" {
+			t.Fatalf("after approval: %+v", f.posts)
+		}
+	})
+}
+
+func TestRouterEnqueuesOneReply(t *testing.T) {
+	t.Parallel()
+	f := &fakes{}
+	r := Router{Queue: f}
+	to := services.Message{ID: 3, Metadata: json.RawMessage(`{"chat_id":77,"message_id":5}`)}
+	for range 2 {
+		if err := r.RouteReply(t.Context(), to, services.Message{ID: 8, Content: "answer"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := f.notices()
+	if len(n) != 1 || f.out[0].Channel != "telegram" || f.out[0].Key != "reply:8" ||
+		n[0] != (OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer"}) {
+		t.Fatalf("outbound: %+v %+v", f.out, n)
+	}
+	if err := r.RouteReply(t.Context(), services.Message{ID: 4}, services.Message{ID: 9}); !services.IsKind(err, services.EINVALID) {
+		t.Fatalf("no chat id: %v", err)
+	}
+}
+
+func TestDeliverHonoursRetryAfterAndNeverResends(t *testing.T) {
+	t.Parallel()
+	b, _, api := setup(t, nil)
+	// The second chunk is refused once with 429.
+	api.fn = func(method string, n int) (int, string) {
+		if method == "sendMessage" && n == 2 {
+			return 429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`
+		}
+		return 200, ""
+	}
+	text := strings.Repeat("a", 4000) + "\n\n" + strings.Repeat("b", 4000) + "\n\n   \n\n" + strings.Repeat("c", 100)
+	payload, _ := json.Marshal(OutboundPayload{Key: "reply:1", ChatID: 1, ReplyToMessageID: 3, Text: text})
+	err := b.Deliver(t.Context(), payload)
+	var ra *services.RetryAfterError
+	if !errors.As(err, &ra) || ra.Delay != time.Second {
+		t.Fatalf("want RetryAfterError 1s, got %v", err)
+	}
+	if err := b.Deliver(t.Context(), payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Deliver(t.Context(), payload); err != nil { // a stray retry sends nothing
+		t.Fatal(err)
+	}
+	if len(api.texts) != 3 || !strings.HasPrefix(api.texts[0], "aaa") || !strings.HasPrefix(api.texts[1], "bbb") || !strings.HasPrefix(api.texts[2], "ccc") {
+		t.Fatalf("sent %d chunks: %q", len(api.texts), api.texts)
+	}
+}
+
+func TestSyncCommandsOnlyWhenChanged(t *testing.T) {
+	t.Parallel()
+	b, f, api := setup(t, nil)
+	api.fn = func(method string, n int) (int, string) {
+		if method == "setMyCommands" && n == 1 {
+			return 404, `{"ok":false,"error_code":404,"description":"Not Found"}`
+		}
+		return 200, `{"ok":true,"result":true}`
+	}
+	if _, err := b.SyncCommands(t.Context()); err == nil || f.hash != "" {
+		t.Fatalf("a failed call must not store the hash: %v %q", err, f.hash)
+	}
+	for i, want := range []bool{true, false} {
+		called, err := b.SyncCommands(t.Context())
+		if err != nil || called != want {
+			t.Fatalf("sync %d: called %v err %v", i, called, err)
+		}
+	}
+}
+
+func TestWebhookSecret(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	h := b.WebhookHandler("s3cret")
+	body, _ := json.Marshal(update(1, "hi"))
+	for _, tc := range []struct {
+		secret string
+		want   int
+	}{{"", 401}, {"wrong", 403}, {"s3cret", 200}, {"s3cret", 200}} {
+		req := httptest.NewRequest("POST", "/telegram/webhook", strings.NewReader(string(body)))
+		if tc.secret != "" {
+			req.Header.Set(SecretHeader, tc.secret)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Fatalf("secret %q: %d, want %d", tc.secret, rec.Code, tc.want)
+		}
+	}
+	if len(f.posts) != 1 {
+		t.Fatalf("posts: %+v", f.posts)
+	}
+}
+
+func TestPairingCodes(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 200 {
+		c := NewPairingCode()
+		if len(c) != 6 || strings.Trim(c, pairingAlphabet) != "" {
+			t.Fatalf("bad code %q", c)
+		}
+		seen[c] = true
+	}
+	if len(seen) < 190 {
+		t.Fatalf("codes repeat too often: %d distinct of 200", len(seen))
+	}
+}
+
+func TestTypingWhileRunWorks(t *testing.T) {
+	t.Parallel()
+	b, _, api := setup(t, func(o *Options) { o.TypingEvery = 20 * time.Millisecond })
+	count := func() int {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		n := 0
+		for _, c := range api.calls {
+			if c == "sendChatAction" {
+				n++
+			}
+		}
+		return n
+	}
+	trigger := services.Message{Source: "telegram", Metadata: json.RawMessage(`{"chat_id":1}`)}
+	b.RunStarted(t.Context(), services.Run{ID: 1}, services.Message{Source: "web"})
+	b.RunStarted(t.Context(), services.Run{ID: 2}, trigger)
+	time.Sleep(150 * time.Millisecond)
+	b.RunFinished(t.Context(), services.Run{ID: 2}, trigger)
+	n := count()
+	if n < 3 {
+		t.Fatalf("typing sent %d times in 150ms at 20ms", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if m := count(); m > n+1 {
+		t.Fatalf("typing went on after the run: %d → %d", n, m)
+	}
+}

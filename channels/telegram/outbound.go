@@ -1,0 +1,131 @@
+package telegram
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// OutboundPayload is one Telegram delivery in the outbound queue: Markdown
+// text for a chat, optionally as a reply to one of its messages.
+type OutboundPayload struct {
+	// Key is the outbound job's key; sent chunks are recorded under it.
+	Key              string `json:"key"`
+	ChatID           int64  `json:"chat_id"`
+	ReplyToMessageID int    `json:"reply_to_message_id,omitempty"`
+	Text             string `json:"text"`
+}
+
+func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return q.EnqueueOutbound(ctx, services.Outbound{Channel: Channel, Key: p.Key, Payload: b})
+}
+
+// Router is the services.ReplyRouter of the telegram source: it schedules a
+// reply for delivery to the chat the answered message came from. It needs
+// only the outbound queue, so ChatService can be built before the bot.
+type Router struct {
+	Queue services.OutboundQueue
+}
+
+var _ services.ReplyRouter = Router{}
+
+// RouteReply enqueues reply for the chat of to, keyed by the reply's id
+// (enqueueing it again after a crash does nothing). EINVALID when to carries
+// no Telegram chat id.
+func (r Router) RouteReply(ctx context.Context, to services.Message, reply services.Message) error {
+	var meta struct {
+		ChatID    int64 `json:"chat_id"`
+		MessageID int   `json:"message_id"`
+	}
+	if len(to.Metadata) > 0 {
+		_ = json.Unmarshal(to.Metadata, &meta)
+	}
+	if meta.ChatID == 0 {
+		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
+	}
+	return enqueue(ctx, r.Queue, OutboundPayload{
+		Key:              fmt.Sprintf("reply:%d", reply.ID),
+		ChatID:           meta.ChatID,
+		ReplyToMessageID: meta.MessageID,
+		Text:             reply.Content,
+	})
+}
+
+// Deliver is the channel's services.OutboundHandler: it renders the text,
+// splits it into messages of at most MaxMessageLen and sends them in order,
+// skipping chunks already sent by an earlier attempt, so a retry never sends
+// a chunk twice. Telegram's 429 becomes a *services.RetryAfterError. Errors a
+// retry cannot fix (the user blocked the bot, the chat is gone) are logged
+// and the delivery is dropped.
+func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
+	var p OutboundPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		b.log.Error("telegram delivery: bad payload", "err", err)
+		return nil
+	}
+	sent, err := b.opts.Store.SentChunks(ctx, p.Key)
+	if err != nil {
+		return err
+	}
+	replyTo := p.ReplyToMessageID
+	for i, ch := range Split(p.Text, MaxMessageLen) {
+		if strings.TrimSpace(visibleText(ch.HTML)) == "" {
+			continue // Telegram rejects blank messages
+		}
+		if sent[i] {
+			replyTo = 0
+			continue
+		}
+		params := &bot.SendMessageParams{
+			ChatID:             p.ChatID,
+			Text:               ch.HTML,
+			ParseMode:          models.ParseModeHTML,
+			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+		}
+		if replyTo != 0 {
+			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+		}
+		m, err := b.api.SendMessage(ctx, params)
+		var tooMany *bot.TooManyRequestsError
+		switch {
+		case errors.As(err, &tooMany):
+			return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
+		case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorNotFound):
+			b.log.Error("telegram delivery dropped", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
+			return nil
+		case err != nil:
+			return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
+		}
+		if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, int64(m.ID)); err != nil {
+			return err
+		}
+		replyTo = 0
+	}
+	return nil
+}
+
+// pairingAlphabet leaves out look-alikes (0/O, 1/I/L).
+const pairingAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+// NewPairingCode returns a random 6-character pairing code.
+func NewPairingCode() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = pairingAlphabet[int(b[i])%len(pairingAlphabet)]
+	}
+	return string(b[:])
+}

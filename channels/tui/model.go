@@ -1,0 +1,579 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Backend is what the model asks of the server; *Client implements it.
+// Calls run inside tea.Cmd goroutines, never in Update.
+type Backend interface {
+	// Post stores content with source tui; the same clientKey stores once.
+	Post(ctx context.Context, content, clientKey string) (Message, error)
+	// Timeline fetches a page (the model asks for older pages only).
+	Timeline(ctx context.Context, q TimelineQuery) (Page, error)
+}
+
+var _ Backend = (*Client)(nil)
+
+// PageSize is how many messages the first and every older page hold.
+const PageSize = 50
+
+// HelpText lists the commands; /help shows it without sending anything.
+const HelpText = `Commands (sent to the agent like any message; it answers as [system]):
+  /new               start a fresh context (the history stays)
+  /stop              stop the running agent and its sub-agents
+  /status            model, flags and what is running
+  /context           what the next prompt would contain
+  /compact [focus]   summarise older history now
+  /subagents         recent sub-agent runs
+Local:
+  /help              this list
+  /quit, Ctrl+C      leave
+Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll
+      (PgUp at the top loads older messages) · Ctrl+End jump to the newest`
+
+// Messages the model sends itself from its commands.
+type (
+	olderMsg struct {
+		page Page
+		err  error
+	}
+	postDoneMsg struct {
+		key string
+		msg Message
+		err error
+	}
+	retryPostMsg struct{}
+)
+
+// pendingPost is a message typed in the composer and not yet confirmed.
+type pendingPost struct {
+	content string
+	key     string
+	lastErr string // why the last attempt failed; "" before the first answer
+}
+
+// note is a local line shown after the message with id afterID (never sent).
+type note struct {
+	afterID int64
+	text    string
+}
+
+// Options configures a Model.
+type Options struct {
+	// Initial is the first page, as loaded before the program starts.
+	Initial Page
+	// ServerURL is shown in the status line.
+	ServerURL string
+	// Now and Location set the clock (tests); default time.Now and time.Local.
+	Now      func() time.Time
+	Location *time.Location
+}
+
+// Model is the bubbletea model of the terminal channel: the timeline in a
+// viewport, a status line and a composer. Network results reach it as
+// messages (MessageMsg, EventMsg, ConnMsg, …), so tests drive it directly.
+type Model struct {
+	backend Backend
+	opts    Options
+
+	tl           timeline
+	hasOlder     bool
+	loadingOlder bool
+	notes        []note
+
+	streams  map[int64]*stream // run id → streamed answer in progress
+	finished map[int64]bool    // runs whose final message arrived
+	runs     map[int64]string  // run id → queued/running
+
+	conn     ConnState
+	connErr  string
+	notice   string
+	noticeN  int
+	outbox   []pendingPost
+	posting  bool
+	retryIn  time.Duration
+	quitting bool
+
+	width, height int
+	rendered      map[int64]string // message id → rendering at width
+	vp            viewport.Model
+	ta            textarea.Model
+}
+
+var _ tea.Model = (*Model)(nil)
+
+const composerHeight = 2
+
+// NewModel returns a model showing opts.Initial.
+func NewModel(b Backend, opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	ta := textarea.New()
+	ta.Placeholder = "Message the agent (Enter sends, /help lists commands)"
+	ta.Prompt = "› "
+	ta.ShowLineNumbers = false
+	ta.CharLimit = 32 << 10
+	ta.FocusedStyle.CursorLine = ta.FocusedStyle.Text
+	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
+	ta.SetHeight(composerHeight)
+	ta.Focus()
+	m := &Model{
+		backend:  b,
+		opts:     opts,
+		hasOlder: opts.Initial.HasOlder,
+		streams:  make(map[int64]*stream),
+		finished: make(map[int64]bool),
+		runs:     make(map[int64]string),
+		rendered: make(map[int64]string),
+		vp:       viewport.New(80, 24-1-composerHeight),
+		ta:       ta,
+		retryIn:  MinBackoff,
+	}
+	m.vp.KeyMap = viewport.KeyMap{} // keys belong to the composer; see Update
+	m.vp.MouseWheelEnabled = false
+	for _, msg := range opts.Initial.Messages {
+		m.addMessage(msg)
+	}
+	m.resize(80, 24)
+	return m
+}
+
+// Init starts the cursor blinking.
+func (m *Model) Init() tea.Cmd { return textarea.Blink }
+
+// NewestID is the largest message id the model holds.
+func (m *Model) NewestID() int64 { return m.tl.newest() }
+
+// Unsent is the text of posts the server has not confirmed yet.
+func (m *Model) Unsent() []string {
+	out := make([]string, 0, len(m.outbox))
+	for _, p := range m.outbox {
+		out = append(out, p.content)
+	}
+	return out
+}
+
+// Draft is the composer's text.
+func (m *Model) Draft() string { return m.ta.Value() }
+
+// Update handles keys, the mouse, resizes and the feed's messages.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	follow := m.vp.AtBottom()
+	changed := true // whether the timeline's content may have changed
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+	case tea.KeyMsg:
+		switch msg.String() {
+		case "ctrl+c":
+			m.quitting = true
+			return m, tea.Quit
+		case "enter":
+			cmds = append(cmds, m.submit())
+			follow = true
+		case "pgup":
+			m.vp.PageUp()
+			cmds = append(cmds, m.maybeLoadOlder())
+			follow = false
+		case "pgdown":
+			m.vp.PageDown()
+			follow = m.vp.AtBottom()
+		case "ctrl+end":
+			follow = true
+		case "ctrl+home":
+			m.vp.GotoTop()
+			cmds = append(cmds, m.maybeLoadOlder())
+			follow = false
+		default:
+			var cmd tea.Cmd
+			m.ta, cmd = m.ta.Update(msg)
+			cmds = append(cmds, cmd)
+			changed = false
+		}
+	case tea.MouseMsg:
+		if msg.Action == tea.MouseActionPress {
+			switch msg.Button {
+			case tea.MouseButtonWheelUp:
+				m.vp.ScrollUp(3)
+				cmds = append(cmds, m.maybeLoadOlder())
+				follow = false
+			case tea.MouseButtonWheelDown:
+				m.vp.ScrollDown(3)
+				follow = m.vp.AtBottom()
+			}
+		}
+	case MessageMsg:
+		m.addMessage(msg.Message)
+	case EventMsg:
+		m.applyEvent(msg.Event)
+	case ConnMsg:
+		cmds = append(cmds, m.setConn(msg))
+	case ProtocolErrorMsg:
+		m.setNotice("protocol error, frame skipped: " + msg.Err.Error())
+	case ServerErrorMsg:
+		m.setNotice("server: " + msg.Text)
+	case olderMsg:
+		m.olderLoaded(msg)
+		return m, nil // olderLoaded keeps the scroll position itself
+	case postDoneMsg:
+		cmds = append(cmds, m.postDone(msg))
+	case retryPostMsg:
+		cmds = append(cmds, m.startPost())
+	default:
+		var cmd tea.Cmd
+		m.ta, cmd = m.ta.Update(msg) // cursor blink
+		cmds = append(cmds, cmd)
+		changed = false
+	}
+	if changed {
+		m.refresh(follow)
+	}
+	return m, tea.Batch(cmds...)
+}
+
+// View draws the timeline, the status line and the composer.
+func (m *Model) View() string {
+	if m.quitting {
+		return ""
+	}
+	return m.vp.View() + "\n" + m.statusLine() + "\n" + m.ta.View()
+}
+
+func (m *Model) resize(w, h int) {
+	if w <= 0 || h <= 0 {
+		return
+	}
+	if w != m.width {
+		clear(m.rendered)
+	}
+	m.width, m.height = w, h
+	m.ta.SetWidth(w)
+	m.vp.Width = w
+	m.vp.Height = max(h-1-composerHeight, 1)
+	m.refresh(m.vp.AtBottom())
+}
+
+// refresh re-renders the timeline into the viewport; follow keeps the newest
+// line in view.
+func (m *Model) refresh(follow bool) {
+	m.vp.SetContent(m.content())
+	if follow {
+		m.vp.GotoBottom()
+	}
+}
+
+func (m *Model) content() string {
+	now := m.opts.Now()
+	var parts []string
+	switch {
+	case m.loadingOlder:
+		parts = append(parts, dimStyle.Render("loading older messages…"))
+	case m.hasOlder:
+		parts = append(parts, dimStyle.Render("↑ PgUp for older messages"))
+	default:
+		parts = append(parts, dimStyle.Render("— beginning of the timeline —"))
+	}
+	ni := 0
+	notesUpTo := func(id int64) {
+		for ; ni < len(m.notes) && m.notes[ni].afterID <= id; ni++ {
+			parts = append(parts, noteStyle.Render(ansi.Wrap(m.notes[ni].text, max(m.width, 10), "")))
+		}
+	}
+	for _, msg := range m.tl.msgs {
+		notesUpTo(msg.ID - 1)
+		r, ok := m.rendered[msg.ID]
+		if !ok {
+			r = renderMessage(msg, m.width, now, m.opts.Location)
+			m.rendered[msg.ID] = r
+		}
+		parts = append(parts, r)
+	}
+	notesUpTo(1<<63 - 1)
+	runIDs := make([]int64, 0, len(m.streams))
+	for id := range m.streams {
+		runIDs = append(runIDs, id)
+	}
+	sort.Slice(runIDs, func(i, j int) bool { return runIDs[i] < runIDs[j] })
+	for _, id := range runIDs {
+		parts = append(parts, renderStream(m.streams[id], m.width, now, m.opts.Location))
+	}
+	for _, p := range m.outbox {
+		parts = append(parts, renderPending(p, m.width))
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (m *Model) statusLine() string {
+	var conn string
+	switch m.conn {
+	case Live:
+		conn = liveStyle.Render(" ● live ")
+	case Offline:
+		conn = offlineStyle.Render(" ○ offline — reconnecting… ")
+	default:
+		conn = statusStyle.Render(" ◌ connecting… ")
+	}
+	var bits []string
+	if m.conn == Offline && m.connErr != "" {
+		bits = append(bits, m.connErr)
+	}
+	working, queued := false, false
+	for _, st := range m.runs {
+		switch st {
+		case RunRunning:
+			working = true
+		case RunQueued:
+			queued = true
+		}
+	}
+	switch {
+	case working:
+		bits = append(bits, "agent is working…")
+	case queued:
+		bits = append(bits, "agent run queued…")
+	}
+	if n := len(m.outbox); n > 0 {
+		bits = append(bits, fmt.Sprintf("%d unsent", n))
+	}
+	if m.notice != "" {
+		n := m.notice
+		if m.noticeN > 1 {
+			n += fmt.Sprintf(" (×%d)", m.noticeN)
+		}
+		bits = append(bits, n)
+	}
+	if len(bits) == 0 {
+		bits = append(bits, m.opts.ServerURL+" · /help")
+	}
+	rest := strings.Join(bits, " · ") + " "
+	w := m.width - ansi.StringWidth(conn)
+	if w < 1 {
+		return ansi.Truncate(conn, m.width, "")
+	}
+	rest = ansi.Truncate(rest, w, "…")
+	if pad := w - ansi.StringWidth(rest); pad > 0 {
+		rest += strings.Repeat(" ", pad)
+	}
+	return conn + statusStyle.Render(rest)
+}
+
+func (m *Model) setNotice(s string) {
+	if s == m.notice {
+		m.noticeN++
+		return
+	}
+	m.notice, m.noticeN = s, 1
+}
+
+func (m *Model) addMessage(msg Message) {
+	if !m.tl.add(msg) {
+		return
+	}
+	md := msg.meta()
+	if md.RunID > 0 && msg.Role != "user" && md.Kind != "handoff" {
+		// The final answer replaces the streamed bubble of its run.
+		delete(m.streams, md.RunID)
+		delete(m.runs, md.RunID)
+		m.finished[md.RunID] = true
+	}
+}
+
+func (m *Model) applyEvent(e Event) {
+	switch e.Type {
+	case EventDelta:
+		if e.RunID == 0 || m.finished[e.RunID] {
+			return // a late delta of an answer already shown
+		}
+		var d deltaData
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			m.setNotice("protocol error, bad delta event: " + err.Error())
+			return
+		}
+		s := m.streams[e.RunID]
+		if s == nil {
+			s = &stream{runID: e.RunID, started: m.opts.Now()}
+			m.streams[e.RunID] = s
+		}
+		s.text.WriteString(d.Text)
+		if _, ok := m.runs[e.RunID]; !ok {
+			m.runs[e.RunID] = RunRunning
+		}
+	case EventRun:
+		var d runData
+		if err := json.Unmarshal(e.Data, &d); err != nil || d.Status == "" {
+			m.setNotice("protocol error, bad run event")
+			return
+		}
+		switch d.Status {
+		case RunQueued, RunRunning:
+			if !m.finished[e.RunID] {
+				m.runs[e.RunID] = d.Status
+			}
+		default:
+			delete(m.runs, e.RunID)
+			if d.Status != RunOK {
+				m.setNotice(fmt.Sprintf("agent run %d ended: %s", e.RunID, d.Status))
+				if s := m.streams[e.RunID]; s != nil {
+					s.ended = d.Status
+				}
+			}
+		}
+	}
+}
+
+func (m *Model) setConn(c ConnMsg) tea.Cmd {
+	prev := m.conn
+	m.conn = c.State
+	m.connErr = ""
+	if c.Err != nil {
+		m.connErr = c.Err.Error()
+	}
+	if c.State == Live && prev == Offline {
+		// Run events are not replayed: forget statuses we may have missed
+		// the end of; a live run's next event brings it back.
+		clear(m.runs)
+	}
+	if c.State == Live && !m.posting && len(m.outbox) > 0 {
+		m.retryIn = MinBackoff
+		return m.startPost()
+	}
+	return nil
+}
+
+// submit handles Enter in the composer.
+func (m *Model) submit() tea.Cmd {
+	text := strings.TrimSpace(m.ta.Value())
+	if text == "" {
+		return nil
+	}
+	switch strings.Fields(text)[0] {
+	case "/help", "/?":
+		m.ta.Reset()
+		m.notes = append(m.notes, note{afterID: m.tl.newest(), text: HelpText})
+		return nil
+	case "/quit", "/exit":
+		m.quitting = true
+		return tea.Quit
+	}
+	m.ta.Reset()
+	m.outbox = append(m.outbox, pendingPost{content: text, key: NewClientKey()})
+	return m.startPost()
+}
+
+// startPost sends the oldest unconfirmed post, one at a time so they are
+// stored in the order typed.
+func (m *Model) startPost() tea.Cmd {
+	if m.posting || len(m.outbox) == 0 {
+		return nil
+	}
+	m.posting = true
+	p := m.outbox[0]
+	b := m.backend
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		msg, err := b.Post(ctx, p.content, p.key)
+		return postDoneMsg{key: p.key, msg: msg, err: err}
+	}
+}
+
+func (m *Model) postDone(d postDoneMsg) tea.Cmd {
+	m.posting = false
+	if len(m.outbox) == 0 || m.outbox[0].key != d.key {
+		return m.startPost()
+	}
+	if d.err == nil {
+		m.outbox = m.outbox[1:]
+		m.retryIn = MinBackoff
+		if d.msg.ID > 0 {
+			m.addMessage(d.msg)
+		}
+		return m.startPost()
+	}
+	if !retryable(d.err) {
+		// The server will never take it: give the text back, say why.
+		p := m.outbox[0]
+		m.outbox = m.outbox[1:]
+		if cur := m.ta.Value(); cur != "" {
+			m.ta.SetValue(p.content + "\n" + cur)
+		} else {
+			m.ta.SetValue(p.content)
+		}
+		m.setNotice("not sent (kept in the composer): " + d.err.Error())
+		return m.startPost()
+	}
+	m.outbox[0].lastErr = shortErr(d.err)
+	wait := m.retryIn
+	m.retryIn = min(m.retryIn*2, MaxBackoff)
+	return tea.Tick(wait, func(time.Time) tea.Msg { return retryPostMsg{} })
+}
+
+// retryable: network failures, 429 and 5xx; the same client_key makes the
+// retry store at most one message.
+func retryable(err error) bool {
+	var api *APIError
+	if errors.As(err, &api) {
+		return api.Temporary()
+	}
+	return !errors.Is(err, ErrUnauthorized)
+}
+
+func shortErr(err error) string {
+	var re *ReachError
+	if errors.As(err, &re) {
+		return re.Reason
+	}
+	return err.Error()
+}
+
+// maybeLoadOlder asks for the page before the oldest message once the view
+// is at the top.
+func (m *Model) maybeLoadOlder() tea.Cmd {
+	if !m.vp.AtTop() || !m.hasOlder || m.loadingOlder {
+		return nil
+	}
+	m.loadingOlder = true
+	before := m.tl.oldest()
+	b := m.backend
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		page, err := b.Timeline(ctx, TimelineQuery{Before: before, Limit: PageSize})
+		return olderMsg{page: page, err: err}
+	}
+}
+
+func (m *Model) olderLoaded(o olderMsg) {
+	m.loadingOlder = false
+	before := m.vp.TotalLineCount()
+	offset := m.vp.YOffset
+	if o.err != nil {
+		m.setNotice("could not load older messages: " + o.err.Error())
+	} else {
+		for _, msg := range o.page.Messages {
+			m.addMessage(msg)
+		}
+		m.hasOlder = o.page.HasOlder && len(o.page.Messages) > 0
+	}
+	m.vp.SetContent(m.content())
+	// Keep the lines that were on screen where they were.
+	m.vp.SetYOffset(offset + m.vp.TotalLineCount() - before)
+}

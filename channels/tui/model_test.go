@@ -1,0 +1,456 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// fakeBackend records posts and answers them from a script.
+type fakeBackend struct {
+	mu      sync.Mutex
+	posts   []fakePost
+	fail    []error // errors for the next posts, in order; then success
+	nextID  int64
+	older   map[int64]Page // before id → page
+	befores []int64
+}
+
+type fakePost struct{ content, key string }
+
+func (b *fakeBackend) Post(_ context.Context, content, key string) (Message, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.posts = append(b.posts, fakePost{content, key})
+	if len(b.fail) > 0 {
+		err := b.fail[0]
+		b.fail = b.fail[1:]
+		return Message{}, err
+	}
+	b.nextID++
+	return Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
+}
+
+func (b *fakeBackend) Timeline(_ context.Context, q TimelineQuery) (Page, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.befores = append(b.befores, q.Before)
+	return b.older[q.Before], nil
+}
+
+var (
+	testNow = time.Date(2026, 11, 21, 20, 30, 0, 0, time.UTC)
+	testLoc = time.FixedZone("UTC+2", 2*3600)
+)
+
+func newTestModel(t *testing.T, b Backend, initial Page, w, h int) *Model {
+	t.Helper()
+	if b == nil {
+		b = &fakeBackend{}
+	}
+	m := NewModel(b, Options{Initial: initial, ServerURL: "http://test", Now: func() time.Time { return testNow }, Location: testLoc})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return m
+}
+
+func msgAt(id int64, source, role, content string) Message {
+	return Message{ID: id, Timeline: "global", Role: role, Source: source, Content: content,
+		CreatedAt: time.Date(2026, 11, 21, 20, 1, 0, 0, time.UTC)}
+}
+
+// screen is the model's view without colours.
+func screen(m *Model) string { return ansi.Strip(m.View()) }
+
+// send feeds msgs to the model and runs the commands they return (and the
+// commands those return), skipping ones that wait (ticks, blinks).
+func send(t *testing.T, m *Model, msgs ...tea.Msg) {
+	t.Helper()
+	for _, msg := range msgs {
+		_, cmd := m.Update(msg)
+		runCmd(t, m, cmd)
+	}
+}
+
+func runCmd(t *testing.T, m *Model, cmd tea.Cmd) {
+	t.Helper()
+	if cmd == nil {
+		return
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-done:
+	case <-time.After(100 * time.Millisecond):
+		return // a timer: tests send its message themselves
+	}
+	switch msg := msg.(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			runCmd(t, m, c)
+		}
+	case postDoneMsg, olderMsg:
+		_, next := m.Update(msg)
+		runCmd(t, m, next)
+	}
+}
+
+func typeText(t *testing.T, m *Model, s string) {
+	t.Helper()
+	send(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}, tea.KeyMsg{Type: tea.KeyEnter})
+}
+
+func linesWith(view, s string) []string {
+	var out []string
+	for _, l := range strings.Split(view, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestModelRendersLabelsRolesAndLocalTime(t *testing.T) {
+	t.Parallel()
+	page := Page{Messages: []Message{
+		msgAt(1, "telegram", "user", "from the phone"),
+		msgAt(2, "web", "user", "from the browser"),
+		msgAt(3, "tui", "user", "from the terminal"),
+		msgAt(4, "api", "user", "from a script"),
+		msgAt(5, "system", "system", "Started a new conversation."),
+		msgAt(6, "agent", "assistant", "an answer"),
+	}}
+	yesterday := msgAt(7, "web", "user", "late")
+	yesterday.CreatedAt = testNow.Add(24 * time.Hour)
+	page.Messages = append(page.Messages, yesterday)
+	m := newTestModel(t, nil, page, 100, 30)
+	v := screen(m)
+	for _, want := range []string{
+		"22:01 [telegram] user: from the phone",
+		"22:01 [web] user: from the browser",
+		"22:01 [tui] user: from the terminal",
+		"22:01 [api] user: from a script",
+		"22:01 [system] system: Started a new conversation.",
+		"22:01 [agent] assistant: an answer",
+		"Nov 22 22:30 [web] user: late",
+		"— beginning of the timeline —",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if got := len(strings.Split(m.View(), "\n")); got != 30 {
+		t.Errorf("view has %d lines, want the terminal's 30", got)
+	}
+}
+
+func TestModelOrdersAndDeduplicates(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(2, "web", "user", "two")}}, 80, 20)
+	for _, id := range []int64{5, 3, 2, 5, 4, 3, 1} {
+		send(t, m, MessageMsg{Message: msgAt(id, "web", "user", fmt.Sprintf("msg-%d", id))})
+	}
+	v := screen(m)
+	last := -1
+	for _, id := range []int{1, 2, 3, 4, 5} {
+		text := fmt.Sprintf("msg-%d", id)
+		if id == 2 {
+			text = "two" // the first copy wins; later ones are the same row
+		}
+		if n := strings.Count(v, text); n != 1 {
+			t.Fatalf("%q appears %d times:\n%s", text, n, v)
+		}
+		i := strings.Index(v, text)
+		if i < last {
+			t.Fatalf("%q out of order:\n%s", text, v)
+		}
+		last = i
+	}
+	if m.NewestID() != 5 {
+		t.Fatalf("newest id %d", m.NewestID())
+	}
+}
+
+func event(typ string, run int64, d any) EventMsg {
+	b, _ := json.Marshal(d)
+	return EventMsg{Event: Event{Type: typ, TimelineScope: "global", RunID: run, Data: b}}
+}
+
+func TestModelStreamsDeltasThenFinalMessageReplacesThem(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "tui", "user", "question")}}, 80, 20)
+	send(t, m, ConnMsg{State: Live}, event(EventRun, 7, map[string]string{"status": "queued"}))
+	if v := screen(m); !strings.Contains(v, "agent run queued") {
+		t.Fatalf("queued run not shown:\n%s", v)
+	}
+	send(t, m, event(EventRun, 7, map[string]string{"status": "running"}),
+		event(EventDelta, 7, map[string]string{"text": "The answer "}),
+		event(EventDelta, 7, map[string]string{"text": "is forty-two"}))
+	v := screen(m)
+	if !strings.Contains(v, "[agent] assistant: The answer is forty-two▍") || !strings.Contains(v, "agent is working…") {
+		t.Fatalf("streaming bubble or working status missing:\n%s", v)
+	}
+	final := msgAt(2, "agent", "assistant", "The answer is forty-two.")
+	final.Metadata = json.RawMessage(`{"run_id":7}`)
+	send(t, m, MessageMsg{Message: final}, event(EventRun, 7, map[string]string{"status": "ok"}),
+		event(EventDelta, 7, map[string]string{"text": " (late)"}))
+	v = screen(m)
+	if strings.Contains(v, "▍") || strings.Contains(v, "late") || strings.Count(v, "The answer is forty-two") != 1 {
+		t.Fatalf("final message did not replace the bubble:\n%s", v)
+	}
+	if !strings.Contains(v, "22:01 [agent] assistant: The answer is forty-two.") || strings.Contains(v, "working") {
+		t.Fatalf("final answer or status wrong:\n%s", v)
+	}
+
+	// A run that fails keeps what it streamed, marked, and says so.
+	send(t, m, event(EventDelta, 8, map[string]string{"text": "half an"}), event(EventRun, 8, map[string]string{"status": "timeout"}))
+	v = screen(m)
+	if !strings.Contains(v, "half an [timeout]") || !strings.Contains(v, "agent run 8 ended: timeout") {
+		t.Fatalf("failed run:\n%s", v)
+	}
+}
+
+func TestModelHandoffMarker(t *testing.T) {
+	t.Parallel()
+	h := msgAt(3, "agent", "assistant", "Found three papers on compaction.\n\n## Details\nlong text")
+	h.AgentID = "researcher"
+	h.Metadata = json.RawMessage(`{"kind":"handoff","run_id":12}`)
+	m := newTestModel(t, nil, Page{}, 80, 20)
+	send(t, m, MessageMsg{Message: h})
+	v := screen(m)
+	if !strings.Contains(v, "22:01 ⇄ handoff from researcher: Found three papers on compaction.") {
+		t.Fatalf("handoff marker missing:\n%s", v)
+	}
+	if strings.Contains(v, "Details") || strings.Contains(v, "[agent]") {
+		t.Fatalf("handoff not compact:\n%s", v)
+	}
+	// Narrow terminals truncate the marker to one line.
+	send(t, m, tea.WindowSizeMsg{Width: 30, Height: 10})
+	if got := linesWith(screen(m), "⇄"); len(got) != 1 || ansi.StringWidth(got[0]) > 30 || !strings.HasSuffix(strings.TrimRight(got[0], " "), "…") {
+		t.Fatalf("narrow handoff: %q", got)
+	}
+}
+
+func TestModelResize(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 40)
+	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "web", "user", long)}}, 40, 20)
+	narrow := len(linesWith(screen(m), "word"))
+	for _, l := range strings.Split(screen(m), "\n") {
+		if w := ansi.StringWidth(l); w > 40 {
+			t.Fatalf("line wider than 40 (%d): %q", w, l)
+		}
+	}
+	send(t, m, tea.WindowSizeMsg{Width: 120, Height: 12})
+	wide := len(linesWith(screen(m), "word"))
+	if narrow <= wide || wide < 2 {
+		t.Fatalf("wrapping did not follow the width: %d lines at 40, %d at 120", narrow, wide)
+	}
+	if got := len(strings.Split(m.View(), "\n")); got != 12 {
+		t.Fatalf("view has %d lines, want 12", got)
+	}
+	for _, l := range strings.Split(screen(m), "\n") {
+		if w := ansi.StringWidth(l); w > 120 {
+			t.Fatalf("line wider than 120: %q", l)
+		}
+	}
+}
+
+func statusOf(m *Model) string {
+	lines := strings.Split(screen(m), "\n")
+	return lines[len(lines)-1-composerHeight]
+}
+
+func TestModelConnectionStatusLine(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, nil, Page{}, 80, 20)
+	if s := statusOf(m); !strings.Contains(s, "connecting…") {
+		t.Fatalf("initial status %q", s)
+	}
+	send(t, m, ConnMsg{State: Live})
+	if s := statusOf(m); !strings.Contains(s, "● live") {
+		t.Fatalf("live status %q", s)
+	}
+	send(t, m, ConnMsg{State: Offline, Err: errors.New("connection lost: connection refused")})
+	if s := statusOf(m); !strings.Contains(s, "offline — reconnecting…") || !strings.Contains(s, "connection refused") || strings.Contains(s, "live") {
+		t.Fatalf("offline status %q", s)
+	}
+	send(t, m, ConnMsg{State: Live})
+	if s := statusOf(m); !strings.Contains(s, "● live") || strings.Contains(s, "offline") {
+		t.Fatalf("back live %q", s)
+	}
+	// A bad frame is reported once, counted, and nothing else changes.
+	send(t, m, ProtocolErrorMsg{Err: errors.New("bad JSON frame: x")}, ProtocolErrorMsg{Err: errors.New("bad JSON frame: x")})
+	if s := statusOf(m); !strings.Contains(s, "protocol error, frame skipped: bad JSON frame: x (×2)") || !strings.Contains(s, "live") {
+		t.Fatalf("protocol error status %q", s)
+	}
+}
+
+func TestModelPostsWithSourceTUIAndRetriesWithTheSameKey(t *testing.T) {
+	t.Parallel()
+	refused := &ReachError{URL: "http://test", Reason: "connection refused", Err: syscall.ECONNREFUSED}
+	b := &fakeBackend{fail: []error{refused, &APIError{Status: 503, Message: "database unavailable"}}, nextID: 10}
+	m := newTestModel(t, b, Page{}, 120, 20)
+	send(t, m, ConnMsg{State: Offline, Err: errors.New("connection refused")})
+	typeText(t, m, "typed while offline")
+	v := screen(m)
+	if !strings.Contains(v, "typed while offline (not sent yet, will retry: connection refused)") || !strings.Contains(statusOf(m), "1 unsent") {
+		t.Fatalf("pending post not shown:\n%s", v)
+	}
+	if m.Draft() != "" {
+		t.Fatalf("composer not cleared: %q", m.Draft())
+	}
+	send(t, m, retryPostMsg{}) // the backoff timer fires: 503
+	send(t, m, ConnMsg{State: Live})
+	v = screen(m)
+	if len(b.posts) != 3 {
+		t.Fatalf("%d attempts, want 3", len(b.posts))
+	}
+	for _, p := range b.posts {
+		if p.key != b.posts[0].key || p.content != "typed while offline" {
+			t.Fatalf("retry changed the post: %+v", b.posts)
+		}
+	}
+	if got := linesWith(v, "typed while offline"); len(got) != 1 || !strings.Contains(got[0], "[tui] user: typed while offline") || strings.Contains(got[0], "not sent") {
+		t.Fatalf("after success: %q\n%s", got, v)
+	}
+	// The same message arriving on the websocket is not shown twice.
+	send(t, m, MessageMsg{Message: Message{ID: 11, Role: "user", Source: "tui", Content: "typed while offline", CreatedAt: testNow}})
+	if n := strings.Count(screen(m), "typed while offline"); n != 1 {
+		t.Fatalf("shown %d times", n)
+	}
+	if len(m.Unsent()) != 0 || strings.Contains(statusOf(m), "unsent") {
+		t.Fatal("outbox not empty")
+	}
+	// Two new keys for two posts.
+	typeText(t, m, "second")
+	if b.posts[3].key == b.posts[0].key {
+		t.Fatal("a new post reused a key")
+	}
+}
+
+func TestModelRejectedPostGoesBackToTheComposer(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{fail: []error{&APIError{Status: 413, Message: "message is over 32768 bytes"}}}
+	m := newTestModel(t, b, Page{}, 80, 20)
+	typeText(t, m, "too big")
+	if m.Draft() != "too big" || len(m.Unsent()) != 0 {
+		t.Fatalf("draft %q, unsent %v", m.Draft(), m.Unsent())
+	}
+	if s := statusOf(m); !strings.Contains(s, "not sent (kept in the composer): server answered 413") {
+		t.Fatalf("status %q", s)
+	}
+}
+
+func TestModelLocalCommands(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{}
+	m := newTestModel(t, b, Page{}, 90, 40)
+	typeText(t, m, "/help")
+	v := screen(m)
+	for _, c := range []string{"/new", "/stop", "/status", "/context", "/compact [focus]", "/subagents", "/quit"} {
+		if !strings.Contains(v, c) {
+			t.Fatalf("help lacks %s:\n%s", c, v)
+		}
+	}
+	typeText(t, m, "/status")
+	if len(b.posts) != 1 || b.posts[0].content != "/status" {
+		t.Fatalf("chat commands are messages: %+v", b.posts)
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/quit")})
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if cmd == nil {
+		t.Fatal("/quit returned no command")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("/quit does not quit")
+	}
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("Ctrl+C does not quit")
+	}
+}
+
+func TestModelScrollbackLoadsOlderPages(t *testing.T) {
+	t.Parallel()
+	var newest, older []Message
+	for i := int64(51); i <= 100; i++ {
+		newest = append(newest, msgAt(i, "web", "user", fmt.Sprintf("m%03d", i)))
+	}
+	for i := int64(30); i <= 50; i++ {
+		older = append(older, msgAt(i, "telegram", "user", fmt.Sprintf("m%03d", i)))
+	}
+	b := &fakeBackend{older: map[int64]Page{51: {Messages: older, HasOlder: false}}}
+	m := newTestModel(t, b, Page{Messages: newest, HasOlder: true}, 80, 20)
+	if v := screen(m); !strings.Contains(v, "m100") || strings.Contains(v, "m051") {
+		t.Fatalf("not following the newest:\n%s", v)
+	}
+	for i := 0; i < 10 && len(b.befores) == 0; i++ {
+		send(t, m, tea.KeyMsg{Type: tea.KeyPgUp})
+	}
+	if len(b.befores) != 1 || b.befores[0] != 51 {
+		t.Fatalf("older pages asked: %v", b.befores)
+	}
+	v := screen(m)
+	if !strings.Contains(v, "m051") {
+		t.Fatalf("the view jumped after loading older messages:\n%s", v)
+	}
+	// Wheel to the top: the older page is there, and the beginning marker.
+	for i := 0; i < 40; i++ {
+		send(t, m, tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonWheelUp})
+	}
+	v = screen(m)
+	if !strings.Contains(v, "— beginning of the timeline —") || !strings.Contains(v, "[telegram] user: m030") {
+		t.Fatalf("top of the timeline:\n%s", v)
+	}
+	if len(b.befores) != 1 {
+		t.Fatalf("asked again with nothing older: %v", b.befores)
+	}
+	// A live message while scrolled up does not yank the view down.
+	send(t, m, MessageMsg{Message: msgAt(101, "web", "user", "m101")})
+	if v := screen(m); strings.Contains(v, "m101") {
+		t.Fatalf("view followed while scrolled up:\n%s", v)
+	}
+	send(t, m, tea.KeyMsg{Type: tea.KeyCtrlEnd})
+	if v := screen(m); !strings.Contains(v, "m101") {
+		t.Fatalf("Ctrl+End did not jump to the newest:\n%s", v)
+	}
+}
+
+func TestSanitizeStripsTerminalEscapes(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "telegram", "user", "evil\x1b]0;pwned\x07\x1b[2Jtext\ttab")}}, 80, 10)
+	v := m.View()
+	if strings.Contains(v, "\x1b]0") || strings.Contains(v, "\x1b[2J") || !strings.Contains(ansi.Strip(v), "evil]0;pwned[2Jtext tab") {
+		t.Fatalf("escape sequences reached the terminal: %q", v)
+	}
+}
+
+func FuzzRenderMessage(f *testing.F) {
+	f.Add("hello\nworld", `{"kind":"handoff"}`, 40)
+	f.Add("\x1b[31mred", `{"run_id":"x"}`, 5)
+	f.Fuzz(func(t *testing.T, content, meta string, width int) {
+		if width < 0 || width > 500 {
+			return
+		}
+		m := Message{ID: 1, Role: "user", Source: "web", Content: content, Metadata: json.RawMessage(meta), CreatedAt: testNow}
+		out := renderMessage(m, width, testNow, testLoc)
+		if strings.ContainsRune(ansi.Strip(out), '\x1b') {
+			t.Fatalf("escape in output: %q", out)
+		}
+		for _, l := range strings.Split(ansi.Strip(out), "\n") {
+			if w := ansi.StringWidth(l); w > max(width, 10) {
+				t.Fatalf("line of width %d > %d: %q", w, width, l)
+			}
+		}
+	})
+}

@@ -1,0 +1,152 @@
+package tui
+
+import (
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Styles of the timeline and status line. Colours degrade to plain text on
+// terminals without colour (and in tests).
+var (
+	timeStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("245"))
+	roleStyle    = lipgloss.NewStyle().Bold(true)
+	dimStyle     = lipgloss.NewStyle().Foreground(lipgloss.Color("244"))
+	handoffStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("141")).Italic(true)
+	noteStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("110"))
+	warnStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("203"))
+	statusStyle  = lipgloss.NewStyle().Reverse(true)
+	liveStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("42")).Reverse(true)
+	offlineStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("203")).Reverse(true)
+	labelStyles  = map[string]lipgloss.Style{
+		"telegram": lipgloss.NewStyle().Foreground(lipgloss.Color("39")),
+		"web":      lipgloss.NewStyle().Foreground(lipgloss.Color("170")),
+		"tui":      lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
+		"api":      lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
+		"system":   lipgloss.NewStyle().Foreground(lipgloss.Color("244")),
+		"agent":    lipgloss.NewStyle().Foreground(lipgloss.Color("141")),
+	}
+)
+
+// label renders a channel label: "[telegram]".
+func label(source string) string {
+	if source == "" {
+		source = "?"
+	}
+	st, ok := labelStyles[source]
+	if !ok {
+		st = dimStyle
+	}
+	return st.Render("[" + source + "]")
+}
+
+// clock renders a time in the local zone: "15:04" today, "Jan 02 15:04"
+// on another day.
+func clock(t, now time.Time, loc *time.Location) string {
+	t = t.In(loc)
+	now = now.In(loc)
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 02 15:04")
+}
+
+// sanitize makes untrusted text safe for a terminal: no escape sequences or
+// other control characters (a message could otherwise move the cursor or
+// retitle the window), tabs as spaces.
+func sanitize(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// entry renders one timeline entry: a header ("15:04 [tui] user:") followed
+// by the text, wrapped to width, continuation lines indented by two.
+func entry(header, text string, width int) string {
+	if width < 10 {
+		width = 10
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(text, "\n") {
+		if i == 0 {
+			line = header + " " + line
+		}
+		wrapped := ansi.Wrap(line, width-2, "")
+		for j, w := range strings.Split(wrapped, "\n") {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			if i > 0 || j > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(w)
+		}
+	}
+	return b.String()
+}
+
+// renderMessage renders a stored message; handoffs are one compact line.
+func renderMessage(m Message, width int, now time.Time, loc *time.Location) string {
+	ts := timeStyle.Render(clock(m.CreatedAt, now, loc))
+	content := sanitize(m.Content)
+	md := m.meta()
+	if md.Kind == "handoff" {
+		agent := m.AgentID
+		if agent == "" {
+			agent = md.AgentID
+		}
+		if agent == "" {
+			agent = "sub-agent"
+		}
+		first := strings.TrimSpace(content)
+		if i := strings.IndexByte(first, '\n'); i >= 0 {
+			first = strings.TrimSpace(first[:i])
+		}
+		line := "⇄ handoff from " + sanitize(agent) + ": " + first
+		return ansi.Truncate(ts+" "+handoffStyle.Render(line), max(width, 10), "…")
+	}
+	header := ts + " " + label(m.Source) + " " + roleStyle.Render(m.Role+":")
+	return entry(header, content, width)
+}
+
+// stream is an answer being streamed by a run, shown until its final message.
+type stream struct {
+	runID   int64
+	text    strings.Builder
+	started time.Time
+	// ended is a terminal status other than ok (the answer will not finish).
+	ended string
+}
+
+func renderStream(s *stream, width int, now time.Time, loc *time.Location) string {
+	header := timeStyle.Render(clock(s.started, now, loc)) + " " + label("agent") + " " + roleStyle.Render("assistant:")
+	text := sanitize(s.text.String())
+	if s.ended != "" {
+		text += " " + warnStyle.Render("["+s.ended+"]")
+	} else {
+		text += "▍"
+	}
+	return entry(header, text, width)
+}
+
+// renderPending renders a post not yet confirmed by the server.
+func renderPending(p pendingPost, width int) string {
+	header := timeStyle.Render("··:··") + " " + label(SourceTUI) + " " + roleStyle.Render("user:")
+	state := "(sending…)"
+	if p.lastErr != "" {
+		state = "(not sent yet, will retry: " + p.lastErr + ")"
+	}
+	return entry(header, sanitize(p.content)+" "+dimStyle.Render(state), width)
+}

@@ -1,0 +1,53 @@
+package tui
+
+import "sort"
+
+// timeline is the messages the TUI holds: in id order, each id once, however
+// they arrive (initial page, older pages, live frames, replayed backlog after
+// a reconnect, the answer to our own POST).
+type timeline struct {
+	msgs []Message
+	seen map[int64]struct{}
+}
+
+// add inserts m in id order; false when its id is already there.
+func (t *timeline) add(m Message) bool {
+	if t.seen == nil {
+		t.seen = make(map[int64]struct{})
+	}
+	if _, ok := t.seen[m.ID]; ok {
+		return false
+	}
+	t.seen[m.ID] = struct{}{}
+	n := len(t.msgs)
+	if n == 0 || t.msgs[n-1].ID < m.ID {
+		t.msgs = append(t.msgs, m) // the common case: a newer message
+		return true
+	}
+	i := sort.Search(n, func(i int) bool { return t.msgs[i].ID > m.ID })
+	t.msgs = append(t.msgs, Message{})
+	copy(t.msgs[i+1:], t.msgs[i:])
+	t.msgs[i] = m
+	return true
+}
+
+func (t *timeline) has(id int64) bool {
+	_, ok := t.seen[id]
+	return ok
+}
+
+// oldest is the smallest id held, 0 when empty.
+func (t *timeline) oldest() int64 {
+	if len(t.msgs) == 0 {
+		return 0
+	}
+	return t.msgs[0].ID
+}
+
+// newest is the largest id held, 0 when empty.
+func (t *timeline) newest() int64 {
+	if len(t.msgs) == 0 {
+		return 0
+	}
+	return t.msgs[len(t.msgs)-1].ID
+}

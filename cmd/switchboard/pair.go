@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/switchboard/switchboard/repository"
+)
+
+// runPair handles `switchboard pair list` and `switchboard pair approve
+// CODE`: the owner's side of Telegram pairing, from a shell.
+func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] == "approve" && len(args) != 2) || (args[0] == "list" && len(args) != 1) ||
+		(args[0] != "approve" && args[0] != "list") {
+		return fmt.Errorf("pair needs: list | approve CODE")
+	}
+	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+	pool, err := repository.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := repository.NewMigrator(pool)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx); err != nil {
+		return err
+	}
+	pairings := webPairings{repository.NewTelegramStore(pool)}
+	if args[0] == "approve" {
+		p, err := pairings.ApprovePairing(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Approved %s (Telegram user %d): they talk in timeline %s.\n", p.Name, p.UserID, p.Timeline)
+		return nil
+	}
+	list, err := pairings.ListPairings(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "No Telegram pairings.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER ID\tNAME\tTIMELINE\tSTATUS")
+	for _, p := range list {
+		status := "waiting, code valid until " + p.ExpiresAt.Local().Format("15:04")
+		if p.ApprovedAt != nil {
+			status = "approved " + p.ApprovedAt.Local().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.UserID, p.Name, p.Timeline, status)
+	}
+	return tw.Flush()
+}

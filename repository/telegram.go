@@ -1,0 +1,178 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TelegramStore keeps the Telegram channel's state: the polling offset and
+// command-menu hash per bot (telegram_bot_state), pairings of non-owner users
+// (telegram_pairings), the chunks of outbound deliveries already sent
+// (telegram_sent_chunks), and the polling leader's advisory lock.
+type TelegramStore struct {
+	pool *pgxpool.Pool
+}
+
+// NewTelegramStore returns a TelegramStore on pool.
+func NewTelegramStore(pool *pgxpool.Pool) *TelegramStore { return &TelegramStore{pool: pool} }
+
+// LastUpdateID returns the last update id stored for the bot; 0 when none.
+func (s *TelegramStore) LastUpdateID(ctx context.Context, botID int64) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT last_update_id FROM telegram_bot_state WHERE bot_id = $1`, botID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return id, wrapErr("get telegram offset", err)
+}
+
+// SetLastUpdateID records updateID as processed. The offset only moves
+// forward, so a late writer cannot make the next poll refetch old updates.
+func (s *TelegramStore) SetLastUpdateID(ctx context.Context, botID, updateID int64) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO telegram_bot_state (bot_id, last_update_id) VALUES ($1, $2)
+		ON CONFLICT (bot_id) DO UPDATE
+		SET last_update_id = GREATEST(telegram_bot_state.last_update_id, EXCLUDED.last_update_id), updated_at = now()`,
+		botID, updateID)
+	return wrapErr("set telegram offset", err)
+}
+
+// CommandsHash returns the hash of the command menu last set for the bot; ""
+// when none was.
+func (s *TelegramStore) CommandsHash(ctx context.Context, botID int64) (string, error) {
+	var h string
+	err := s.pool.QueryRow(ctx, `SELECT commands_sha256 FROM telegram_bot_state WHERE bot_id = $1`, botID).Scan(&h)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return h, wrapErr("get telegram commands hash", err)
+}
+
+// SetCommandsHash records the hash of the command menu just set.
+func (s *TelegramStore) SetCommandsHash(ctx context.Context, botID int64, hash string) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO telegram_bot_state (bot_id, commands_sha256) VALUES ($1, $2)
+		ON CONFLICT (bot_id) DO UPDATE SET commands_sha256 = EXCLUDED.commands_sha256, updated_at = now()`,
+		botID, hash)
+	return wrapErr("set telegram commands hash", err)
+}
+
+// TelegramPairing is one row of telegram_pairings: a non-owner Telegram user
+// waiting for approval (ApprovedAt nil, Code valid until ExpiresAt) or
+// approved to talk in their own timeline.
+type TelegramPairing struct {
+	UserID        int64
+	ChatID        int64
+	DisplayName   string
+	Code          string
+	TimelineScope string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	ApprovedAt    *time.Time
+}
+
+const pairingColumns = `user_id, chat_id, display_name, code, timeline_scope, created_at, expires_at, approved_at`
+
+func scanPairing(row pgx.Row) (TelegramPairing, error) {
+	var p TelegramPairing
+	err := row.Scan(&p.UserID, &p.ChatID, &p.DisplayName, &p.Code, &p.TimelineScope, &p.CreatedAt, &p.ExpiresAt, &p.ApprovedAt)
+	return p, err
+}
+
+// RequestTelegramPairing returns the user's pairing, creating it with p's
+// code and expiry when the user has none or only an expired one. A pending
+// unexpired pairing keeps its code (the user asking again gets the same
+// one); an approved pairing is returned as is. ECONFLICT when p.Code is
+// already another user's (draw a new code and retry).
+func (s *TelegramStore) RequestTelegramPairing(ctx context.Context, p TelegramPairing) (TelegramPairing, error) {
+	row := s.pool.QueryRow(ctx, `
+		INSERT INTO telegram_pairings (user_id, chat_id, display_name, code, timeline_scope, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (user_id) DO UPDATE SET
+			chat_id = EXCLUDED.chat_id,
+			display_name = EXCLUDED.display_name,
+			code = CASE WHEN telegram_pairings.approved_at IS NULL AND telegram_pairings.expires_at <= now()
+				THEN EXCLUDED.code ELSE telegram_pairings.code END,
+			created_at = CASE WHEN telegram_pairings.approved_at IS NULL AND telegram_pairings.expires_at <= now()
+				THEN now() ELSE telegram_pairings.created_at END,
+			expires_at = CASE WHEN telegram_pairings.approved_at IS NULL AND telegram_pairings.expires_at <= now()
+				THEN EXCLUDED.expires_at ELSE telegram_pairings.expires_at END
+		RETURNING `+pairingColumns,
+		p.UserID, p.ChatID, p.DisplayName, p.Code, p.TimelineScope, p.ExpiresAt)
+	got, err := scanPairing(row)
+	return got, wrapErr("request telegram pairing", err)
+}
+
+// TelegramPairingByUser returns a user's pairing; ENOTFOUND when none.
+func (s *TelegramStore) TelegramPairingByUser(ctx context.Context, userID int64) (TelegramPairing, error) {
+	p, err := scanPairing(s.pool.QueryRow(ctx, `SELECT `+pairingColumns+` FROM telegram_pairings WHERE user_id = $1`, userID))
+	return p, wrapErr("get telegram pairing", err)
+}
+
+// ApproveTelegramPairing approves the pending, unexpired pairing with code
+// (case-insensitive); ENOTFOUND when there is none (unknown, expired or
+// already approved).
+func (s *TelegramStore) ApproveTelegramPairing(ctx context.Context, code string) (TelegramPairing, error) {
+	code = strings.ToUpper(strings.TrimSpace(code))
+	p, err := scanPairing(s.pool.QueryRow(ctx, `
+		UPDATE telegram_pairings SET approved_at = now()
+		WHERE code = $1 AND approved_at IS NULL AND expires_at > now()
+		RETURNING `+pairingColumns, code))
+	return p, wrapErr("approve telegram pairing", err)
+}
+
+// ListTelegramPairings returns approved pairings and unexpired pending ones,
+// oldest first.
+func (s *TelegramStore) ListTelegramPairings(ctx context.Context) ([]TelegramPairing, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+pairingColumns+` FROM telegram_pairings
+		WHERE approved_at IS NOT NULL OR expires_at > now()
+		ORDER BY created_at, user_id
+		LIMIT 500`)
+	if err != nil {
+		return nil, wrapErr("list telegram pairings", err)
+	}
+	defer rows.Close()
+	var out []TelegramPairing
+	for rows.Next() {
+		p, err := scanPairing(rows)
+		if err != nil {
+			return nil, wrapErr("list telegram pairings", err)
+		}
+		out = append(out, p)
+	}
+	return out, wrapErr("list telegram pairings", rows.Err())
+}
+
+// SentChunks returns the indexes of the chunks of an outbound delivery that
+// were already sent.
+func (s *TelegramStore) SentChunks(ctx context.Context, outboundKey string) (map[int]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT chunk_index FROM telegram_sent_chunks WHERE outbound_key = $1`, outboundKey)
+	if err != nil {
+		return nil, wrapErr("list sent telegram chunks", err)
+	}
+	defer rows.Close()
+	sent := map[int]bool{}
+	for rows.Next() {
+		var i int
+		if err := rows.Scan(&i); err != nil {
+			return nil, wrapErr("list sent telegram chunks", err)
+		}
+		sent[i] = true
+	}
+	return sent, wrapErr("list sent telegram chunks", rows.Err())
+}
+
+// MarkChunkSent records that chunk index of an outbound delivery reached
+// Telegram as messageID. Recording it twice is harmless.
+func (s *TelegramStore) MarkChunkSent(ctx context.Context, outboundKey string, index int, messageID int64) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO telegram_sent_chunks (outbound_key, chunk_index, message_id) VALUES ($1, $2, $3)
+		ON CONFLICT DO NOTHING`, outboundKey, index, messageID)
+	return wrapErr("mark telegram chunk sent", err)
+}
