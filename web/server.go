@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/events"
 )
@@ -41,6 +42,12 @@ type Options struct {
 	// Ready reports whether the service can take traffic (database reachable,
 	// migrations current); nil means always ready. Its error text is shown.
 	Ready func(ctx context.Context) error
+	// ContextStore and Inspector back the rules, memory and prompt
+	// inspection API (optional).
+	ContextStore services.ContextStore
+	Inspector    PromptInspector
+	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
+	RateLimit RateLimit
 }
 
 // Server is the web server.
@@ -64,10 +71,11 @@ func New(opts Options) *Server {
 	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now}}
 	e.HTTPErrorHandler = s.handleError
 	// Middleware order: request id first (so every log line has it), then
-	// panic recovery, then the body limit.
+	// panic recovery, then the body limit, then the per-identity rate limit.
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("256K"))
+	e.Use(s.rateLimiter())
 
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
@@ -82,6 +90,7 @@ func New(opts Options) *Server {
 	api.GET("/timeline", s.handleTimeline)
 	api.GET("/whoami", s.handleWhoami)
 	api.GET("/ws", s.handleWS)
+	s.registerContextRoutes(api)
 	s.registerPairingRoutes(e, api)
 	return s
 }

@@ -37,9 +37,17 @@ type Config struct {
 	LLMTimeout       time.Duration
 	LLMMaxRetries    int
 
+	ContextKeepTurns int
+	ContextCompactAt float64
+
 	AgentMaxSteps   int
 	AgentRunTimeout time.Duration
 	AgentWorkers    int
+
+	RateLimitPerMinute     int
+	RateLimitBurst         int
+	RateLimitAnonPerMinute int
+	RateLimitAnonBurst     int
 
 	TelegramBotToken      string
 	TelegramMode          string
@@ -149,12 +157,40 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
 		{Name: "LLM_MAX_RETRIES", Default: "2", Help: "Retries of a failed model call (429, 5xx, timeouts) before the user is told; 0 disables.",
 			set: func(c *Config, v string) (err error) { c.LLMMaxRetries, err = parseIntRange(v, 0, 10); return }},
+		{Name: "CONTEXT_KEEP_TURNS", Default: "10", Help: "Recent whole turns compaction never summarises.",
+			set: func(c *Config, v string) (err error) { c.ContextKeepTurns, err = parseIntRange(v, 1, 1000); return }},
+		{Name: "CONTEXT_COMPACT_AT", Default: "0.8", Help: "Compact a scope when the last prompt plus the input reach this share of the window.",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || f <= 0 || f > 1 {
+					return fmt.Errorf("want a number above 0 and at most 1, got %q", v)
+				}
+				c.ContextCompactAt = f
+				return nil
+			}},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
 		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time).",
 			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 1, 1000); return }},
+		{Name: "RATE_LIMIT_PER_MINUTE", Default: "600", Help: "Requests per minute the owner may make to one instance (all their clients together); over it: 429 with Retry-After. 0 disables.",
+			set: func(c *Config, v string) (err error) {
+				c.RateLimitPerMinute, err = parseIntRange(v, 0, 1_000_000)
+				return
+			}},
+		{Name: "RATE_LIMIT_BURST", Default: "120", Help: "Requests the owner may make at once above the per-minute rate.",
+			set: func(c *Config, v string) (err error) { c.RateLimitBurst, err = parseIntRange(v, 1, 1_000_000); return }},
+		{Name: "RATE_LIMIT_ANON_PER_MINUTE", Default: "30", Help: "Requests per minute per client IP without valid credentials (login attempts, wrong tokens). 0 disables.",
+			set: func(c *Config, v string) (err error) {
+				c.RateLimitAnonPerMinute, err = parseIntRange(v, 0, 1_000_000)
+				return
+			}},
+		{Name: "RATE_LIMIT_ANON_BURST", Default: "10", Help: "Requests a client without credentials may make at once above its per-minute rate.",
+			set: func(c *Config, v string) (err error) {
+				c.RateLimitAnonBurst, err = parseIntRange(v, 1, 1_000_000)
+				return
+			}},
 		// Telegram variables go below this line.
 		{Name: "TELEGRAM_BOT_TOKEN", Help: "Bot token from @BotFather. Unset: the Telegram channel is off. See docs/TELEGRAM.md.", Secret: true,
 			set: func(c *Config, v string) error {

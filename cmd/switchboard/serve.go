@@ -79,6 +79,15 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err := tools.RegisterWorkspaceTools(registry, workspaces.For); err != nil {
 		return err
 	}
+	if err := agent.RegisterMemoryTool(registry, store); err != nil {
+		return err
+	}
+	contextMgr := contextmgr.New(contextmgr.Options{
+		Store: store, Context: store, Workspace: workspaces, Tokenizer: tokenizer,
+		Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead, Logger: log,
+		Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: cfg.ContextKeepTurns,
+			Trigger: cfg.ContextCompactAt, ScopedWrite: cfg.ScopedWrite},
+	})
 	tg := &telegramLink{}
 	chatSvc := chat.New(chat.Options{
 		Routers:     tg.Routers(cfg),
@@ -90,21 +99,20 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		LogContent:  cfg.LogContent,
 	})
 	agentSvc := agent.New(agent.Options{
-		Store:     store,
-		Chat:      chatSvc,
-		Publisher: publisher,
-		LLM:       provider,
-		Tools:     registry,
-		Tokenizer: tokenizer,
-		Context: contextmgr.New(contextmgr.Options{
-			Store: store, Tokenizer: tokenizer, Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead,
-		}),
-		Observers:  []services.RunObserver{tg},
-		Logger:     log,
-		Flags:      agent.Flags{ScopedWrite: cfg.ScopedWrite, ScopedRead: cfg.ScopedRead, SubAgents: cfg.SubAgents},
-		MaxSteps:   cfg.AgentMaxSteps,
-		RunTimeout: cfg.AgentRunTimeout,
-		LogContent: cfg.LogContent,
+		Store:        store,
+		Chat:         chatSvc,
+		Publisher:    publisher,
+		LLM:          provider,
+		Tools:        registry,
+		Tokenizer:    tokenizer,
+		Context:      contextMgr,
+		ContextStore: store,
+		Observers:    []services.RunObserver{tg},
+		Logger:       log,
+		Flags:        agent.Flags{ScopedWrite: cfg.ScopedWrite, ScopedRead: cfg.ScopedRead, SubAgents: cfg.SubAgents},
+		MaxSteps:     cfg.AgentMaxSteps,
+		RunTimeout:   cfg.AgentRunTimeout,
+		LogContent:   cfg.LogContent,
 	})
 	jobs, err := queue.New(ctx, pool, store, agentSvc, queue.Options{Logger: log, TurnWorkers: cfg.AgentWorkers, RunTimeout: cfg.AgentRunTimeout})
 	if err != nil {
@@ -128,6 +136,12 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		Flags:         flagMap(cfg),
+		ContextStore:  store,
+		Inspector:     agentSvc,
+		RateLimit: web.RateLimit{
+			OwnerPerMinute: cfg.RateLimitPerMinute, OwnerBurst: cfg.RateLimitBurst,
+			AnonPerMinute: cfg.RateLimitAnonPerMinute, AnonBurst: cfg.RateLimitAnonBurst,
+		},
 		Ready: func(ctx context.Context) error {
 			if err := pool.Ping(ctx); err != nil {
 				return errors.New("database unreachable")

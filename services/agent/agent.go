@@ -33,6 +33,8 @@ type Options struct {
 	LLM       llm.Provider
 	Tools     *tools.Registry
 	Context   *contextmgr.Manager
+	// ContextStore holds rules, remembered settings and summary segments.
+	ContextStore services.ContextStore
 	Tokenizer contextmgr.Tokenizer
 	Observers []services.RunObserver
 	Logger    *slog.Logger
@@ -80,6 +82,11 @@ func (s *Service) HandleTurn(ctx context.Context, msg services.Message) error {
 	if name, args, ok := chat.ParseCommand(msg.Content); ok {
 		return s.command(ctx, msg, name, args)
 	}
+	return s.queueRun(ctx, msg)
+}
+
+// queueRun creates a queued main run for msg and schedules it.
+func (s *Service) queueRun(ctx context.Context, msg services.Message) error {
 	run, err := s.opts.Store.CreateRun(ctx, services.NewRun{
 		TimelineScope:    msg.TimelineScope,
 		ContextScope:     s.mainScope(),

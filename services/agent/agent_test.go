@@ -38,6 +38,8 @@ type setupOpts struct {
 	runTimeout time.Duration
 	maxRetries int
 	flags      agent.Flags
+	window     int
+	keepTurns  int
 }
 
 func setup(t *testing.T, o setupOpts) *bundle {
@@ -50,8 +52,12 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	if retries == 0 {
 		retries = -1
 	}
+	window := o.window
+	if window == 0 {
+		window = 16000
+	}
 	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
-		ContextWindow: 16000, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: 10 * time.Second})
+		ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +68,17 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	if err := tools.RegisterWorkspaceTools(reg, workspaces.For); err != nil {
 		t.Fatal(err)
 	}
+	if err := agent.RegisterMemoryTool(reg, store); err != nil {
+		t.Fatal(err)
+	}
 	tok, _ := contextmgr.NewTokenizer("gpt-4o-mini")
 	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
 	ag := agent.New(agent.Options{
 		Store: store, Chat: chatSvc, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags,
-		Context:    contextmgr.New(contextmgr.Options{Store: store, Tokenizer: tok, Window: 16000, ScopedRead: o.flags.ScopedRead}),
+		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
+			Window: window, ScopedRead: o.flags.ScopedRead,
+			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
+		ContextStore: store,
 		RunTimeout: o.runTimeout,
 	})
 	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
 )
 
 // EventCancel asks every instance to cancel a run it executes (/stop).
@@ -26,6 +27,12 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdStatus(ctx, msg)
 	case "context":
 		reply, err = s.cmdContext(ctx, msg)
+	case "rules":
+		reply, err = s.cmdRules(ctx, msg, args)
+	case "compact":
+		// Compaction calls the model: it runs as a queued run, in order
+		// with the timeline's other runs.
+		return s.queueRun(ctx, msg)
 	default:
 		reply = fmt.Sprintf("/%s is not available yet in this version.", name)
 	}
@@ -45,7 +52,14 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 // is deleted.
 func (s *Service) cmdNew(ctx context.Context, msg services.Message) (string, error) {
 	for _, scope := range []string{services.MainScope, services.GlobalSummaryScope} {
-		if _, err := s.opts.Store.UpsertSummary(ctx, services.Summary{TimelineScope: msg.TimelineScope, Scope: scope, UntilMessageID: msg.ID}); err != nil {
+		var err error
+		if s.opts.ContextStore != nil {
+			_, err = s.opts.ContextStore.AppendSegment(ctx, services.Segment{TimelineScope: msg.TimelineScope, Scope: scope,
+				Kind: services.SegmentReset, FromMessageID: msg.ID, UntilMessageID: msg.ID})
+		} else {
+			_, err = s.opts.Store.UpsertSummary(ctx, services.Summary{TimelineScope: msg.TimelineScope, Scope: scope, UntilMessageID: msg.ID})
+		}
+		if err != nil && !services.IsKind(err, services.ECONFLICT) {
 			return "", err
 		}
 	}
@@ -123,9 +137,59 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 	return b.String(), nil
 }
 
-// cmdContext shows the layer breakdown of the last prompt.
+// cmdContext shows the layer breakdown of the last prompt and of the next.
 func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string, error) {
-	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
+	var b strings.Builder
+	if next, err := s.PreviewPrompt(ctx, msg.TimelineScope); err == nil {
+		fmt.Fprintf(&b, "Next prompt (before your next message): %d of %d tokens; %s.\n", next.TotalTokens, next.Budget, layerLine(next))
+	}
+	last, err := s.lastPromptText(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(last)
+	return b.String(), nil
+}
+
+func layerLine(ins contextmgr.Inspection) string {
+	var parts []string
+	for _, l := range ins.Layers {
+		if l.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", l.Layer, l.Tokens))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PreviewPrompt builds the next main prompt without an input (for /context
+// and the inspect endpoint).
+func (s *Service) PreviewPrompt(ctx context.Context, timeline string) (contextmgr.Inspection, error) {
+	p, err := s.opts.Context.Build(ctx, contextmgr.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs()})
+	return p.Inspection, err
+}
+
+// LastPrompt returns the inspection of a timeline's last main prompt.
+func (s *Service) LastPrompt(ctx context.Context, timeline string) (contextmgr.Inspection, int64, error) {
+	run, ok, err := s.lastRun(ctx, timeline)
+	if err != nil || !ok {
+		return contextmgr.Inspection{}, 0, err
+	}
+	steps, err := s.opts.Store.ListSteps(ctx, run.ID)
+	if err != nil {
+		return contextmgr.Inspection{}, 0, err
+	}
+	for _, st := range steps {
+		if st.Kind == "prompt" {
+			var ins contextmgr.Inspection
+			err := json.Unmarshal(st.Payload, &ins)
+			return ins, run.ID, err
+		}
+	}
+	return contextmgr.Inspection{}, run.ID, nil
+}
+
+func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, error) {
+	run, ok, err := s.lastRun(ctx, timeline)
 	if err != nil {
 		return "", err
 	}
@@ -168,4 +232,59 @@ func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string,
 		return b.String(), nil
 	}
 	return "The last run recorded no prompt.", nil
+}
+
+// cmdRules lists, adds or removes the owner's rules of this timeline:
+// "/rules", "/rules add TEXT", "/rules soft TEXT", "/rules remove ID".
+func (s *Service) cmdRules(ctx context.Context, msg services.Message, args string) (string, error) {
+	if s.opts.ContextStore == nil {
+		return "Rules are not available.", nil
+	}
+	verb, rest, _ := strings.Cut(strings.TrimSpace(args), " ")
+	rest = strings.TrimSpace(rest)
+	switch verb {
+	case "":
+		cs, err := s.opts.ContextStore.ListConstraints(ctx, msg.TimelineScope)
+		if err != nil {
+			return "", err
+		}
+		if len(cs) == 0 {
+			return "No rules yet. Add one with /rules add TEXT (hard) or /rules soft TEXT.", nil
+		}
+		var b strings.Builder
+		b.WriteString("Rules (sent with every prompt, never trimmed):")
+		for _, c := range cs {
+			kind := "soft"
+			if c.Hard {
+				kind = "hard"
+			}
+			fmt.Fprintf(&b, "\n#%d [%s] %s", c.ID, kind, c.Text)
+		}
+		return b.String(), nil
+	case "add", "soft":
+		c, err := s.opts.ContextStore.CreateConstraint(ctx, services.Constraint{TimelineScope: msg.TimelineScope, Text: rest, Hard: verb == "add"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Added rule #%d.", c.ID), nil
+	case "remove":
+		var id int64
+		if _, err := fmt.Sscan(strings.TrimPrefix(rest, "#"), &id); err != nil {
+			return "", services.Errorf(services.EINVALID, "say which rule: /rules remove ID")
+		}
+		cs, err := s.opts.ContextStore.ListConstraints(ctx, msg.TimelineScope)
+		if err != nil {
+			return "", err
+		}
+		for _, c := range cs {
+			if c.ID == id {
+				if err := s.opts.ContextStore.DeleteConstraint(ctx, msg.TimelineScope, id, c.Version); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("Removed rule #%d.", id), nil
+			}
+		}
+		return "", services.Errorf(services.ENOTFOUND, "no rule #%d in this conversation", id)
+	}
+	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft or remove)", verb)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -18,9 +19,10 @@ import (
 var errStopped = errors.New("stopped by the owner")
 
 // usage sums a run's provider-reported usage.
-type usage struct{ prompt, completion, cached int }
+type usage struct{ prompt, completion, cached, last int }
 
 func (u *usage) add(x llm.Usage) {
+	u.last = x.PromptTokens
 	u.prompt += x.PromptTokens
 	u.completion += x.CompletionTokens
 	u.cached += x.CachedTokens
@@ -45,6 +47,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(ctx, run, services.RunRunning)
+	if name, args, ok := chat.ParseCommand(trigger.Content); ok && name == "compact" {
+		return s.executeCompact(ctx, run, trigger, args)
+	}
 	for _, o := range s.opts.Observers {
 		o.RunStarted(ctx, run, trigger)
 	}
@@ -113,6 +118,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(endCtx, done, fin.Status)
+	if runErr == nil && s.opts.Context.ShouldCompact(u.last, 0) {
+		s.autoCompact(endCtx, run, trigger)
+	}
 	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
 		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
 	return nil
@@ -279,4 +287,51 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// executeCompact runs /compact [focus]: summarise the oldest whole turns of
+// every written scope and tell the owner what happened.
+func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger services.Message, focus string) error {
+	results, err := s.opts.Context.Compact(ctx, run.TimelineScope, services.MainScope, focus)
+	fin := services.RunFinish{Status: services.RunOK}
+	var b strings.Builder
+	for _, r := range results {
+		if r.Skipped != "" {
+			fmt.Fprintf(&b, "Scope %s: nothing to archive (%s).\n", r.Scope, r.Skipped)
+		} else if r.Turns > 0 {
+			fmt.Fprintf(&b, "Scope %s: archived %d turn(s) (%d messages) into a %d-token summary.\n", r.Scope, r.Turns, r.Messages, r.Tokens)
+		}
+	}
+	if err != nil {
+		fin.Status, fin.Error = services.RunError, err.Error()
+		fmt.Fprintf(&b, "Compaction failed, nothing was moved: %s. Replies keep using the recent turns only.", services.ErrorMessage(err))
+	}
+	done, ferr := s.finish(context.WithoutCancel(ctx), run, fin, noticeParams(run, trigger, strings.TrimSpace(b.String()), fin.Status))
+	if ferr != nil {
+		return ferr
+	}
+	s.publishRun(ctx, done, fin.Status)
+	return nil
+}
+
+// autoCompact archives old turns when the last prompt neared the window. A
+// failure moves nothing and is told to the owner once.
+func (s *Service) autoCompact(ctx context.Context, run services.Run, trigger services.Message) {
+	results, err := s.opts.Context.Compact(ctx, run.TimelineScope, services.MainScope, "")
+	if err == nil {
+		for _, r := range results {
+			s.log.Info("compacted", "run_id", run.ID, "scope", r.Scope, "turns", r.Turns, "until_id", r.UntilID, "skipped", r.Skipped)
+		}
+		return
+	}
+	s.log.Warn("compaction failed", "run_id", run.ID, "err", err)
+	_, _, perr := s.opts.Chat.Post(ctx, chat.PostParams{
+		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content:   "I could not archive older messages into a summary (" + services.ErrorMessage(err) + "). Nothing was lost; replies use the recent turns only until the next try.",
+		DedupeKey: fmt.Sprintf("run:%d:compact", run.ID),
+		Metadata:  mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID, "notice": "compaction_failed"}),
+	})
+	if perr != nil {
+		s.log.Error("post compaction notice", "err", perr)
+	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm"
@@ -15,9 +17,23 @@ import (
 // dates, no counters) so the stable prefix stays cacheable.
 const DefaultSystemPrompt = `You are the owner's assistant in Switchboard. The owner talks to you from Telegram, a web page and a terminal; all of it is one conversation. Answer directly and concisely. Use the workspace tools to read and write files when a task needs them; say what you changed.`
 
+// Workspace is the read access the ContextManager needs to a timeline's
+// files (rules file, references, todo list). Paths are confined to the
+// timeline's workspace by the implementation.
+type Workspace interface {
+	// ReadFile reads a file of the timeline's workspace.
+	ReadFile(timelineScope, path string) ([]byte, error)
+	// RootFiles lists the names of the files at the workspace's root.
+	RootFiles(timelineScope string) ([]string, error)
+}
+
 // Options configure a Manager.
 type Options struct {
 	Store services.ChatStore
+	// Context holds segments, rules and remembered settings (nil: none).
+	Context services.ContextStore
+	// Workspace gives the rules file, references and todo list (nil: none).
+	Workspace Workspace
 	// Tokenizer counts tokens of text not counted when stored.
 	Tokenizer Tokenizer
 	// SystemPrompt defaults to DefaultSystemPrompt.
@@ -30,11 +46,22 @@ type Options struct {
 	// (AGENT_CONTEXT_SCOPED_READ=1) or the timeline's visible rows and the
 	// global summary (legacy).
 	ScopedRead bool
+	// MaxConcurrentBuilds per timeline; more get CONTEXT_BACKPRESSURE (default 4).
+	MaxConcurrentBuilds int
+	// Compaction settings; see compact.go.
+	Compaction CompactionOptions
+	Logger     *slog.Logger
 }
 
 // Manager compiles prompts from stored state.
 type Manager struct {
 	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	building  map[string]int    // timeline -> builds in flight
+	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
+	compactMu sync.Mutex
 }
 
 // New returns a Manager.
@@ -51,7 +78,15 @@ func New(opts Options) *Manager {
 	if opts.OutputReserve <= 0 {
 		opts.OutputReserve = min(opts.Window/4, 8192)
 	}
-	return &Manager{opts: opts}
+	if opts.MaxConcurrentBuilds <= 0 {
+		opts.MaxConcurrentBuilds = 4
+	}
+	opts.Compaction.defaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}}
 }
 
 // Budget is the prompt's token budget: window minus output reserve.
@@ -60,19 +95,41 @@ func (m *Manager) Budget() int { return m.opts.Window - m.opts.OutputReserve }
 // Window is the model's context window.
 func (m *Manager) Window() int { return m.opts.Window }
 
+// ReadScope is the summary scope main prompts read under the flags.
+func (m *Manager) ReadScope(contextScope string) string {
+	if m.opts.ScopedRead {
+		return contextScope
+	}
+	return services.GlobalSummaryScope
+}
+
 // BuildParams select what to compile.
 type BuildParams struct {
 	TimelineScope string
 	ContextScope  string
 	// TriggerID is the user message being answered: history ends with it.
+	// Zero previews the next prompt (no current input).
 	TriggerID int64
 	Tools     []llm.ToolDef
+	// Retrieved are extra items for the retrieved layer (handoffs), each
+	// with a score; lowest scores are trimmed first.
+	Retrieved []RetrievedItem
+}
+
+// RetrievedItem is one entry of the retrieved layer.
+type RetrievedItem struct {
+	TimelineScope string
+	Kind          string // "handoff", "reference"
+	Title         string
+	Text          string
+	Score         float64
 }
 
 // LayerReport is one layer of the inspection record.
 type LayerReport struct {
 	Layer   Layer  `json:"layer"`
 	Tokens  int    `json:"tokens"`
+	Budget  int    `json:"budget"`
 	Items   int    `json:"items"`
 	Trimmed int    `json:"trimmed,omitempty"`
 	Reason  string `json:"reason,omitempty"`
@@ -80,14 +137,15 @@ type LayerReport struct {
 
 // Inspection explains a built prompt.
 type Inspection struct {
-	Layers      []LayerReport `json:"layers"`
-	Warnings    []Warning     `json:"warnings,omitempty"`
-	TotalTokens int           `json:"total_tokens"`
-	Budget      int           `json:"budget"`
-	Window      int           `json:"window"`
-	PrefixHash  string        `json:"prefix_hash"`
-	ReadScope   string        `json:"read_scope"`
-	CursorID    int64         `json:"cursor_id"`
+	Layers          []LayerReport `json:"layers"`
+	Warnings        []Warning     `json:"warnings,omitempty"`
+	TotalTokens     int           `json:"total_tokens"`
+	Budget          int           `json:"budget"`
+	Window          int           `json:"window"`
+	PrefixHash      string        `json:"prefix_hash"`
+	PrefixUnchanged bool          `json:"prefix_unchanged"`
+	ReadScope       string        `json:"read_scope"`
+	CursorID        int64         `json:"cursor_id"`
 }
 
 // Prompt is a provider-ready request plus its inspection record.
@@ -96,85 +154,232 @@ type Prompt struct {
 	Inspection Inspection
 }
 
-// Build compiles the prompt of one turn. It returns CONTEXT_INPUT_TOO_LARGE
-// (ETOOLARGE) when the current input alone cannot fit the budget.
+func (m *Manager) enter(timeline string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.building[timeline] >= m.opts.MaxConcurrentBuilds {
+		return services.CodedErrorf(CodeKind(CodeBackpressure), CodeBackpressure,
+			"too many prompts are being built for this conversation at once (limit %d); retry shortly", m.opts.MaxConcurrentBuilds)
+	}
+	m.building[timeline]++
+	return nil
+}
+
+func (m *Manager) leave(timeline string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.building[timeline]--; m.building[timeline] <= 0 {
+		delete(m.building, timeline)
+	}
+}
+
+// Build compiles the prompt of one turn in DESIGN.md's layer order: system
+// and tools, rules, settings (these three are the stable prefix, sent as the
+// system prompt so providers can cache it), retrieved, history (summary
+// segments, then whole recent turns), current input (with @path reminders),
+// todo recap. The total never exceeds the budget. Errors:
+// CONTEXT_INPUT_TOO_LARGE (ETOOLARGE) when the input alone cannot fit,
+// CONTEXT_BACKPRESSURE (ERATELIMITED) when too many builds run for the
+// timeline.
 func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
+	if err := m.enter(p.TimelineScope); err != nil {
+		return Prompt{}, err
+	}
+	defer m.leave(p.TimelineScope)
+
 	budget := m.Budget()
 	ins := Inspection{Budget: budget, Window: m.opts.Window}
+	var warns warningSet
 	tok := m.opts.Tokenizer
 
+	// Gather every layer at full size.
 	systemTokens := tok.Count(m.opts.SystemPrompt)
-	toolTokens := 0
 	defs := make([]ToolDefinition, 0, len(p.Tools))
 	for _, t := range p.Tools {
-		toolTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.JSONSchema))
+		systemTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.JSONSchema)) + 8
 		defs = append(defs, ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.JSONSchema})
 	}
-	ins.PrefixHash = PrefixHash(PrefixParts{System: m.opts.SystemPrompt, Tools: defs})
-	ins.Layers = append(ins.Layers, LayerReport{Layer: LayerSystem, Tokens: systemTokens + toolTokens, Items: 1 + len(p.Tools)})
-
-	readScope := services.GlobalSummaryScope
-	q := services.ContextQuery{TimelineScope: p.TimelineScope, ByTimelineOnly: true}
-	if m.opts.ScopedRead {
-		readScope = p.ContextScope
-		q = services.ContextQuery{TimelineScope: p.TimelineScope, ContextScope: p.ContextScope}
+	rules, err := m.rulesLayer(ctx, p.TimelineScope)
+	if err != nil {
+		return Prompt{}, err
 	}
+	settings, err := m.settingsLayer(ctx, p.TimelineScope)
+	if err != nil {
+		return Prompt{}, err
+	}
+	var input services.Message
+	if p.TriggerID != 0 {
+		if input, err = m.opts.Store.GetMessage(ctx, p.TriggerID); err != nil {
+			return Prompt{}, err
+		}
+		if input.TimelineScope != p.TimelineScope {
+			return Prompt{}, m.violation(p, "input message", input.TimelineScope)
+		}
+	}
+	inputText := WithAtPathReminder(input.Content)
+	retrieved := m.retrievedLayer(p, input.Content, &warns)
+	todo := m.todoLayer(p.TimelineScope)
+
+	readScope := m.ReadScope(p.ContextScope)
 	ins.ReadScope = readScope
 	summary, err := m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope)
 	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
 		return Prompt{}, err
 	}
-	q.AfterID = summary.UntilMessageID
 	ins.CursorID = summary.UntilMessageID
-
-	remaining := budget - systemTokens - toolTokens
-	// The summary of archived history comes first.
-	var summaryMsgs []llm.Message
-	if strings.TrimSpace(summary.SummaryText) != "" {
-		text := "Summary of the earlier conversation:\n" + summary.SummaryText
-		n := tok.CountMessage("user", text)
-		summaryMsgs = append(summaryMsgs, llm.Message{Role: llm.RoleUser, Content: text},
-			llm.Message{Role: llm.RoleAssistant, Content: "Understood."})
-		remaining -= n + 4
-		ins.Layers = append(ins.Layers, LayerReport{Layer: LayerHistory, Tokens: n + 4, Items: 1, Reason: "summary"})
-	}
-
-	turns, trimmed, used, err := m.recentTurns(ctx, q, p.TriggerID, remaining)
+	segments, err := m.segments(ctx, p.TimelineScope, readScope)
 	if err != nil {
 		return Prompt{}, err
 	}
-	if len(turns) == 0 {
-		return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
-			"the message is too long for the model's context window (%d tokens of budget left after the system prompt)", remaining)
+	segTokens := 0
+	for _, s := range segments {
+		segTokens += s.TokenCount + MessageOverhead
 	}
-	input := turns[len(turns)-1]
-	inputTokens := input.tokens
-	ins.Layers = append(ins.Layers,
-		LayerReport{Layer: LayerHistory, Tokens: used - inputTokens, Items: len(turns) - 1, Trimmed: trimmed, Reason: trimReason(trimmed)},
-		LayerReport{Layer: LayerInput, Tokens: inputTokens, Items: 1})
-
-	msgs := append([]llm.Message{}, summaryMsgs...)
-	for i, t := range turns {
-		msgs = append(msgs, t.render(i == len(turns)-1)...)
+	inputTokens := 0
+	if p.TriggerID != 0 {
+		inputTokens = tok.Count(inputText) + MessageOverhead + 1
 	}
-	total := systemTokens + toolTokens + used
-	for _, l := range ins.Layers {
-		if l.Reason == "summary" {
-			total += l.Tokens
+	needs := map[Layer]int{
+		LayerSystem:    systemTokens,
+		LayerRules:     rules.tokens(tok),
+		LayerSettings:  settings.tokens(tok),
+		LayerRetrieved: retrieved.tokens(tok),
+		// History takes whatever the other layers leave (read within it
+		// below); for allocation it asks for its minimum, so retrieved and
+		// settings are only trimmed when the window is really short.
+		LayerHistory: min(Policy(LayerHistory).MinTokens, budget/4),
+		LayerInput:   inputTokens,
+		LayerTodo:    todo.tokens(tok),
+	}
+	alloc, aw := Allocate(budget, needs)
+	for _, w := range aw {
+		if w.Code == CodeInputTooLarge && (alloc[LayerInput] < inputTokens || inputTokens > MaxInputTokens) {
+			return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
+				"the message is too long for the model's context window (%d tokens; %d fit)", inputTokens, alloc[LayerInput])
+		}
+		if w.Code != CodeInputTooLarge {
+			warns.add(w.Code, "%s", w.Message)
 		}
 	}
+
+	// Trim each layer to its allocation.
+	rulesText, rulesTrim := rules.fit(tok, alloc[LayerRules])
+	settingsText, settingsTrim := settings.fit(tok, alloc[LayerSettings])
+	retrievedText, retrievedTrim := retrieved.fit(tok, alloc[LayerRetrieved])
+	todoText, todoTrim := todo.fit(tok, alloc[LayerTodo])
+	used := func(text string) int {
+		if text == "" {
+			return 0
+		}
+		return tok.Count(text) + MessageOverhead
+	}
+	spent := systemTokens + used(rulesText) + used(settingsText) + used(retrievedText) + used(todoText) + inputTokens
+	historyBudget := max(budget-spent, 0)
+	// Summary segments first (oldest dropped when they do not fit), then turns.
+	segKept, segTrim, segUsed := fitSegments(segments, historyBudget/2)
+	q := services.ContextQuery{TimelineScope: p.TimelineScope, ByTimelineOnly: true, AfterID: summary.UntilMessageID}
+	if m.opts.ScopedRead {
+		q = services.ContextQuery{TimelineScope: p.TimelineScope, ContextScope: p.ContextScope, AfterID: summary.UntilMessageID}
+	}
+	turns, turnTrim, turnUsed, err := m.recentTurns(ctx, q, p.TriggerID, historyBudget-segUsed, p.TimelineScope, &warns)
+	if err != nil {
+		return Prompt{}, err
+	}
+
+	// The stable prefix: system, tools, rules, settings.
+	system := m.opts.SystemPrompt
+	if rulesText != "" {
+		system += "\n\n" + rulesText
+	}
+	if settingsText != "" {
+		system += "\n\n" + settingsText
+	}
+	ins.PrefixHash = PrefixHash(PrefixParts{System: m.opts.SystemPrompt, Tools: defs, Rules: rulesText, Settings: settingsText})
+	key := p.TimelineScope + "/" + p.ContextScope
+	m.mu.Lock()
+	ins.PrefixUnchanged = m.lastHash[key] == ins.PrefixHash
+	m.lastHash[key] = ins.PrefixHash
+	m.mu.Unlock()
+
+	var msgs []llm.Message
+	if retrievedText != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+	}
+	if len(segKept) > 0 {
+		var b strings.Builder
+		b.WriteString("Summary of the earlier conversation (archived):")
+		for _, s := range segKept {
+			b.WriteString("\n\n")
+			b.WriteString(s.SummaryText)
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: b.String()}, llm.Message{Role: llm.RoleAssistant, Content: "Understood."})
+	}
+	for i, t := range turns {
+		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1)
+		if p.TriggerID != 0 && i == len(turns)-1 {
+			// The current input carries its @path reminder and the todo recap.
+			last := &rendered[0]
+			last.Content = inputText
+			if todoText != "" {
+				last.Content += "\n\n" + todoText
+			}
+		}
+		msgs = append(msgs, rendered...)
+	}
+
+	ins.Layers = []LayerReport{
+		{Layer: LayerSystem, Tokens: systemTokens, Budget: alloc[LayerSystem], Items: 1 + len(p.Tools)},
+		{Layer: LayerRules, Tokens: used(rulesText), Budget: alloc[LayerRules], Items: len(rules.items), Trimmed: rulesTrim, Reason: trimReason(rulesTrim, "rule text cut to fit")},
+		{Layer: LayerSettings, Tokens: used(settingsText), Budget: alloc[LayerSettings], Items: len(settings.items) - settingsTrim, Trimmed: settingsTrim, Reason: trimReason(settingsTrim, "lowest-confidence settings left out")},
+		{Layer: LayerRetrieved, Tokens: used(retrievedText), Budget: alloc[LayerRetrieved], Items: len(retrieved.items) - retrievedTrim, Trimmed: retrievedTrim, Reason: trimReason(retrievedTrim, "lowest-score items left out")},
+		{Layer: LayerHistory, Tokens: segUsed + turnUsed - inputTokensIf(p, turns, inputTokens), Budget: historyBudget, Items: len(segKept) + max(len(turns)-btoi(p.TriggerID != 0), 0), Trimmed: segTrim + turnTrim, Reason: trimReason(segTrim+turnTrim, "oldest segments and turns left out to fit")},
+		{Layer: LayerInput, Tokens: inputTokens, Budget: alloc[LayerInput], Items: btoi(p.TriggerID != 0)},
+		{Layer: LayerTodo, Tokens: used(todoText), Budget: alloc[LayerTodo], Items: btoi(todoText != ""), Trimmed: todoTrim},
+	}
+	total := 0
+	for _, l := range ins.Layers {
+		total += l.Tokens
+	}
 	ins.TotalTokens = total
+	ins.Warnings = warns.list
+	if p.TriggerID != 0 && (len(turns) == 0 || turns[len(turns)-1].msgs[0].ID != p.TriggerID) {
+		return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
+			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
+	}
 	return Prompt{
-		Request:    llm.Request{System: m.opts.SystemPrompt, CacheSystem: true, Messages: msgs, Tools: p.Tools},
+		Request:    llm.Request{System: system, CacheSystem: true, Messages: msgs, Tools: p.Tools},
 		Inspection: ins,
 	}, nil
 }
 
-func trimReason(n int) string {
+// inputTokensIf is the part of the turns' tokens that is the input itself
+// (counted in the input layer).
+func inputTokensIf(p BuildParams, turns []turn, inputTokens int) int {
+	if p.TriggerID == 0 || len(turns) == 0 {
+		return 0
+	}
+	return inputTokens
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// violation logs and returns CONTEXT_SCOPE_VIOLATION for content of another
+// timeline about to enter a prompt.
+func (m *Manager) violation(p BuildParams, what, other string) error {
+	m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", p.TimelineScope, "other_timeline", other, "what", what)
+	return services.CodedErrorf(CodeKind(CodeScopeViolation), CodeScopeViolation, "%s belongs to another conversation and was refused", what)
+}
+
+func trimReason(n int, what string) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d older turn(s) left out to fit the budget", n)
+	return fmt.Sprintf("%d: %s", n, what)
 }
 
 // turn is one user message and everything that answered it.
@@ -235,7 +440,10 @@ func promptable(m services.Message) bool {
 // after later user messages that arrived mid-run. Rows without it belong to
 // the user message before them. User messages after the trigger (queued
 // behind it) are left out. It returns the turns oldest first.
-func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int) ([]turn, int, int, error) {
+func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int, timeline string, warns *warningSet) ([]turn, int, int, error) {
+	if triggerID == 0 {
+		triggerID = 1<<63 - 1 // preview: everything so far
+	}
 	tok := m.opts.Tokenizer
 	q.BeforeID = 0
 	q.Limit = 200
@@ -258,6 +466,11 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		}
 		for i := len(page) - 1; i >= 0; i-- {
 			msg := page[i]
+			if msg.TimelineScope != timeline {
+				m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", timeline, "message_id", msg.ID)
+				warns.add(CodeScopeViolation, "a row of another conversation was refused")
+				continue
+			}
 			if !promptable(msg) {
 				continue
 			}
@@ -299,10 +512,6 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 	// Oldest first.
 	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
 		kept[i], kept[j] = kept[j], kept[i]
-	}
-	if len(kept) > 0 && kept[len(kept)-1].msgs[0].ID != triggerID {
-		// The trigger's own turn did not fit: the input is too large.
-		return nil, trimmed, 0, nil
 	}
 	return kept, trimmed, used, nil
 }

@@ -1,0 +1,73 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+var _ services.ContextStore = (*Store)(nil)
+
+const segmentColumns = `id, timeline_scope, scope, kind, from_message_id, until_message_id, summary_text,
+	token_count, COALESCE(focus, ''), created_at`
+
+func scanSegment(row pgx.Row) (services.Segment, error) {
+	var s services.Segment
+	err := row.Scan(&s.ID, &s.TimelineScope, &s.Scope, &s.Kind, &s.FromMessageID, &s.UntilMessageID,
+		&s.SummaryText, &s.TokenCount, &s.Focus, &s.CreatedAt)
+	return s, err
+}
+
+// ListSegments returns the segments of (timeline, scope) after the last reset.
+func (s *Store) ListSegments(ctx context.Context, timelineScope, scope string) ([]services.Segment, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+segmentColumns+` FROM chat_summary_segments
+		WHERE timeline_scope = $1 AND scope = $2 AND kind = 'summary'
+		  AND id > COALESCE((SELECT max(id) FROM chat_summary_segments
+		                     WHERE timeline_scope = $1 AND scope = $2 AND kind = 'reset'), 0)
+		ORDER BY id`, timelineScope, scope)
+	if err != nil {
+		return nil, wrapErr(fmt.Sprintf("list segments %q/%q", timelineScope, scope), err)
+	}
+	defer rows.Close()
+	var out []services.Segment
+	for rows.Next() {
+		seg, err := scanSegment(rows)
+		if err != nil {
+			return nil, wrapErr("list segments", err)
+		}
+		out = append(out, seg)
+	}
+	return out, wrapErr("list segments", rows.Err())
+}
+
+// AppendSegment stores a segment and moves the cursor in one transaction.
+func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (services.Segment, error) {
+	if seg.TimelineScope == "" || seg.Scope == "" {
+		return services.Segment{}, services.Errorf(services.EINVALID, "segment needs a timeline and a scope")
+	}
+	if seg.Kind == "" {
+		seg.Kind = services.SegmentSummary
+	}
+	var out services.Segment
+	err := s.Transact(ctx, func(tx services.Store) error {
+		txs := tx.(*Store)
+		var err error
+		out, err = scanSegment(txs.db.QueryRow(ctx, `
+			INSERT INTO chat_summary_segments (timeline_scope, scope, kind, from_message_id, until_message_id,
+				summary_text, token_count, focus)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))
+			RETURNING `+segmentColumns,
+			seg.TimelineScope, seg.Scope, seg.Kind, seg.FromMessageID, seg.UntilMessageID, seg.SummaryText, seg.TokenCount, seg.Focus))
+		if err != nil {
+			return wrapErr("append segment", err)
+		}
+		_, err = tx.UpsertSummary(ctx, services.Summary{TimelineScope: seg.TimelineScope, Scope: seg.Scope,
+			UntilMessageID: seg.UntilMessageID, SummaryText: seg.SummaryText})
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// RegisterMemoryTool adds the `remember` tool: the agent stores a preference
+// of the owner with a confidence; the settings layer sends remembered items
+// with every prompt (lowest confidence trimmed first).
+func RegisterMemoryTool(reg *tools.Registry, store services.ContextStore) error {
+	return reg.Register(tools.Tool{
+		Name:        "remember",
+		Description: "Remember a lasting preference or fact about the owner (e.g. key \"language\", value \"answer in French\") so it is in every future prompt. Use a short stable key; storing a key again replaces it.",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{
+			"key":{"type":"string","description":"Short stable name, e.g. language, timezone, name."},
+			"value":{"type":"string","description":"What to remember."},
+			"confidence":{"type":"number","description":"0 to 1: how sure you are this is a lasting preference. Default 0.7."}}}`),
+		History: tools.HistoryRule{MaxChars: 300},
+		Handler: func(ctx context.Context, call tools.Call) (tools.Result, error) {
+			var args struct {
+				Key        string   `json:"key"`
+				Value      string   `json:"value"`
+				Confidence *float64 `json:"confidence"`
+			}
+			if err := json.Unmarshal(call.Arguments, &args); err != nil {
+				return tools.ErrorResult(tools.CodeBadArguments, err.Error()), nil
+			}
+			conf := 0.7
+			if args.Confidence != nil {
+				conf = *args.Confidence
+			}
+			item, err := store.UpsertMemory(ctx, services.MemoryItem{TimelineScope: call.TimelineScope,
+				Key: strings.ToLower(args.Key), Value: args.Value, Confidence: conf, Source: "agent"})
+			if err != nil {
+				return tools.Result{}, err
+			}
+			return tools.JSONResult(map[string]any{"status": "ok", "key": item.Key, "version": item.Version})
+		},
+	})
+}
