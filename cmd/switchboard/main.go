@@ -26,6 +26,8 @@ Usage:
   switchboard pair list|approve CODE
                                    Telegram users waiting for approval; approve one by its code
   switchboard tui [flags]          terminal client of a running server (switchboard tui --help)
+  switchboard inspect [NAME] [--json]
+                                   run scripts/inspect.sql's named queries read-only (--list names them)
   switchboard help                 this text
 
 With no configuration, serve uses the PostgreSQL on 127.0.0.1:5432 if one
@@ -59,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "tui":
 		// The TUI is a client: it reads its own flags and env, not the server's.
 		return runTUI(ctx, args, getenv, stdout, stderr)
-	case "serve", "migrate", "token", "pair":
+	case "serve", "migrate", "token", "pair", "inspect":
 	default:
 		printUsage(stderr)
 		return fmt.Errorf("unknown command %q", verb)
@@ -76,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runToken(ctx, cfg, log, args, stdout)
 	case "pair":
 		return runPair(ctx, cfg, log, args, stdout)
+	case "inspect":
+		return runInspect(ctx, cfg, log, args, stdout)
 	default:
 		if len(args) > 0 {
 			return fmt.Errorf("serve takes no arguments, got %q (configure it with environment variables; see switchboard help)", strings.Join(args, " "))

@@ -35,10 +35,10 @@ type Options struct {
 	Context   *contextmgr.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
-	Tokenizer contextmgr.Tokenizer
-	Observers []services.RunObserver
-	Logger    *slog.Logger
-	Flags     Flags
+	Tokenizer    contextmgr.Tokenizer
+	Observers    []services.RunObserver
+	Logger       *slog.Logger
+	Flags        Flags
 	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
 	MaxSteps   int
 	RunTimeout time.Duration

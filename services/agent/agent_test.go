@@ -79,7 +79,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 			Window: window, ScopedRead: o.flags.ScopedRead,
 			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
 		ContextStore: store,
-		RunTimeout: o.runTimeout,
+		RunTimeout:   o.runTimeout,
 	})
 	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
 	if err != nil {
