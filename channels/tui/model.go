@@ -63,6 +63,9 @@ type pendingPost struct {
 	content string
 	key     string
 	lastErr string // why the last attempt failed; "" before the first answer
+	// stored: the server's copy already arrived over the websocket while the
+	// POST's own answer is still on its way; it is no longer shown as unsent.
+	stored bool
 }
 
 // note is a local line shown after the message with id afterID (never sent).
@@ -316,7 +319,9 @@ func (m *Model) content() string {
 		parts = append(parts, renderStream(m.streams[id], m.width, now, m.opts.Location))
 	}
 	for _, p := range m.outbox {
-		parts = append(parts, renderPending(p, m.width))
+		if !p.stored {
+			parts = append(parts, renderPending(p, m.width))
+		}
 	}
 	return strings.Join(parts, "\n")
 }
@@ -386,6 +391,11 @@ func (m *Model) setNotice(s string) {
 func (m *Model) addMessage(msg Message) {
 	if !m.tl.add(msg) {
 		return
+	}
+	// Posts go out one at a time, oldest first: a tui message with the text
+	// of the one in flight is its stored copy.
+	if m.posting && len(m.outbox) > 0 && msg.Source == "tui" && msg.Content == m.outbox[0].content {
+		m.outbox[0].stored = true
 	}
 	md := msg.meta()
 	if md.RunID > 0 && msg.Role != "user" && md.Kind != "handoff" {

@@ -454,3 +454,16 @@ func FuzzRenderMessage(f *testing.F) {
 		}
 	})
 }
+
+// The websocket can deliver the stored copy of a post before the POST's own
+// answer: the pending line must give way at once, not show the text twice.
+func TestModelStoredCopyOvertakesThePostAnswer(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, &fakeBackend{nextID: 10}, Page{}, 120, 20)
+	m.posting = true
+	m.outbox = []pendingPost{{content: "racing post", key: "k1"}}
+	send(t, m, MessageMsg{Message: Message{ID: 11, Role: "user", Source: "tui", Content: "racing post", CreatedAt: testNow}})
+	if n := strings.Count(screen(m), "racing post"); n != 1 {
+		t.Fatalf("shown %d times while the POST answer is on its way:\n%s", n, screen(m))
+	}
+}
