@@ -445,7 +445,7 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		triggerID = 1<<63 - 1 // preview: everything so far
 	}
 	tok := m.opts.Tokenizer
-	q.BeforeID = 0
+	q.BeforeID = 1<<63 - 1 // newest first: the repository pages backwards from here
 	q.Limit = 200
 	var kept []turn
 	byTurn := map[int64][]services.Message{}

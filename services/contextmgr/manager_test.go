@@ -256,3 +256,27 @@ func TestVersionedUpdatesConflict(t *testing.T) {
 		t.Fatalf("confidence 1.5: %v", err)
 	}
 }
+
+// History longer than one page (200 rows) is read newest first: the prompt
+// holds the latest turns, and with a short window the oldest are the ones
+// left out.
+func TestHistoryPagesBackwardsFromTheNewest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	last := seedTurns(t, s, "global", 260, "words")
+	for _, window := range []int{4000, 128000} {
+		m := contextmgr.New(contextmgr.Options{Store: s, Context: s, Window: window, ScopedRead: true})
+		p, err := m.Build(ctx, contextmgr.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
+		if err != nil {
+			t.Fatalf("window %d: %v", window, err)
+		}
+		msgs := p.Request.Messages
+		if msgs[len(msgs)-2].Content != "q259 words" || msgs[len(msgs)-3].Content != "a258 words" {
+			t.Fatalf("window %d: prompt ends %q, %q", window, msgs[len(msgs)-3].Content, msgs[len(msgs)-2].Content)
+		}
+		if window == 128000 && msgs[0].Content != "q0 words" {
+			t.Fatalf("a large window must hold the whole history, starts with %q", msgs[0].Content)
+		}
+	}
+}
