@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -300,5 +302,60 @@ func TestCrossInstanceFanout(t *testing.T) {
 	m2 := post(t, b.URL, "posted on B")
 	if got := ca.messages(2); got[0].ID != m.ID || got[1].ID != m2.ID {
 		t.Fatalf("A saw %+v", got)
+	}
+}
+
+func TestRulesMemoryAndContextAPI(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.Schema(t)
+	model := llmtest.NewServer(t)
+	in := newInstanceWithModel(t, pool, model)
+	r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"Answer in English."}`)
+	if r.StatusCode != 201 {
+		t.Fatalf("create rule: %d %s", r.StatusCode, body)
+	}
+	var rule web.RuleJSON
+	_ = json.Unmarshal([]byte(body), &rule)
+	if rule.ID == 0 || rule.Version != 1 || rule.Hard == nil || !*rule.Hard {
+		t.Fatalf("rule: %s", body)
+	}
+	if r, body := do(t, "PUT", fmt.Sprintf("%s/api/rules/%d", in.URL, rule.ID), testToken, `{"text":"Answer in French.","version":1}`); r.StatusCode != 200 {
+		t.Fatalf("update: %d %s", r.StatusCode, body)
+	}
+	r, body = do(t, "PUT", fmt.Sprintf("%s/api/rules/%d", in.URL, rule.ID), testToken, `{"text":"stale","version":1}`)
+	if r.StatusCode != 409 || !strings.Contains(body, "CONTEXT_BUDGET_CONFLICT") {
+		t.Fatalf("stale update: %d %s", r.StatusCode, body)
+	}
+	if r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"  "}`); r.StatusCode != 400 || !strings.Contains(body, "empty") {
+		t.Fatalf("empty rule: %d %s", r.StatusCode, body)
+	}
+	if r, body := do(t, "PUT", in.URL+"/api/memory", testToken, `{"key":"name","value":"Ada"}`); r.StatusCode != 200 {
+		t.Fatalf("memory: %d %s", r.StatusCode, body)
+	}
+	if r, body := do(t, "PUT", in.URL+"/api/memory", testToken, `{"key":"name","value":"Ada","confidence":7}`); r.StatusCode != 400 {
+		t.Fatalf("bad confidence: %d %s", r.StatusCode, body)
+	}
+	// The next prompt carries both, and /api/context shows it.
+	r, body = do(t, "GET", in.URL+"/api/context", testToken, "")
+	if r.StatusCode != 200 || !strings.Contains(body, `"next"`) || !strings.Contains(body, `"prefix_hash"`) {
+		t.Fatalf("context: %d %s", r.StatusCode, body)
+	}
+	post(t, in.URL, "hello")
+	deadline := time.Now().Add(10 * time.Second)
+	for model.RequestCount() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if model.RequestCount() == 0 {
+		t.Fatal("no model call")
+	}
+	sys := string(model.Requests()[0].Body)
+	if !strings.Contains(sys, "Answer in French.") || !strings.Contains(sys, "name: Ada") {
+		t.Fatalf("prompt lacks the rule or the setting: %s", sys)
+	}
+	if r, _ := do(t, "DELETE", fmt.Sprintf("%s/api/rules/%d?version=2", in.URL, rule.ID), testToken, ""); r.StatusCode != 204 {
+		t.Fatalf("delete: %d", r.StatusCode)
+	}
+	if r, _ := do(t, "DELETE", fmt.Sprintf("%s/api/rules/%d?version=2", in.URL, rule.ID), testToken, ""); r.StatusCode != 404 {
+		t.Fatalf("delete again: %d", r.StatusCode)
 	}
 }

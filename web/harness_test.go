@@ -64,6 +64,7 @@ func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 	}
 	go notifier.Listen(ctx, hub.Notify, hub.Resync)
 	pub := events.Fanout{Hub: hub, Remote: notifier}
+	var inspector web.PromptInspector
 	chatSvc := chat.New(chat.Options{Store: store, Publisher: pub})
 	if model != nil {
 		provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})
@@ -71,7 +72,8 @@ func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 			t.Fatal(err)
 		}
 		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil),
-			Context: contextmgr.New(contextmgr.Options{Store: store, Window: 16000})})
+			Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000}), ContextStore: store})
+		inspector = ag
 		q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +84,8 @@ func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 			t.Fatal(err)
 		}
 	}
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline})
+	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline,
+		ContextStore: store, Inspector: inspector})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })
 	return &instance{URL: hs.URL, Store: store, Hub: hub, Chat: chatSvc}
