@@ -137,3 +137,16 @@ func (s *Store) SetRunObservation(ctx context.Context, id int64, budget, estimat
 		WHERE id = $1`, id, budget, estimated, window)
 	return wrapErr(fmt.Sprintf("observe run %d", id), err)
 }
+
+// SetRunContextScope sets a run's context scope (a child run's scope names
+// its own id, known only after insert).
+func (s *Store) SetRunContextScope(ctx context.Context, id int64, scope string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE agent_runs SET context_scope = $2 WHERE id = $1`, id, scope)
+	if err != nil {
+		return wrapErr(fmt.Sprintf("set run %d scope", id), err)
+	}
+	if tag.RowsAffected() == 0 {
+		return services.Errorf(services.ENOTFOUND, "run %d not found", id)
+	}
+	return nil
+}

@@ -97,3 +97,35 @@ func TestTransactRollsBack(t *testing.T) {
 		t.Fatalf("row from panicking tx is visible: %v", err)
 	}
 }
+
+func TestAppendStepConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	run, err := s.CreateRun(ctx, services.NewRun{Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, err := s.AppendStep(ctx, run.ID, services.StepToolResult, nil)
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, _ := s.ListSteps(ctx, run.ID)
+	if len(steps) != n {
+		t.Fatalf("%d steps, want %d", len(steps), n)
+	}
+	for i, st := range steps {
+		if st.Index != i {
+			t.Fatalf("indexes not dense: %d at %d", st.Index, i)
+		}
+	}
+}

@@ -234,6 +234,8 @@ type RunStore interface {
 	// SetRunObservation records the prompt budget, estimate and window of a
 	// run as soon as its prompt is built.
 	SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error
+	// SetRunContextScope sets a run's context scope; ENOTFOUND when absent.
+	SetRunContextScope(ctx context.Context, id int64, scope string) error
 }
 
 // RunQueue schedules durable execution of queued runs.

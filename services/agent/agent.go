@@ -44,6 +44,9 @@ type Options struct {
 	RunTimeout time.Duration
 	// LogContent allows message text in logs.
 	LogContent bool
+	// Profiles are the named sub-agents; SubAgents bounds delegation.
+	Profiles  map[string]Profile
+	SubAgents SubAgentLimits
 }
 
 // Service is the agent runtime.
@@ -51,8 +54,9 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	active map[int64]context.CancelCauseFunc
+	mu         sync.Mutex
+	active     map[int64]context.CancelCauseFunc
+	childSlots map[int64]chan struct{}
 }
 
 var (
@@ -74,7 +78,20 @@ func New(opts Options) *Service {
 	if opts.Tokenizer == nil {
 		opts.Tokenizer = contextmgr.HeuristicTokenizer{}
 	}
-	return &Service{opts: opts, log: opts.Logger, active: map[int64]context.CancelCauseFunc{}}
+	opts.SubAgents.defaults()
+	for id, p := range opts.Profiles {
+		p.ID = id
+		opts.Profiles[id] = p
+	}
+	s := &Service{opts: opts, log: opts.Logger, active: map[int64]context.CancelCauseFunc{}, childSlots: map[int64]chan struct{}{}}
+	if opts.Tools != nil {
+		if _, ok := opts.Tools.Get("delegate"); !ok {
+			if err := s.registerDelegate(opts.Tools); err != nil {
+				opts.Logger.Error("register delegate tool", "err", err)
+			}
+		}
+	}
+	return s
 }
 
 // HandleTurn answers a command at once, or queues a run for a user message.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/repository/queue"
@@ -40,14 +42,24 @@ type setupOpts struct {
 	flags      agent.Flags
 	window     int
 	keepTurns  int
+	limits     agent.SubAgentLimits
 }
 
 func setup(t *testing.T, o setupOpts) *bundle {
 	t.Helper()
 	pool, _ := dbtest.Schema(t)
+	return setupOn(t, pool, nil, o)
+}
+
+// setupOn builds a runtime on an existing schema (flag changes mid-
+// conversation), with the given fake model or a new one.
+func setupOn(t *testing.T, pool *pgxpool.Pool, model *llmtest.Server, o setupOpts) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
-	model := llmtest.NewServer(t)
+	if model == nil {
+		model = llmtest.NewServer(t)
+	}
 	retries := o.maxRetries
 	if retries == 0 {
 		retries = -1
@@ -74,7 +86,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	tok, _ := contextmgr.NewTokenizer("gpt-4o-mini")
 	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
 	ag := agent.New(agent.Options{
-		Store: store, Chat: chatSvc, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags,
+		Store: store, Chat: chatSvc, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags, SubAgents: o.limits,
 		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
 			Window: window, ScopedRead: o.flags.ScopedRead,
 			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
@@ -138,7 +150,7 @@ func (b *bundle) runOf(t *testing.T, trigger int64) services.Run {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
-		if r.TriggerMessageID == trigger {
+		if r.TriggerMessageID == trigger && r.ParentRunID == 0 {
 			return r
 		}
 	}

@@ -29,6 +29,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdContext(ctx, msg)
 	case "rules":
 		reply, err = s.cmdRules(ctx, msg, args)
+	case "subagents":
+		reply, err = s.cmdSubagents(ctx, msg)
 	case "compact":
 		// Compaction calls the model: it runs as a queued run, in order
 		// with the timeline's other runs.
@@ -287,4 +289,37 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 		return "", services.Errorf(services.ENOTFOUND, "no rule #%d in this conversation", id)
 	}
 	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft or remove)", verb)
+}
+
+// cmdSubagents lists the timeline's recent child runs and their states.
+func (s *Service) cmdSubagents(ctx context.Context, msg services.Message) (string, error) {
+	runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Limit: 200})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range runs {
+		if r.ParentRunID == 0 || n >= 20 {
+			continue
+		}
+		n++
+		agentID := r.AgentID
+		if agentID == "" {
+			agentID = "sub-agent"
+		}
+		dur := ""
+		if r.FinishedAt != nil {
+			dur = fmt.Sprintf(", %.1fs", r.FinishedAt.Sub(r.StartedAt).Seconds())
+		}
+		fmt.Fprintf(&b, "\n#%d %s in %s (parent #%d): %s%s", r.ID, agentID, r.ContextScope, r.ParentRunID, r.Status, dur)
+	}
+	mode := "sub-agents in their own scopes"
+	if s.inline() {
+		mode = "inline in main (AGENT_SUBAGENTS=0 or AGENT_CONTEXT_SCOPED_READ=0)"
+	}
+	if n == 0 {
+		return "No sub-agent runs yet. Delegated tasks run " + mode + ".", nil
+	}
+	return fmt.Sprintf("Recent sub-agent runs (delegated tasks run %s):%s", mode, b.String()), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -68,6 +69,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	defer func() {
 		s.mu.Lock()
 		delete(s.active, run.ID)
+		delete(s.childSlots, run.ID)
 		s.mu.Unlock()
 		cancel(nil)
 	}()
@@ -231,7 +233,8 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	return "", obs, u, services.Errorf(services.EINTERNAL, "the agent used its %d steps without finishing", s.opts.MaxSteps)
 }
 
-// runTools records the assistant's tool calls, runs them, and records each
+// runTools records the assistant's tool calls, runs them (in parallel when
+// there are several: delegated tasks run side by side), and records each
 // result; a call and its result are always stored together.
 func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Response) ([]llm.Message, error) {
 	scope := s.mainScope()
@@ -244,18 +247,37 @@ func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Resp
 	}); err != nil {
 		return nil, err
 	}
-	for _, call := range resp.ToolCalls {
-		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolCall, mustJSON(map[string]any{
-			"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
-			return nil, err
-		}
-		res := s.opts.Tools.Execute(ctx, call.Name, tools.Call{
-			TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID, Arguments: call.Arguments,
-		})
-		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolResult, mustJSON(map[string]any{
-			"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
-			return nil, err
-		}
+	results := make([]llm.Message, len(resp.ToolCalls))
+	errs := make([]error, len(resp.ToolCalls))
+	var wg sync.WaitGroup
+	for i, call := range resp.ToolCalls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.runTool(ctx, run, scope, call)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return append(out, results...), nil
+}
+
+// runTool executes one call and records it.
+func (s *Service) runTool(ctx context.Context, run services.Run, scope string, call llm.ToolCall) (llm.Message, error) {
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolCall, mustJSON(map[string]any{
+		"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
+		return llm.Message{}, err
+	}
+	res := s.opts.Tools.Execute(ctx, call.Name, tools.Call{
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID, Arguments: call.Arguments, CallID: call.ID,
+	})
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolResult, mustJSON(map[string]any{
+		"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
+		return llm.Message{}, err
+	}
+	if !res.Stored {
 		if _, _, err := s.opts.Store.InsertMessage(ctx, services.NewMessage{
 			TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleTool,
 			Source: services.SourceAgent, Content: res.Content, Visible: false,
@@ -263,11 +285,10 @@ func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Resp
 			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_call_id": call.ID, "tool_name": call.Name,
 				"is_error": res.IsError}),
 		}); err != nil {
-			return nil, err
+			return llm.Message{}, err
 		}
-		out = append(out, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError})
 	}
-	return out, nil
+	return llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}, nil
 }
 
 func (s *Service) toolDefs() []llm.ToolDef {

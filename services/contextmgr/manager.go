@@ -416,6 +416,7 @@ func (t turn) render(current bool) []llm.Message {
 // stepMeta is the metadata the runner stores on hidden step messages.
 type stepMeta struct {
 	Command    string         `json:"command"`
+	Kind       string         `json:"kind"`
 	ToolCalls  []llm.ToolCall `json:"tool_calls"`
 	ToolCallID string         `json:"tool_call_id"`
 	ToolName   string         `json:"tool_name"`
@@ -430,6 +431,11 @@ func promptable(m services.Message) bool {
 	}
 	var meta stepMeta
 	_ = json.Unmarshal(m.Metadata, &meta)
+	// The visible marker of a handoff is for people; the main agent reads
+	// the handoff itself (the delegate call's hidden result).
+	if meta.Kind == "handoff" && m.Visible {
+		return false
+	}
 	return meta.Command == ""
 }
 

@@ -59,6 +59,10 @@ type Call struct {
 	RunID int64
 	// Arguments is the raw JSON the model produced.
 	Arguments json.RawMessage
+	// CallID is the provider's id of this call (the tool result answers it).
+	CallID string
+	// Depth is how deep the calling agent is in a delegation tree (0: main).
+	Depth int
 }
 
 // Result is what the model sees after a tool call.
@@ -70,6 +74,10 @@ type Result struct {
 	IsError bool
 	// ErrorCode is a machine code such as TOOL_BAD_ARGUMENTS; "" on success.
 	ErrorCode string
+	// Stored means the handler already stored the result row itself, in the
+	// transaction that produced it (a sub-agent's handoff): the runtime must
+	// not store it again.
+	Stored bool
 }
 
 // HistoryRule describes how a tool's result is kept in conversation history

@@ -1,0 +1,480 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// Profile is a named sub-agent: its system prompt, the tools it may use and
+// an optional model of its own (e.g. a cheaper one).
+type Profile struct {
+	ID           string   `json:"-"`
+	SystemPrompt string   `json:"system"`
+	Tools        []string `json:"tools"`
+	Model        string   `json:"model"`
+	// LLM is the provider for Model (set by the wiring); nil: the main one.
+	LLM llm.Provider `json:"-"`
+}
+
+// SubAgentLimits bound delegation.
+type SubAgentLimits struct {
+	// MaxConcurrent children of one run at a time (default 4).
+	MaxConcurrent int
+	// MaxDepth of the delegation tree: 1 lets main delegate, children not (default 1).
+	MaxDepth int
+	// Timeout of one child run (default 3 minutes).
+	Timeout time.Duration
+	// MaxSteps of one child run (default 8).
+	MaxSteps int
+}
+
+func (l *SubAgentLimits) defaults() {
+	if l.MaxConcurrent <= 0 {
+		l.MaxConcurrent = 4
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 1
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = 3 * time.Minute
+	}
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = 8
+	}
+}
+
+// DefaultSubAgentPrompt is the system prompt of a child without a profile.
+const DefaultSubAgentPrompt = `You are a sub-agent working on one task for the main agent. You see only the task payload, not the conversation. Do the task with your tools, then answer with the result: start with a one-line summary, then the details the main agent needs. Follow every constraint in the payload.`
+
+// TaskPayload is what a child receives (seed 000's context payload): the
+// task, constraints inherited from the owner's rules, relevant earlier
+// handoffs, the budget and, when it had to shrink, the downgrade chain.
+type TaskPayload struct {
+	Version      int            `json:"version"`
+	Task         string         `json:"task"`
+	AgentID      string         `json:"agent_id,omitempty"`
+	Constraints  []string       `json:"constraints"`
+	Observations []string       `json:"observations,omitempty"`
+	Budget       PayloadBudget  `json:"budget"`
+	Downgrade    []string       `json:"downgrade,omitempty"`
+	Parent       map[string]any `json:"parent"`
+}
+
+// PayloadBudget is the child's token budget.
+type PayloadBudget struct {
+	PromptTokens int `json:"prompt_tokens"`
+	MaxSteps     int `json:"max_steps"`
+	TimeoutSec   int `json:"timeout_seconds"`
+}
+
+// Handoff is the structured result a child returns to its parent's scope.
+// Its status comes from the runtime, not from the model's text.
+type Handoff struct {
+	Version    int      `json:"version"`
+	Kind       string   `json:"kind"`
+	RunID      int64    `json:"run_id,omitempty"`
+	AgentID    string   `json:"agent_id"`
+	Mode       string   `json:"mode"` // "subagent" or "inline"
+	Status     string   `json:"status"`
+	Summary    string   `json:"summary"`
+	Result     string   `json:"result,omitempty"`
+	References []string `json:"references,omitempty"`
+	Usage      struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		CachedTokens     int `json:"cached_tokens"`
+	} `json:"usage"`
+	DurationMS int64 `json:"duration_ms"`
+	// Transcript is the whole execution, only for inline runs (single-space
+	// execution puts everything in main).
+	Transcript []string `json:"transcript,omitempty"`
+}
+
+const delegateSchema = `{"type":"object","additionalProperties":false,"required":["task"],"properties":{
+	"task":{"type":"string","description":"The task, self-contained: the sub-agent sees nothing else of the conversation."},
+	"agent_id":{"type":"string","description":"A named sub-agent profile, if one fits; empty for a general one."},
+	"constraints":{"type":"array","items":{"type":"string"},"description":"Extra constraints for this task."}}}`
+
+// registerDelegate adds the delegate tool. Several delegate calls in one
+// step run in parallel (up to MaxConcurrent).
+func (s *Service) registerDelegate(reg *tools.Registry) error {
+	desc := "Hand a self-contained task to a sub-agent that works in its own workspace scope and returns a structured result (handoff). Call it several times in one step to run tasks in parallel."
+	if len(s.opts.Profiles) > 0 {
+		var names []string
+		for id := range s.opts.Profiles {
+			names = append(names, id)
+		}
+		desc += " Profiles: " + strings.Join(names, ", ") + "."
+	}
+	return reg.Register(tools.Tool{
+		Name: "delegate", Description: desc, Schema: json.RawMessage(delegateSchema),
+		History: tools.HistoryRule{MaxChars: 1500, DropFields: []string{"transcript"}},
+		Handler: s.handleDelegate,
+	})
+}
+
+// inline reports whether delegated tasks run in main ("main agent
+// single-space execution"): sub-agents off, or the scoped read path off.
+func (s *Service) inline() bool {
+	return !s.opts.Flags.SubAgents || !s.opts.Flags.ScopedRead
+}
+
+func (s *Service) handleDelegate(ctx context.Context, call tools.Call) (tools.Result, error) {
+	var args struct {
+		Task        string   `json:"task"`
+		AgentID     string   `json:"agent_id"`
+		Constraints []string `json:"constraints"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return tools.ErrorResult(tools.CodeBadArguments, err.Error()), nil
+	}
+	if strings.TrimSpace(args.Task) == "" {
+		return tools.ErrorResult(tools.CodeBadArguments, "task is empty"), nil
+	}
+	profile := Profile{SystemPrompt: DefaultSubAgentPrompt}
+	if args.AgentID != "" {
+		p, ok := s.opts.Profiles[args.AgentID]
+		if !ok {
+			return tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("unknown agent_id %q", args.AgentID)), nil
+		}
+		profile = p
+		profile.ID = args.AgentID
+	}
+	if call.Depth >= s.opts.SubAgents.MaxDepth {
+		return tools.ErrorResult("SUBAGENT_DEPTH", fmt.Sprintf("delegation is limited to depth %d; do this task yourself", s.opts.SubAgents.MaxDepth)), nil
+	}
+	parent, err := s.opts.Store.GetRun(ctx, call.RunID)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	release, err := s.acquireChildSlot(ctx, parent.ID)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer release()
+	return s.runChild(ctx, parent, profile, args.Task, args.Constraints, call)
+}
+
+// acquireChildSlot bounds a run's concurrent children.
+func (s *Service) acquireChildSlot(ctx context.Context, parentID int64) (func(), error) {
+	s.mu.Lock()
+	sem, ok := s.childSlots[parentID]
+	if !ok {
+		sem = make(chan struct{}, s.opts.SubAgents.MaxConcurrent)
+		s.childSlots[parentID] = sem
+	}
+	s.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runChild executes a delegated task: in its own child run and scope, or
+// inline in main when sub-agents are off. The result is a handoff.
+func (s *Service) runChild(ctx context.Context, parent services.Run, profile Profile, task string, extra []string, call tools.Call) (tools.Result, error) {
+	started := time.Now()
+	inline := s.inline()
+	provider := s.opts.LLM
+	if profile.LLM != nil {
+		provider = profile.LLM
+	}
+	payload, err := s.taskPayload(ctx, parent, profile, task, extra, provider.ContextWindow())
+	if err != nil {
+		return tools.Result{}, err
+	}
+	payloadJSON := mustJSON(payload)
+	h := Handoff{Version: 1, Kind: "handoff", AgentID: agentName(profile), Mode: "subagent"}
+	var child services.Run
+	scope := ""
+	if inline {
+		h.Mode = "inline"
+	} else {
+		child, err = s.opts.Store.CreateRun(ctx, services.NewRun{
+			TimelineScope: parent.TimelineScope, ParentRunID: parent.ID, AgentID: profile.ID,
+			TriggerMessageID: parent.TriggerMessageID, Source: services.SourceAgent, Status: services.RunRunning, Model: provider.Model(),
+		})
+		if err != nil {
+			return tools.Result{}, err
+		}
+		scope = fmt.Sprintf("run:%d", child.ID)
+		if profile.ID != "" {
+			scope = fmt.Sprintf("sub:%s:%d", profile.ID, child.ID)
+		}
+		if err := s.opts.Store.SetRunContextScope(ctx, child.ID, scope); err != nil {
+			return tools.Result{}, err
+		}
+		child.ContextScope = scope
+		h.RunID = child.ID
+		if _, err := s.opts.Store.AppendStep(ctx, child.ID, "task_payload", payloadJSON); err != nil {
+			return tools.Result{}, err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.opts.SubAgents.Timeout)
+	defer cancel()
+	text, refs, u, transcript, runErr := s.childLoop(cctx, parent, child, scope, profile, provider, payloadJSON, call.Depth+1, inline)
+	h.Usage.PromptTokens, h.Usage.CompletionTokens, h.Usage.CachedTokens = u.prompt, u.completion, u.cached
+	h.DurationMS = time.Since(started).Milliseconds()
+	h.References = refs
+	switch {
+	case runErr == nil:
+		h.Status = services.RunOK
+		h.Result = truncateText(text, 8000)
+		h.Summary = firstLine(text)
+	case errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() == nil:
+		h.Status = services.RunTimeout
+		h.Summary = fmt.Sprintf("the sub-agent did not finish within %s", s.opts.SubAgents.Timeout)
+	case ctx.Err() != nil:
+		h.Status = services.RunCancelled
+		h.Summary = "cancelled with its parent"
+	default:
+		h.Status = services.RunError
+		h.Summary = services.ErrorMessage(runErr)
+	}
+	if inline {
+		h.Transcript = transcript
+		if _, err := s.opts.Store.AppendStep(context.WithoutCancel(ctx), parent.ID, services.StepHandoff, mustJSON(h)); err != nil {
+			return tools.Result{}, err
+		}
+		return tools.Result{Content: string(mustJSON(h)), IsError: h.Status != services.RunOK}, nil
+	}
+	if err := s.deliverHandoff(context.WithoutCancel(ctx), parent, child, h, u, call); err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Content: string(mustJSON(h)), IsError: h.Status != services.RunOK, Stored: true}, nil
+}
+
+// deliverHandoff closes the child run and writes its handoff into main (as
+// the delegate call's result, a handoff step of the parent, and a visible
+// marker) in one transaction: exactly once, also across a crash.
+func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run, h Handoff, u usage, call tools.Call) error {
+	body := mustJSON(h)
+	marker := chat.PostParams{
+		TimelineScope: parent.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant, AgentID: h.AgentID,
+		Content:   fmt.Sprintf("%s finished (%s): %s", h.AgentID, h.Status, h.Summary),
+		DedupeKey: fmt.Sprintf("handoff-marker:%d", child.ID),
+		Metadata: mustJSON(map[string]any{"kind": "handoff", "run_id": parent.ID, "child_run_id": child.ID,
+			"agent_id": h.AgentID, "status": h.Status, "reply_to": parent.TriggerMessageID}),
+	}
+	var msg services.Message
+	var created bool
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if _, err := tx.FinishRun(ctx, child.ID, services.RunFinish{Status: h.Status, Error: errorText(h),
+			PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}); err != nil {
+			return err
+		}
+		if _, _, err := tx.InsertMessage(ctx, services.NewMessage{
+			TimelineScope: parent.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
+			Content: string(body), Visible: false, DedupeKey: fmt.Sprintf("handoff:%d", child.ID),
+			TokenCount: s.opts.Tokenizer.Count(string(body)),
+			Metadata: mustJSON(map[string]any{"run_id": parent.ID, "reply_to": parent.TriggerMessageID, "tool_call_id": call.CallID,
+				"tool_name": "delegate", "kind": "handoff", "child_run_id": child.ID, "is_error": h.Status != services.RunOK}),
+		}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendStep(ctx, parent.ID, services.StepHandoff, body); err != nil {
+			return err
+		}
+		var err error
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, marker)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.opts.Chat.Announce(ctx, msg, created, marker)
+	return nil
+}
+
+func errorText(h Handoff) string {
+	if h.Status == services.RunOK {
+		return ""
+	}
+	return h.Summary
+}
+
+func agentName(p Profile) string {
+	if p.ID == "" {
+		return "sub-agent"
+	}
+	return p.ID
+}
+
+// taskPayload builds the child's payload within half the child's window,
+// shrinking it along a recorded downgrade chain when needed.
+func (s *Service) taskPayload(ctx context.Context, parent services.Run, profile Profile, task string, extra []string, window int) (TaskPayload, error) {
+	p := TaskPayload{Version: 1, Task: task, AgentID: profile.ID, Parent: map[string]any{"run_id": parent.ID, "timeline": parent.TimelineScope}}
+	// Hard constraints of the owner must reach the child.
+	if s.opts.ContextStore != nil {
+		cs, err := s.opts.ContextStore.ListConstraints(ctx, parent.TimelineScope)
+		if err != nil {
+			return p, err
+		}
+		for _, c := range cs {
+			if c.Hard {
+				p.Constraints = append(p.Constraints, c.Text)
+			}
+		}
+	}
+	for _, c := range extra {
+		if strings.TrimSpace(c) != "" {
+			p.Constraints = append(p.Constraints, c)
+		}
+	}
+	// Relevant observations: the latest finished sibling handoffs.
+	kids, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: parent.TimelineScope, Limit: 50})
+	if err != nil {
+		return p, err
+	}
+	for _, k := range kids {
+		if k.ParentRunID != 0 && k.FinishedAt != nil && len(p.Observations) < 3 {
+			p.Observations = append(p.Observations, fmt.Sprintf("run %d (%s, %s)", k.ID, k.AgentID, k.Status))
+		}
+	}
+	budget := window / 2
+	p.Budget = PayloadBudget{PromptTokens: budget, MaxSteps: s.opts.SubAgents.MaxSteps, TimeoutSec: int(s.opts.SubAgents.Timeout.Seconds())}
+	size := func() int { return s.opts.Tokenizer.Count(string(mustJSON(p))) }
+	if size() > budget && len(p.Observations) > 0 {
+		p.Observations = nil
+		p.Downgrade = append(p.Downgrade, "dropped observations")
+	}
+	if size() > budget {
+		p.Task = truncateText(p.Task, budget*2)
+		p.Downgrade = append(p.Downgrade, "cut the task text to the budget")
+	}
+	return p, nil
+}
+
+// childLoop runs the child's model/tool loop. In a child run its steps are
+// stored in the child's scope (visible = 0) and as the child's steps; inline,
+// nothing is stored beside the parent's handoff step and the transcript
+// travels in the handoff.
+func (s *Service) childLoop(ctx context.Context, parent, child services.Run, scope string, profile Profile, provider llm.Provider,
+	payload json.RawMessage, depth int, inline bool) (string, []string, usage, []string, error) {
+	var u usage
+	var transcript, refs []string
+	system := profile.SystemPrompt
+	if system == "" {
+		system = DefaultSubAgentPrompt
+	}
+	var defs []llm.ToolDef
+	for _, t := range s.opts.Tools.List() {
+		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
+			continue
+		}
+		if len(profile.Tools) > 0 && !contains(profile.Tools, t.Name) {
+			continue
+		}
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, JSONSchema: t.Schema})
+	}
+	req := llm.Request{System: system, CacheSystem: true, Tools: defs,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Task payload (JSON):\n" + string(payload)}}}
+	record := func(m services.NewMessage) error {
+		if inline {
+			return nil
+		}
+		m.TimelineScope, m.ContextScope, m.AgentID, m.Source, m.Visible = parent.TimelineScope, scope, profile.ID, services.SourceAgent, false
+		_, _, err := s.opts.Store.InsertMessage(ctx, m)
+		return err
+	}
+	stepRun := child.ID
+	if inline {
+		stepRun = parent.ID
+	}
+	if err := record(services.NewMessage{Role: services.RoleUser, Content: req.Messages[0].Content,
+		Metadata: mustJSON(map[string]any{"run_id": child.ID, "kind": "task_payload"})}); err != nil {
+		return "", nil, u, nil, err
+	}
+	transcript = append(transcript, "task: "+truncateText(string(payload), 400))
+	for step := 0; step < s.opts.SubAgents.MaxSteps; step++ {
+		resp, err := provider.Complete(ctx, req, nil)
+		if err != nil {
+			return "", refs, u, transcript, err
+		}
+		u.add(resp.Usage)
+		if _, err := s.opts.Store.AppendStep(ctx, stepRun, services.StepModelCall, mustJSON(map[string]any{
+			"model": resp.Model, "usage": resp.Usage, "tool_calls": len(resp.ToolCalls), "child": !inline, "inline": inline})); err != nil {
+			return "", refs, u, transcript, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			if err := record(services.NewMessage{Role: services.RoleAssistant, Content: resp.Text,
+				Metadata: mustJSON(map[string]any{"run_id": child.ID})}); err != nil {
+				return "", refs, u, transcript, err
+			}
+			transcript = append(transcript, "answer: "+resp.Text)
+			return resp.Text, refs, u, transcript, nil
+		}
+		if err := record(services.NewMessage{Role: services.RoleAssistant, Content: resp.Text,
+			Metadata: mustJSON(map[string]any{"run_id": child.ID, "tool_calls": resp.ToolCalls})}); err != nil {
+			return "", refs, u, transcript, err
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		for _, c := range resp.ToolCalls {
+			res := s.opts.Tools.Execute(ctx, c.Name, tools.Call{TimelineScope: parent.TimelineScope, ContextScope: scopeOr(scope),
+				RunID: stepRun, Arguments: c.Arguments, CallID: c.ID, Depth: depth})
+			if _, err := s.opts.Store.AppendStep(ctx, stepRun, services.StepToolResult, mustJSON(map[string]any{
+				"id": c.ID, "name": c.Name, "is_error": res.IsError, "code": res.ErrorCode, "child": !inline})); err != nil {
+				return "", refs, u, transcript, err
+			}
+			if err := record(services.NewMessage{Role: services.RoleTool, Content: res.Content,
+				Metadata: mustJSON(map[string]any{"run_id": child.ID, "tool_call_id": c.ID, "tool_name": c.Name, "is_error": res.IsError})}); err != nil {
+				return "", refs, u, transcript, err
+			}
+			if c.Name == "write_file" || c.Name == "read_file" {
+				var a struct {
+					Path string `json:"path"`
+				}
+				if json.Unmarshal(c.Arguments, &a) == nil && a.Path != "" && !contains(refs, a.Path) {
+					refs = append(refs, a.Path)
+				}
+			}
+			transcript = append(transcript, fmt.Sprintf("%s(%s) -> %s", c.Name, truncateText(string(c.Arguments), 200), res.Content))
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: c.ID, IsError: res.IsError})
+		}
+	}
+	return "", refs, u, transcript, services.Errorf(services.EINTERNAL, "the sub-agent used its %d steps without finishing", s.opts.SubAgents.MaxSteps)
+}
+
+func scopeOr(scope string) string {
+	if scope == "" {
+		return services.MainScope
+	}
+	return scope
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return truncateText(s, 300)
+}
+
+func truncateText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
