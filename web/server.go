@@ -48,6 +48,11 @@ type Options struct {
 	Inspector    PromptInspector
 	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
 	RateLimit RateLimit
+	// Runs lets the OpenAI-compatible channel stream its run's text and
+	// report token usage (optional); APITurnTimeout bounds its wait for an
+	// answer (zero: DefaultAPITurnTimeout). See openai_api.go.
+	Runs           RunReader
+	APITurnTimeout time.Duration
 }
 
 // Server is the web server.
@@ -71,8 +76,10 @@ func New(opts Options) *Server {
 	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now}}
 	e.HTTPErrorHandler = s.handleError
 	// Middleware order: request id first (so every log line has it), then
-	// panic recovery, then the body limit, then the per-identity rate limit.
+	// the access log (sees every final status), then panic recovery, then
+	// the body limit, then the per-identity rate limit.
 	e.Use(middleware.RequestID())
+	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("256K"))
 	e.Use(s.rateLimiter())
@@ -92,6 +99,9 @@ func New(opts Options) *Server {
 	api.GET("/ws", s.handleWS)
 	s.registerContextRoutes(api)
 	s.registerPairingRoutes(e, api)
+	s.registerDebugRoutes(e, api)
+	s.registerMetricsRoutes(e)
+	s.registerOpenAIRoutes(e)
 	return s
 }
 

@@ -20,6 +20,7 @@ type Config struct {
 	PublicURL   string
 
 	WebAuthToken string
+	MetricsToken string
 
 	LogFormat  string
 	LogLevel   string
@@ -120,6 +121,14 @@ func envTable() []envVar {
 					return fmt.Errorf("too short: use at least 16 characters")
 				}
 				c.WebAuthToken = v
+				return nil
+			}},
+		{Name: "METRICS_TOKEN", Help: "Bearer token a Prometheus scraper may use for GET /metrics (and nothing else). Unset: /metrics needs the owner's token.", Secret: true,
+			set: func(c *Config, v string) error {
+				if v != "" && len(v) < 16 {
+					return fmt.Errorf("too short: use at least 16 characters")
+				}
+				c.MetricsToken = v
 				return nil
 			}},
 		{Name: "LOG_FORMAT", Default: "json", Help: "Log format: json or text.",

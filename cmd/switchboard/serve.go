@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/switchboard/services/contextmgr"
 	"github.com/switchboard/switchboard/services/events"
 	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
@@ -82,11 +83,12 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err := agent.RegisterMemoryTool(registry, store); err != nil {
 		return err
 	}
+	meter := metrics.New(metrics.Options{Source: store, Runs: store, Logger: log})
 	contextMgr := contextmgr.New(contextmgr.Options{
 		Store: store, Context: store, Workspace: workspaces, Tokenizer: tokenizer,
 		Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead, Logger: log,
 		Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: cfg.ContextKeepTurns,
-			Trigger: cfg.ContextCompactAt, ScopedWrite: cfg.ScopedWrite},
+			Trigger: cfg.ContextCompactAt, ScopedWrite: cfg.ScopedWrite, OnResult: meter.CompactionObserved},
 	})
 	tg := &telegramLink{}
 	chatSvc := chat.New(chat.Options{
@@ -107,7 +109,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Tokenizer:    tokenizer,
 		Context:      contextMgr,
 		ContextStore: store,
-		Observers:    []services.RunObserver{tg},
+		Observers:    []services.RunObserver{tg, meter},
 		Logger:       log,
 		Flags:        agent.Flags{ScopedWrite: cfg.ScopedWrite, ScopedRead: cfg.ScopedRead, SubAgents: cfg.SubAgents},
 		MaxSteps:     cfg.AgentMaxSteps,
@@ -138,6 +140,10 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Flags:         flagMap(cfg),
 		ContextStore:  store,
 		Inspector:     agentSvc,
+		// The OpenAI-compatible channel waits a little longer than a run may
+		// take, so a run's own timeout notice reaches the client first.
+		Runs:           store,
+		APITurnTimeout: cfg.AgentRunTimeout + 30*time.Second,
 		RateLimit: web.RateLimit{
 			OwnerPerMinute: cfg.RateLimitPerMinute, OwnerBurst: cfg.RateLimitBurst,
 			AnonPerMinute: cfg.RateLimitAnonPerMinute, AnonBurst: cfg.RateLimitAnonBurst,
@@ -152,6 +158,9 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 			return nil
 		},
 	})
+	meter.SetWebsocketClients(srv.WebsocketClients)
+	srv.SetMetrics(web.Metrics{Handler: meter.Handler(), ScrapeTokenHash: metricsTokenHash(cfg), Requests: meter})
+	srv.SetDebug(debugSource{store})
 	// Telegram registers its outbound handler and webhook before the queue
 	// starts working deliveries.
 	stopTelegram, err := startTelegram(ctx, cfg, telegramDeps{Pool: pool, Chat: chatSvc, Queue: jobs, Web: srv, Link: tg, Logger: log})

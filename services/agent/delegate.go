@@ -477,4 +477,3 @@ func truncateText(s string, n int) string {
 	}
 	return string(r[:n]) + "…"
 }
-

@@ -14,7 +14,9 @@ import (
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
-func isChildCall(r llmtest.Request) bool { return strings.Contains(string(r.Body), "You are a sub-agent") }
+func isChildCall(r llmtest.Request) bool {
+	return strings.Contains(string(r.Body), "You are a sub-agent")
+}
 
 func delegateCalls(tasks ...string) llmtest.Reply {
 	var calls []llmtest.ToolCall
@@ -238,4 +240,3 @@ func TestInlineWhenSubAgentsOff(t *testing.T) {
 		}
 	}
 }
-
