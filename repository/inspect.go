@@ -73,7 +73,7 @@ func ParseInspectQueries(src string) ([]InspectQuery, error) {
 			continue
 		}
 		if stmt, ok := strings.CutSuffix(strings.TrimRight(line, " \t\r"), ";"); ok {
-			body = append(body, stmt)
+			body = append(body, strings.TrimRight(stmt, "; \t"))
 			if err := finish(); err != nil {
 				return nil, err
 			}

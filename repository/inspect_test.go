@@ -207,6 +207,7 @@ func FuzzParseInspectQueries(f *testing.F) {
 	f.Add(scripts.InspectSQL)
 	f.Add("-- name: a\nSELECT 1;")
 	f.Add("-- name: a\n-- d\n\nSELECT ';'\n;")
+	f.Add("-- name: a\n00;;")
 	f.Fuzz(func(t *testing.T, src string) {
 		qs, err := repository.ParseInspectQueries(src)
 		if err != nil {

@@ -4,20 +4,65 @@
 //
 //	go run ./scripts/bench/fakellm -addr 127.0.0.1:18900
 //	LLM_PROVIDER=openai LLM_BASE_URL=http://127.0.0.1:18900/v1 LLM_MODEL=fake switchboard
+//
+// For the benchmarks it can also:
+//
+//   - -log FILE: append one line per request, "api bytes sha256-prefix
+//     prompt_tokens cached_tokens summary", so a run's prompt bytes can be
+//     summed and two runs' prompts compared byte for byte;
+//   - -cache: report prompt caching like a provider with a prefix cache: the
+//     request's stable prefix (system prompt and tool definitions) counts as
+//     cached tokens when the same prefix was seen before, as a cache write
+//     the first time (Anthropic: cache_read_input_tokens /
+//     cache_creation_input_tokens; OpenAI: prompt_tokens_details.cached_tokens);
+//   - answer summary requests (compaction) with a valid summary template,
+//     so compaction succeeds against the fake.
+//
+// Prompt tokens are reported as bytes/4, the fake's estimate.
 package main
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
+// summaryMarker is how the ContextManager's compaction request begins.
+const summaryMarker = "You are archiving the older part of a conversation"
+
+const summaryText = `## Archived Session Summary
+
+### Objectives & Status
+Benchmark conversation; the user sends numbered turns.
+
+### Technical Context
+None.
+
+### Completed Milestones
+Earlier turns answered.
+
+### Key Insights & Decisions
+None.
+
+### File System State
+No files.
+`
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18900", "listen address")
 	latency := flag.Duration("latency", 0, "delay before every answer")
+	logPath := flag.String("log", "", "append one line per request (api, bytes, body hash, reported tokens) to this file")
+	cache := flag.Bool("cache", false, "report the stable prefix (system + tools) as cached tokens when seen before")
 	flag.Parse()
 	s, err := llmtest.Listen(*addr)
 	if err != nil {
@@ -27,9 +72,78 @@ func main() {
 	if *latency > 0 {
 		s.SetLatency(*latency)
 	}
+	var logw *bufio.Writer
+	var logMu sync.Mutex
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakellm:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		logw = bufio.NewWriter(f)
+		defer logw.Flush()
+	}
+	seen := map[[32]byte]bool{}
+	var seenMu sync.Mutex
+	s.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		reply := llmtest.Echo(r)
+		summary := strings.Contains(string(r.Body), summaryMarker)
+		if summary {
+			reply = llmtest.Text(summaryText)
+		}
+		u := llmtest.Usage{PromptTokens: max(1, len(r.Body)/4), CompletionTokens: max(1, len(reply.Text)/4)}
+		if *cache {
+			prefix := stablePrefix(r)
+			key := sha256.Sum256(prefix)
+			seenMu.Lock()
+			hit := seen[key]
+			seen[key] = true
+			seenMu.Unlock()
+			if hit {
+				u.CachedTokens = min(len(prefix)/4, u.PromptTokens)
+			} else if r.API == llmtest.Anthropic {
+				u.CacheWriteTokens = min(len(prefix)/4, u.PromptTokens)
+			}
+		}
+		reply.Usage = u
+		if logw != nil {
+			h := sha256.Sum256(r.Body)
+			logMu.Lock()
+			fmt.Fprintf(logw, "%s %d %s %d %d %t\n", r.API, len(r.Body), hex.EncodeToString(h[:8]), u.PromptTokens, u.CachedTokens, summary)
+			logw.Flush()
+			logMu.Unlock()
+		}
+		return reply
+	})
 	fmt.Printf("fake model on %s (OpenAI base %s, Anthropic base %s), latency %s\n", s.URL, s.OpenAIBaseURL(), s.AnthropicBaseURL(), *latency)
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, os.Interrupt)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	<-c
 	s.Close()
+}
+
+// stablePrefix is the part of a request a provider's prefix cache keeps:
+// the system prompt and the tools (Anthropic: the "system" and "tools"
+// fields; OpenAI: the leading system messages and "tools").
+func stablePrefix(r llmtest.Request) []byte {
+	var b struct {
+		System   json.RawMessage   `json:"system"`
+		Tools    json.RawMessage   `json:"tools"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(r.Body, &b) != nil {
+		return nil
+	}
+	out := append(append([]byte{}, b.Tools...), b.System...)
+	for _, m := range b.Messages {
+		var role struct {
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(m, &role) != nil || (role.Role != "system" && role.Role != "developer") {
+			break
+		}
+		out = append(out, m...)
+	}
+	return out
 }

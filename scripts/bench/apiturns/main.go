@@ -1,0 +1,196 @@
+// Command apiturns measures whole agent turns through an OpenAI-compatible
+// /v1/chat/completions endpoint (Switchboard's channel api, or a peer's):
+// sequential turns (latency percentiles), then concurrent sessions (each its
+// own `user`, so its own timeline/session) for throughput. With -pid it
+// reads the server's CPU time (utime+stime of the process and its children
+// processes, from /proc) and RSS before and after each phase.
+//
+//	go run ./scripts/bench/apiturns -url http://127.0.0.1:18082 -token T -n 200 -sessions 8 -per 25 -pid 1234
+//
+// Output is one "name value" line per figure, for scripts to pick up.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard/switchboard/scripts/bench/internal/proc"
+)
+
+type headers []string
+
+func (h *headers) String() string     { return strings.Join(*h, ",") }
+func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
+
+func main() {
+	url := flag.String("url", "http://127.0.0.1:8080", "server root (…/v1/chat/completions is appended)")
+	token := flag.String("token", os.Getenv("SWITCHBOARD_TOKEN"), "bearer token")
+	model := flag.String("model", "switchboard", "model field")
+	user := flag.String("user", "bench", "user field prefix (sequential turns use <prefix>-seq; empty: no user field)")
+	n := flag.Int("n", 200, "sequential turns")
+	warm := flag.Int("warmup", 5, "sequential turns before measuring")
+	sessions := flag.Int("sessions", 8, "concurrent sessions")
+	per := flag.Int("per", 25, "turns per concurrent session")
+	pid := flag.Int("pid", 0, "server pid for CPU and RSS readings")
+	timeout := flag.Duration("timeout", 120*time.Second, "timeout of one turn")
+	prefix := flag.String("label", "", "prefix of every output name")
+	var hdr headers
+	flag.Var(&hdr, "header", "extra request header Name:Value (repeatable)")
+	flag.Parse()
+	c := &client{url: strings.TrimRight(*url, "/") + "/v1/chat/completions", token: *token, model: *model, hdr: hdr,
+		http: &http.Client{Timeout: *timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	out := func(name string, v any) { fmt.Printf("%s%s %v\n", *prefix, name, v) }
+	if err := run(c, *user, *n, *warm, *sessions, *per, *pid, out); err != nil {
+		fmt.Fprintln(os.Stderr, "apiturns:", err)
+		os.Exit(1)
+	}
+}
+
+type client struct {
+	url, token, model string
+	hdr               []string
+	http              *http.Client
+}
+
+// turn sends one message and waits for the whole answer.
+func (c *client) turn(user, text string) (time.Duration, error) {
+	body := map[string]any{"model": c.model, "messages": []map[string]string{{"role": "user", "content": text}}}
+	if user != "" {
+		body["user"] = user
+	}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest("POST", c.url, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	for _, h := range c.hdr {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	t0 := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	rb, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(t0)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("status %d: %.300s", resp.StatusCode, rb)
+	}
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(rb, &out); err != nil || len(out.Choices) == 0 || out.Choices[0].Message.Content == "" {
+		return 0, fmt.Errorf("no answer in %.300s", rb)
+	}
+	return d, nil
+}
+
+func run(c *client, user string, n, warm, sessions, per, pid int, out func(string, any)) error {
+	seqUser := ""
+	if user != "" {
+		seqUser = user + "-seq"
+	}
+	for i := 0; i < warm; i++ {
+		if _, err := c.turn(seqUser, fmt.Sprintf("warm-up %d", i)); err != nil {
+			return fmt.Errorf("warm-up turn %d: %w", i, err)
+		}
+	}
+	if pid != 0 {
+		out("rss_before_mib", fmt.Sprintf("%.1f", proc.RSSMiB(pid)))
+	}
+	cpu0 := proc.CPUSeconds(pid)
+	lat := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		d, err := c.turn(seqUser, fmt.Sprintf("turn %d: the quick brown fox jumps over the lazy dog", i))
+		if err != nil {
+			return fmt.Errorf("turn %d: %w", i, err)
+		}
+		lat = append(lat, d)
+	}
+	seqWall := time.Since(start)
+	cpu1 := proc.CPUSeconds(pid)
+	if n > 0 {
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		out("seq_turns", n)
+		out("seq_p50_ms", ms(pct(lat, 0.50)))
+		out("seq_p95_ms", ms(pct(lat, 0.95)))
+		out("seq_p99_ms", ms(pct(lat, 0.99)))
+		out("seq_max_ms", ms(lat[len(lat)-1]))
+		out("seq_turns_per_s", fmt.Sprintf("%.1f", float64(n)/seqWall.Seconds()))
+		if pid != 0 {
+			out("seq_cpu_ms_per_turn", fmt.Sprintf("%.2f", (cpu1-cpu0)*1000/float64(n)))
+		}
+	}
+	if sessions > 0 && per > 0 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var clat []time.Duration
+		var firstErr error
+		start := time.Now()
+		for s := 0; s < sessions; s++ {
+			wg.Add(1)
+			go func(s int) {
+				defer wg.Done()
+				u := ""
+				if user != "" {
+					u = fmt.Sprintf("%s-s%d", user, s)
+				}
+				for i := 0; i < per; i++ {
+					d, err := c.turn(u, fmt.Sprintf("session %d turn %d: the quick brown fox", s, i))
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = fmt.Errorf("session %d turn %d: %w", s, i, err)
+					}
+					clat = append(clat, d)
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}(s)
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		cpu2 := proc.CPUSeconds(pid)
+		if firstErr != nil {
+			return firstErr
+		}
+		sort.Slice(clat, func(i, j int) bool { return clat[i] < clat[j] })
+		total := sessions * per
+		out("conc_sessions", sessions)
+		out("conc_turns", total)
+		out("conc_turns_per_s", fmt.Sprintf("%.1f", float64(total)/wall.Seconds()))
+		out("conc_p50_ms", ms(pct(clat, 0.50)))
+		out("conc_p99_ms", ms(pct(clat, 0.99)))
+		if pid != 0 {
+			out("conc_cpu_ms_per_turn", fmt.Sprintf("%.2f", (cpu2-cpu1)*1000/float64(total)))
+		}
+	}
+	if pid != 0 {
+		out("rss_after_mib", fmt.Sprintf("%.1f", proc.RSSMiB(pid)))
+	}
+	return nil
+}
+
+func pct(l []time.Duration, q float64) time.Duration { return l[int(q*float64(len(l)-1))] }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }

@@ -1,0 +1,311 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// SummaryCursor is the summary cursor of one (timeline, scope) with its lag
+// (the messages of that scope after the cursor), as the debug page shows it.
+type SummaryCursor struct {
+	TimelineScope  string
+	Scope          string
+	UntilMessageID int64
+	SummaryText    string
+	LagMessages    int64
+	LagTokens      int64
+	UpdatedAt      time.Time
+}
+
+// DebugSource is what the owner's debug page reads: runs and their steps in
+// every scope (sub-agent steps included, which no prompt ever sees), summary
+// cursors and segments.
+type DebugSource interface {
+	// ListRuns lists runs newest first.
+	ListRuns(ctx context.Context, q services.RunQuery) ([]services.Run, error)
+	// GetRun returns one run; ENOTFOUND when absent.
+	GetRun(ctx context.Context, id int64) (services.Run, error)
+	// ListSteps returns a run's steps in order.
+	ListSteps(ctx context.Context, runID int64) ([]services.Step, error)
+	// SummaryCursors lists the cursors of a timeline (all when empty).
+	SummaryCursors(ctx context.Context, timelineScope string) ([]SummaryCursor, error)
+	// ListSegments returns the summary segments of (timeline, scope) after
+	// the last reset, oldest first.
+	ListSegments(ctx context.Context, timelineScope, scope string) ([]services.Segment, error)
+}
+
+var serverDebug sync.Map // *Server → DebugSource
+
+// SetDebug connects the debug page's data source; until it is set the
+// debug API answers 503.
+func (s *Server) SetDebug(src DebugSource) { serverDebug.Store(s, src) }
+
+func (s *Server) debugSource() (DebugSource, error) {
+	if v, ok := serverDebug.Load(s); ok {
+		return v.(DebugSource), nil
+	}
+	return nil, services.Errorf(services.EUNAVAILABLE, "the debug API is not configured on this server")
+}
+
+// registerDebugRoutes adds the owner's debug page and its JSON API.
+func (s *Server) registerDebugRoutes(e *echo.Echo, api *echo.Group) {
+	e.GET("/debug", s.handleDebugPage)
+	api.GET("/debug/flags", s.handleDebugFlags)
+	api.GET("/debug/runs", s.handleDebugRuns)
+	api.GET("/debug/runs/:id", s.handleDebugRun)
+	api.GET("/debug/summaries", s.handleDebugSummaries)
+	api.GET("/debug/segments", s.handleDebugSegments)
+}
+
+func (s *Server) handleDebugPage(c echo.Context) error {
+	if s.auth.check(c.Request()) == authNone {
+		return c.Redirect(http.StatusFound, "/login")
+	}
+	b, err := staticFS.ReadFile("static/debug.html")
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	c.Response().Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
+	return c.HTMLBlob(http.StatusOK, b)
+}
+
+// DebugRun is a run as the debug API shows it.
+type DebugRun struct {
+	ID                    int64      `json:"id"`
+	Timeline              string     `json:"timeline"`
+	ContextScope          string     `json:"context_scope"`
+	AgentID               string     `json:"agent_id,omitempty"`
+	ParentRunID           int64      `json:"parent_run_id,omitempty"`
+	TriggerMessageID      int64      `json:"trigger_message_id,omitempty"`
+	Source                string     `json:"source"`
+	Status                string     `json:"status"`
+	Model                 string     `json:"model"`
+	StartedAt             time.Time  `json:"started_at"`
+	FinishedAt            *time.Time `json:"finished_at,omitempty"`
+	HeartbeatAt           *time.Time `json:"heartbeat_at,omitempty"`
+	DurationMS            *int64     `json:"duration_ms,omitempty"`
+	Error                 string     `json:"error,omitempty"`
+	PromptTokenBudget     int        `json:"prompt_token_budget"`
+	EstimatedPromptTokens int        `json:"estimated_prompt_tokens"`
+	ModelContextWindow    int        `json:"model_context_window"`
+	PromptTokens          int        `json:"prompt_tokens"`
+	CompletionTokens      int        `json:"completion_tokens"`
+	CachedTokens          int        `json:"cached_tokens"`
+}
+
+func debugRun(r services.Run) DebugRun {
+	out := DebugRun{ID: r.ID, Timeline: r.TimelineScope, ContextScope: r.ContextScope, AgentID: r.AgentID,
+		ParentRunID: r.ParentRunID, TriggerMessageID: r.TriggerMessageID, Source: r.Source, Status: r.Status,
+		Model: r.Model, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, HeartbeatAt: r.HeartbeatAt, Error: r.Error,
+		PromptTokenBudget: r.PromptTokenBudget, EstimatedPromptTokens: r.EstimatedPromptTokens,
+		ModelContextWindow: r.ModelContextWindow, PromptTokens: r.PromptTokens,
+		CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens}
+	if r.FinishedAt != nil {
+		ms := r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+		out.DurationMS = &ms
+	}
+	return out
+}
+
+func debugRuns(rs []services.Run) []DebugRun {
+	out := make([]DebugRun, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, debugRun(r))
+	}
+	return out
+}
+
+// DebugStep is one recorded step; Payload is the step's JSON as stored.
+type DebugStep struct {
+	ID        int64           `json:"id"`
+	Index     int             `json:"index"`
+	Kind      string          `json:"kind"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// DebugRunDetail is GET /api/debug/runs/:id: the run, its parent and
+// children, its steps, and its prompt inspection (the payload of its
+// "prompt" step: layers, trims, warnings, prefix hash), null when none.
+type DebugRunDetail struct {
+	Run      DebugRun        `json:"run"`
+	Parent   *DebugRun       `json:"parent"`
+	Children []DebugRun      `json:"children"`
+	Steps    []DebugStep     `json:"steps"`
+	Prompt   json.RawMessage `json:"prompt"`
+}
+
+// promptStepKind is the step holding a run's prompt inspection.
+const promptStepKind = "prompt"
+
+func (s *Server) handleDebugFlags(c echo.Context) error {
+	flags := s.opts.Flags
+	if flags == nil {
+		flags = map[string]string{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"flags": flags, "owner_timeline": s.opts.OwnerTimeline})
+}
+
+func (s *Server) handleDebugRuns(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	q := services.RunQuery{
+		TimelineScope: c.QueryParam("timeline"),
+		ContextScope:  c.QueryParam("context_scope"),
+		Status:        c.QueryParam("status"),
+		Limit:         100,
+	}
+	if q.ParentRunID, err = debugQueryInt(c, "parent"); err != nil {
+		return err
+	}
+	if q.BeforeID, err = debugQueryInt(c, "before"); err != nil {
+		return err
+	}
+	if n, err := debugQueryInt(c, "limit"); err != nil {
+		return err
+	} else if n > 0 {
+		q.Limit = int(min(n, 500))
+	}
+	for name, v := range map[string]string{"timeline": q.TimelineScope, "context_scope": q.ContextScope, "status": q.Status} {
+		if len(v) > 200 {
+			return services.Errorf(services.EINVALID, "%s is over 200 characters", name)
+		}
+	}
+	runs, err := src.ListRuns(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"runs": debugRuns(runs)})
+}
+
+func (s *Server) handleDebugRun(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return services.Errorf(services.EINVALID, "run id must be a positive number, got %q", c.Param("id"))
+	}
+	ctx := c.Request().Context()
+	run, err := src.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := DebugRunDetail{Run: debugRun(run), Steps: []DebugStep{}, Prompt: json.RawMessage("null")}
+	if run.ParentRunID != 0 {
+		p, err := src.GetRun(ctx, run.ParentRunID)
+		if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+			return err
+		}
+		if err == nil {
+			pj := debugRun(p)
+			out.Parent = &pj
+		}
+	}
+	children, err := src.ListRuns(ctx, services.RunQuery{ParentRunID: run.ID, Limit: 500})
+	if err != nil {
+		return err
+	}
+	out.Children = debugRuns(children)
+	steps, err := src.ListSteps(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		payload := st.Payload
+		if len(payload) == 0 {
+			payload = json.RawMessage("{}")
+		}
+		out.Steps = append(out.Steps, DebugStep{ID: st.ID, Index: st.Index, Kind: st.Kind, Payload: payload, CreatedAt: st.CreatedAt})
+		if st.Kind == promptStepKind && string(out.Prompt) == "null" {
+			out.Prompt = payload
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// debugCursor is SummaryCursor in JSON.
+type debugCursor struct {
+	Timeline       string    `json:"timeline"`
+	Scope          string    `json:"scope"`
+	UntilMessageID int64     `json:"until_message_id"`
+	Summary        string    `json:"summary"`
+	LagMessages    int64     `json:"lag_messages"`
+	LagTokens      int64     `json:"lag_tokens"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func (s *Server) handleDebugSummaries(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	cursors, err := src.SummaryCursors(c.Request().Context(), c.QueryParam("timeline"))
+	if err != nil {
+		return err
+	}
+	out := make([]debugCursor, 0, len(cursors))
+	for _, sc := range cursors {
+		out = append(out, debugCursor{Timeline: sc.TimelineScope, Scope: sc.Scope, UntilMessageID: sc.UntilMessageID,
+			Summary: sc.SummaryText, LagMessages: sc.LagMessages, LagTokens: sc.LagTokens, UpdatedAt: sc.UpdatedAt})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"cursors": out})
+}
+
+// debugSegment is services.Segment in JSON.
+type debugSegment struct {
+	ID             int64     `json:"id"`
+	Kind           string    `json:"kind"`
+	FromMessageID  int64     `json:"from_message_id"`
+	UntilMessageID int64     `json:"until_message_id"`
+	Summary        string    `json:"summary"`
+	TokenCount     int       `json:"token_count"`
+	Focus          string    `json:"focus,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+func (s *Server) handleDebugSegments(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	tl, scope := c.QueryParam("timeline"), c.QueryParam("scope")
+	if tl == "" || scope == "" {
+		return services.Errorf(services.EINVALID, "timeline and scope are required")
+	}
+	segs, err := src.ListSegments(c.Request().Context(), tl, scope)
+	if err != nil {
+		return err
+	}
+	out := make([]debugSegment, 0, len(segs))
+	for _, sg := range segs {
+		out = append(out, debugSegment{ID: sg.ID, Kind: sg.Kind, FromMessageID: sg.FromMessageID, UntilMessageID: sg.UntilMessageID,
+			Summary: sg.SummaryText, TokenCount: sg.TokenCount, Focus: sg.Focus, CreatedAt: sg.CreatedAt})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"segments": out})
+}
+
+// debugQueryInt parses an optional non-negative integer query parameter.
+func debugQueryInt(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, services.Errorf(services.EINVALID, "%s must be a non-negative number, got %q", name, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,77 @@
+package web
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// RequestObserver hears about every answered request (Prometheus counters).
+type RequestObserver interface {
+	// ObserveRequest is called once per request with the matched route
+	// pattern ("" when none matched), never the raw path.
+	ObserveRequest(method, route string, status int, d time.Duration)
+}
+
+// Metrics is what SetMetrics mounts at GET /metrics.
+type Metrics struct {
+	// Handler serves the exposition (promhttp); nil answers 404.
+	Handler http.Handler
+	// ScrapeTokenHash is the SHA-256 of METRICS_TOKEN: a scraper sending it
+	// as a bearer token may read /metrics (and nothing else). Empty: only
+	// the owner's credentials are accepted.
+	ScrapeTokenHash []byte
+	// Requests counts requests; nil counts none.
+	Requests RequestObserver
+}
+
+var serverMetrics sync.Map // *Server → Metrics
+
+// SetMetrics mounts the metrics handler and request observer.
+func (s *Server) SetMetrics(m Metrics) { serverMetrics.Store(s, m) }
+
+func (s *Server) metrics() Metrics {
+	if v, ok := serverMetrics.Load(s); ok {
+		return v.(Metrics)
+	}
+	return Metrics{}
+}
+
+// registerMetricsRoutes adds GET /metrics. It needs the owner's credentials
+// or the scrape token; it is never public, since counts by channel and the
+// queue depth tell a stranger when the owner is active.
+func (s *Server) registerMetricsRoutes(e *echo.Echo) {
+	e.GET("/metrics", s.handleMetrics)
+}
+
+func (s *Server) handleMetrics(c echo.Context) error {
+	m := s.metrics()
+	r := c.Request()
+	if s.auth.check(r) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
+		return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})
+	}
+	if m.Handler == nil {
+		return echo.ErrNotFound
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	m.Handler.ServeHTTP(c.Response(), r)
+	return nil
+}
+
+func scrapeTokenOK(r *http.Request, hash []byte) bool {
+	if len(hash) != sha256.Size {
+		return false
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok = strings.TrimSpace(tok)
+	if !ok || tok == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], hash) == 1
+}
