@@ -1,0 +1,142 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+// scriptedModel answers the flag-matrix conversation deterministically and
+// records the main agent's request bodies (summary calls apart).
+type scriptedModel struct {
+	mu    sync.Mutex
+	mains []string
+}
+
+func (s *scriptedModel) reply(r llmtest.Request) llmtest.Reply {
+	body := string(r.Body)
+	if isSummaryCall(r) {
+		marker := "GLOBAL-SUMMARY"
+		if strings.Contains(body, "Tool result:") {
+			marker = "MAIN-SUMMARY"
+		}
+		return llmtest.Text(validSummary + "\nScope marker: " + marker)
+	}
+	s.mu.Lock()
+	s.mains = append(s.mains, body)
+	s.mu.Unlock()
+	if r.LastIsToolResult {
+		return llmtest.Text("saved it")
+	}
+	var n int
+	fmt.Sscanf(r.LastMessage, "turn %d", &n)
+	if n%3 == 1 {
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: fmt.Sprintf("call-turn-%d", n), Name: "write_file",
+			Arguments: fmt.Sprintf(`{"path":"t%d.txt","content":"x"}`, n)}}}
+	}
+	return llmtest.Text(fmt.Sprintf("answer to turn %d", n))
+}
+
+func (s *scriptedModel) bodies() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.mains...)
+}
+
+// converse sends turns from..to (with /compact after turn 6) and waits for
+// each answer.
+func converse(t *testing.T, b *bundle, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		before, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
+		b.say(t, fmt.Sprintf("turn %d: tell me something", i))
+		b.waitVisible(t, len(before.Messages)+2)
+		if i == 6 {
+			b.say(t, "/compact")
+			b.waitVisible(t, len(before.Messages)+4)
+		}
+	}
+}
+
+func TestFlagMatrix(t *testing.T) {
+	t.Parallel()
+	legacy := agent.Flags{SubAgents: true}
+	dual := agent.Flags{ScopedWrite: true, SubAgents: true}
+	scoped := agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
+	run := func(flags agent.Flags) (*bundle, *scriptedModel) {
+		sm := &scriptedModel{}
+		b := setup(t, setupOpts{flags: flags, keepTurns: 2})
+		b.model.SetDefault(sm.reply)
+		converse(t, b, 1, 9)
+		return b, sm
+	}
+	bLegacy, mLegacy := run(legacy)
+	bDual, mDual := run(dual)
+
+	// 0/0 and 1/0 send byte-identical prompts.
+	l, d := mLegacy.bodies(), mDual.bodies()
+	if len(l) != len(d) {
+		t.Fatalf("0/0 made %d main calls, 1/0 made %d", len(l), len(d))
+	}
+	// File times in tool results are the only thing that may differ.
+	mtime := regexp.MustCompile(`mtime\\?":\\?"[^"\\]*`)
+	for i := range l {
+		l[i], d[i] = mtime.ReplaceAllString(l[i], "mtime"), mtime.ReplaceAllString(d[i], "mtime")
+		if l[i] != d[i] {
+			t.Fatalf("prompt %d differs between 0/0 and 1/0:\n%s\n---\n%s", i, l[i], d[i])
+		}
+	}
+	ctx := context.Background()
+	// 1/0 wrote summaries for global and main, with independent cursors;
+	// 0/0 only for global.
+	if _, err := bLegacy.store.GetSummary(ctx, "global", "main"); !services.IsKind(err, services.ENOTFOUND) {
+		t.Fatalf("0/0 wrote a main summary: %v", err)
+	}
+	g, err1 := bDual.store.GetSummary(ctx, "global", "global")
+	m, err2 := bDual.store.GetSummary(ctx, "global", "main")
+	if err1 != nil || err2 != nil || !strings.Contains(g.SummaryText, "GLOBAL-SUMMARY") || !strings.Contains(m.SummaryText, "MAIN-SUMMARY") {
+		t.Fatalf("1/0 summaries: %v %v %q %q", err1, err2, g.SummaryText, m.SummaryText)
+	}
+
+	// 1/1, then roll back to 1/0 mid-conversation on the same database.
+	pool, _ := dbtest.Schema(t)
+	sm := &scriptedModel{}
+	model := llmtest.NewServer(t)
+	model.SetDefault(sm.reply)
+	b1 := setupOn(t, pool, model, setupOpts{flags: scoped, keepTurns: 2})
+	converse(t, b1, 1, 8)
+	mains := sm.bodies()
+	if !strings.Contains(mains[len(mains)-1], "MAIN-SUMMARY") {
+		t.Fatal("under 1/1 the main prompt must read the main summary")
+	}
+	b1.queue.Stop(ctx)
+	b2 := setupOn(t, pool, model, setupOpts{flags: dual, keepTurns: 2})
+	converse(t, b2, 9, 10)
+	mains = sm.bodies()
+	last := mains[len(mains)-1]
+	if !strings.Contains(last, "GLOBAL-SUMMARY") || strings.Contains(last, "MAIN-SUMMARY") {
+		t.Fatalf("after rollback the main prompt must come from the global summary: %s", last)
+	}
+	// Nothing was lost: every question and answer of both phases is stored.
+	page, _ := b2.chat.Timeline(ctx, "global", 0, 0, 500)
+	var questions, answers int
+	for _, msg := range page.Messages {
+		if strings.HasPrefix(msg.Content, "turn ") {
+			questions++
+		}
+		if msg.Role == "assistant" && msg.Source == "agent" {
+			answers++
+		}
+	}
+	if questions != 10 || answers != 10 {
+		t.Fatalf("after rollback: %d questions, %d answers stored, want 10 and 10", questions, answers)
+	}
+}
