@@ -53,6 +53,11 @@ func newInstanceOnPool(t testing.TB, pool *pgxpool.Pool) *instance {
 // newInstanceWithModel is an instance whose agent answers with the fake
 // model (nil: no agent).
 func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server) *instance {
+	return newInstanceWithAgent(t, pool, model, agent.Flags{})
+}
+
+// newInstanceWithAgent is newInstanceWithModel with rollout flags.
+func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, flags agent.Flags) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
@@ -71,7 +76,7 @@ func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 		if err != nil {
 			t.Fatal(err)
 		}
-		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil),
+		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil), Flags: flags,
 			Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000}), ContextStore: store})
 		inspector = ag
 		q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 
 	"github.com/switchboard/switchboard/services/chat"
@@ -151,8 +152,10 @@ func TestStreamedAnswerInBrowser(t *testing.T) {
 	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
 		shoot(t, ctx, "chat-streaming.png", 1000, 560)
 	}
-	if err := waitForText(ctx, full); err != nil {
-		t.Fatal(err)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		fmt.Sprintf(`[...document.querySelectorAll("li.msg:not(.streaming) .body")].some(e => e.textContent === %q)`, full),
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatal("the stored answer never arrived:", err)
 	}
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("li.msg.streaming").length`))
 	if err != nil || n != 0 {
@@ -162,5 +165,50 @@ func TestStreamedAnswerInBrowser(t *testing.T) {
 	cnt, _ := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`[...document.querySelectorAll("li.msg .body")].filter(e => e.textContent === %q).length`, full)))
 	if cnt != 1 {
 		t.Fatalf("answer shown %d times", cnt)
+	}
+}
+
+// TestHandoffMarkerOnThePage: a sub-agent's handoff shows as one compact
+// marker line between the question and the answer.
+func TestHandoffMarkerOnThePage(t *testing.T) {
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case strings.Contains(string(r.Body), "You are a sub-agent"):
+			return llmtest.Text("Found three sources.\nDetails follow.")
+		case r.LastIsToolResult:
+			return llmtest.Text("Here is what the researcher found.")
+		}
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "delegate", Arguments: `{"task":"find sources"}`}}}
+	})
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithAgent(t, pool, model, agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true})
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(in.URL+"/login?token="+testToken),
+		chromedp.WaitVisible(".conn.online"),
+		chromedp.SendKeys("#input", "research this"),
+		chromedp.Click("#send"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`[...document.querySelectorAll("li.msg:not(.streaming) .body")].some(e => e.textContent === "Here is what the researcher found.")`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatal("the stored answer never replaced the stream:", err)
+	}
+	marker, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const e = document.querySelector("li.handoff"); return e ? e.textContent : null })()`,
+		chromedp.WithPollingTimeout(5*time.Second)))
+	if err != nil || marker != "⇄ sub-agent finished (ok): Found three sources." {
+		t.Fatalf("marker: %q %v", marker, err)
+	}
+	order, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#timeline > li")].map(e => e.className)`))
+	if strings.Join(order, ",") != "msg user,handoff,msg assistant" {
+		dump, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("timeline").outerHTML`))
+		t.Fatalf("order on the page: %v\n%s", order, dump)
+	}
+	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+		shoot(t, ctx, "chat-handoff.png", 1000, 420)
 	}
 }

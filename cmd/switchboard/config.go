@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard/switchboard/services/agent"
 )
 
 // Config is every setting of the service, parsed once from the environment
@@ -40,6 +43,11 @@ type Config struct {
 
 	ContextKeepTurns int
 	ContextCompactAt float64
+
+	AgentProfiles       map[string]agent.Profile
+	SubAgentConcurrency int
+	SubAgentDepth       int
+	SubAgentTimeout     time.Duration
 
 	AgentMaxSteps   int
 	AgentRunTimeout time.Duration
@@ -177,6 +185,29 @@ func envTable() []envVar {
 				c.ContextCompactAt = f
 				return nil
 			}},
+		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}. Empty: one general sub-agent.`,
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				dec := json.NewDecoder(strings.NewReader(v))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&c.AgentProfiles); err != nil {
+					return fmt.Errorf("want a JSON object of profiles {\"name\":{\"system\":…,\"tools\":[…],\"model\":…}}: %v", err)
+				}
+				for id := range c.AgentProfiles {
+					if id == "" || strings.ContainsAny(id, ": ") {
+						return fmt.Errorf("profile name %q: use letters, digits, - or _", id)
+					}
+				}
+				return nil
+			}},
+		{Name: "AGENT_SUBAGENT_CONCURRENCY", Default: "4", Help: "Sub-agent runs one run may have at once.",
+			set: func(c *Config, v string) (err error) { c.SubAgentConcurrency, err = parseIntRange(v, 1, 64); return }},
+		{Name: "AGENT_SUBAGENT_DEPTH", Default: "1", Help: "Delegation depth: 1 lets the main agent delegate, 2 lets its sub-agents delegate too.",
+			set: func(c *Config, v string) (err error) { c.SubAgentDepth, err = parseIntRange(v, 1, 5); return }},
+		{Name: "AGENT_SUBAGENT_TIMEOUT", Default: "3m", Help: "Time one sub-agent run may take before it hands back a timeout.",
+			set: func(c *Config, v string) (err error) { c.SubAgentTimeout, err = parseDuration(v); return }},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",

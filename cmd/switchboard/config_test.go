@@ -56,11 +56,12 @@ func TestLoadConfigErrorsNameEveryVariable(t *testing.T) {
 		"LOCAL_PG_PORT":      "99999",
 		"WEB_AUTH_TOKEN":     "s3cr3tval",
 		"LLM_TIMEOUT":        "-3s",
+		"AGENT_PROFILES":     `{"researcher": {"sytem": "typo"}}`,
 	}))
 	if err == nil {
 		t.Fatal("want error")
 	}
-	for _, name := range []string{"HTTP_ADDR", "LLM_PROVIDER", "LLM_CONTEXT_WINDOW", "LOCAL_PG_PORT", "WEB_AUTH_TOKEN", "LLM_TIMEOUT"} {
+	for _, name := range []string{"HTTP_ADDR", "LLM_PROVIDER", "LLM_CONTEXT_WINDOW", "LOCAL_PG_PORT", "WEB_AUTH_TOKEN", "LLM_TIMEOUT", "AGENT_PROFILES"} {
 		if !strings.Contains(err.Error(), name+":") {
 			t.Errorf("error does not name %s:\n%v", name, err)
 		}
@@ -80,5 +81,16 @@ func TestEveryEnvVarDocumented(t *testing.T) {
 		if !strings.Contains(string(readme), "| `"+v.Name+"` |") {
 			t.Errorf("README.md env table lacks %s", v.Name)
 		}
+	}
+}
+
+func TestAgentProfiles(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"AGENT_PROFILES": `{"researcher":{"system":"Find facts.","tools":["search"],"model":"small"}}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.AgentProfiles["researcher"]
+	if p.SystemPrompt != "Find facts." || len(p.Tools) != 1 || p.Model != "small" {
+		t.Fatalf("profile: %+v", p)
 	}
 }

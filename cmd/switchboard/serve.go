@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		return err
 	}
 	defer stopDB()
-	pool, err := repository.Open(ctx, url)
+	pool, err := repository.Open(ctx, withPoolSize(url, servePoolSize(cfg.AgentWorkers)))
 	if err != nil {
 		return err
 	}
@@ -90,6 +91,18 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: cfg.ContextKeepTurns,
 			Trigger: cfg.ContextCompactAt, ScopedWrite: cfg.ScopedWrite, OnResult: meter.CompactionObserved},
 	})
+	// Profiles with a model of their own get a provider of their own (same
+	// server and key).
+	profiles := map[string]agent.Profile{}
+	for id, p := range cfg.AgentProfiles {
+		if p.Model != "" && p.Model != cfg.LLMModel {
+			if p.LLM, err = llm.New(llm.Config{Provider: cfg.LLMProvider, BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: p.Model,
+				ContextWindow: cfg.LLMContextWindow, Timeout: cfg.LLMTimeout, MaxRetries: retries(cfg.LLMMaxRetries)}); err != nil {
+				return fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
+			}
+		}
+		profiles[id] = p
+	}
 	tg := &telegramLink{}
 	chatSvc := chat.New(chat.Options{
 		Routers:     tg.Routers(cfg),
@@ -228,6 +241,29 @@ func flagMap(cfg *Config) map[string]string {
 		"AGENT_SUBAGENTS":            b(cfg.SubAgents),
 		"mode":                       cfg.FlagMode(),
 	}
+}
+
+// servePoolSize is the connection pool serve needs: each agent worker holds
+// one connection for its timeline's run lock while the run's queries use
+// another, plus the queue, the LISTEN connection and web requests. pgxpool's
+// default (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a
+// 2-core machine: every connection holds a lock and waits for a second one.
+func servePoolSize(workers int) int { return 2*workers + 10 }
+
+// withPoolSize sets pool_max_conns on a DATABASE_URL (URL or key=value form)
+// unless the operator set it.
+func withPoolSize(dsn string, n int) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + "pool_max_conns=" + strconv.Itoa(n)
+	}
+	return strings.TrimSpace(dsn) + " pool_max_conns=" + strconv.Itoa(n)
 }
 
 // retries maps LLM_MAX_RETRIES (0 = none) to llm.Config (0 = default, <0 = none).

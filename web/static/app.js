@@ -20,6 +20,15 @@
   }
 
   function render(m) {
+    if (m.metadata && m.metadata.kind === "handoff") {
+      // A sub-agent's handoff: one compact marker line.
+      const li = document.createElement("li");
+      li.className = "handoff";
+      li.dataset.id = m.id;
+      li.dataset.source = m.source;
+      li.textContent = "⇄ " + m.content;
+      return li;
+    }
     const li = document.createElement("li");
     li.className = "msg " + m.role;
     li.dataset.id = m.id;
