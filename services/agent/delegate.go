@@ -294,6 +294,12 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 		return err
 	}
 	s.opts.Chat.Announce(ctx, msg, created, marker)
+	if done, err := s.opts.Store.GetRun(ctx, child.ID); err == nil {
+		trigger := services.Message{ID: parent.TriggerMessageID, TimelineScope: parent.TimelineScope}
+		for _, o := range s.opts.Observers {
+			o.RunFinished(ctx, done, trigger)
+		}
+	}
 	return nil
 }
 
