@@ -45,6 +45,37 @@ type setupOpts struct {
 	limits     agent.SubAgentLimits
 }
 
+// setupBench is setup for benchmarks.
+func setupBench(b *testing.B, flags agent.Flags) *bundle {
+	pool, _ := dbtest.Schema(b)
+	return setupOn(b, pool, nil, setupOpts{flags: flags, window: 128000})
+}
+
+func (b *bundle) sayB(tb testing.TB, text string) {
+	if _, _, err := b.chat.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: text}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// waitAnswers waits until n answers from the agent are stored.
+func (b *bundle) waitAnswers(tb testing.TB, n int) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		page, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
+		c := 0
+		for _, m := range page.Messages {
+			if m.Role == "assistant" && m.Source == "agent" && !strings.Contains(string(m.Metadata), "handoff") {
+				c++
+			}
+		}
+		if c >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("fewer than %d answers", n)
+}
+
 func setup(t *testing.T, o setupOpts) *bundle {
 	t.Helper()
 	pool, _ := dbtest.Schema(t)
@@ -53,7 +84,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 
 // setupOn builds a runtime on an existing schema (flag changes mid-
 // conversation), with the given fake model or a new one.
-func setupOn(t *testing.T, pool *pgxpool.Pool, model *llmtest.Server, o setupOpts) *bundle {
+func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpts) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
