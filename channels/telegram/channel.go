@@ -128,6 +128,9 @@ type Options struct {
 	Logger *slog.Logger
 	// LogContent allows message text in logs (LOG_CONTENT).
 	LogContent bool
+	// SendError, when set, counts a failed send by code ("429", "403",
+	// "400", "404", "network") for the metrics.
+	SendError func(code string)
 
 	// PollTimeout is the long-poll timeout of getUpdates (default 25s).
 	PollTimeout time.Duration

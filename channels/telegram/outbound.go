@@ -99,6 +99,9 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 		}
 		m, err := b.api.SendMessage(ctx, params)
+		if err != nil {
+			b.countSendError(err)
+		}
 		var tooMany *bot.TooManyRequestsError
 		switch {
 		case errors.As(err, &tooMany):
@@ -115,6 +118,26 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		replyTo = 0
 	}
 	return nil
+}
+
+// countSendError reports a failed send to the metrics by code.
+func (b *Bot) countSendError(err error) {
+	if b.opts.SendError == nil {
+		return
+	}
+	var tooMany *bot.TooManyRequestsError
+	code := "network"
+	switch {
+	case errors.As(err, &tooMany):
+		code = "429"
+	case errors.Is(err, bot.ErrorForbidden):
+		code = "403"
+	case errors.Is(err, bot.ErrorBadRequest):
+		code = "400"
+	case errors.Is(err, bot.ErrorNotFound):
+		code = "404"
+	}
+	b.opts.SendError(code)
 }
 
 // pairingAlphabet leaves out look-alikes (0/O, 1/I/L).

@@ -64,10 +64,11 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	}
 	publisher := events.Fanout{Hub: hub, Remote: notifier}
 
-	tokenizer, warn := contextmgr.NewTokenizer(cfg.LLMModel)
-	if warn != nil {
+	// The encoding loads with the first message, not at start: it is most
+	// of the idle heap and of the start time (docs/BENCHMARKS.md).
+	tokenizer := contextmgr.NewLazyTokenizer(cfg.LLMModel, func(warn error) {
 		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
-	}
+	})
 	provider, err := llm.New(llm.Config{
 		Provider: cfg.LLMProvider, BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel,
 		ContextWindow: cfg.LLMContextWindow, Timeout: cfg.LLMTimeout, MaxRetries: retries(cfg.LLMMaxRetries),
@@ -176,7 +177,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	srv.SetDebug(debugSource{store})
 	// Telegram registers its outbound handler and webhook before the queue
 	// starts working deliveries.
-	stopTelegram, err := startTelegram(ctx, cfg, telegramDeps{Pool: pool, Chat: chatSvc, Queue: jobs, Web: srv, Link: tg, Logger: log})
+	stopTelegram, err := startTelegram(ctx, cfg, telegramDeps{Pool: pool, Chat: chatSvc, Queue: jobs, Web: srv, Link: tg, Logger: log, SendError: meter.TelegramSendError})
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,8 @@ type telegramDeps struct {
 	Logger *slog.Logger
 	// HTTPClient makes the Bot API calls (tests); nil: a default client.
 	HTTPClient *http.Client
+	// SendError counts failed sends by code (metrics); optional.
+	SendError func(code string)
 	// PollIdle, LeaderRetry: polling timings (tests); zero: the defaults.
 	PollIdle    time.Duration
 	LeaderRetry time.Duration
@@ -74,6 +76,7 @@ func startTelegram(ctx context.Context, cfg *Config, deps telegramDeps) (stop fu
 		Queue:       deps.Queue,
 		Logger:      log,
 		LogContent:  cfg.LogContent,
+		SendError:   deps.SendError,
 		PollIdle:    deps.PollIdle,
 		LeaderRetry: deps.LeaderRetry,
 	})
