@@ -1,0 +1,32 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestWithPoolSize(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u@h:5432/db", "postgres://u@h:5432/db?pool_max_conns=42"},
+		{"postgresql://u@h/db?sslmode=disable", "postgresql://u@h/db?sslmode=disable&pool_max_conns=42"},
+		{"host=h dbname=db", "host=h dbname=db pool_max_conns=42"},
+		{"postgres://u@h/db?pool_max_conns=7", "postgres://u@h/db?pool_max_conns=7"},
+	} {
+		got := withPoolSize(c.in, 42)
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+		cfg, err := pgxpool.ParseConfig(got)
+		if err != nil {
+			t.Fatalf("%q: %v", got, err)
+		}
+		if want := int32(42); c.in != "postgres://u@h/db?pool_max_conns=7" && cfg.MaxConns != want {
+			t.Errorf("%q: MaxConns %d", got, cfg.MaxConns)
+		}
+	}
+	if n := servePoolSize(16); n < 2*16 {
+		t.Fatalf("pool of %d for 16 workers: each needs two connections", n)
+	}
+}

@@ -1,0 +1,36 @@
+package contextmgr_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/switchboard/switchboard/services/contextmgr"
+)
+
+// BenchmarkTokenizerMemory reports the heap a loaded tiktoken encoding
+// keeps (the largest part of the server's idle memory), and the cost of
+// counting a typical message once loaded. Run on purpose:
+//
+//	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/contextmgr/
+func BenchmarkTokenizerMemory(b *testing.B) {
+	for _, model := range []string{"gpt-4o-mini", "claude-sonnet-4-5"} {
+		b.Run(contextmgr.EncodingForModel(model), func(b *testing.B) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			tk, err := contextmgr.NewTokenizer(model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tk.Count("warm up")
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk.Count("turn 12: the quick brown fox jumps over the lazy dog")
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "heap-MiB")
+		})
+	}
+}
