@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/localpg"
 )
 
@@ -44,4 +47,32 @@ func resolveDatabase(ctx context.Context, cfg *Config, log *slog.Logger) (url st
 	}
 	log.Info("private PostgreSQL cluster running", "data_dir", dir, "database_url", url)
 	return url, stop, nil
+}
+
+// openDatabase resolves the database (see resolveDatabase), opens a pool and,
+// with migrate, applies pending migrations. close releases everything.
+func openDatabase(ctx context.Context, cfg *Config, log *slog.Logger, migrate bool) (pool *pgxpool.Pool, close func(), err error) {
+	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err = repository.Open(ctx, url)
+	if err != nil {
+		stopDB()
+		return nil, nil, err
+	}
+	close = func() { pool.Close(); stopDB() }
+	if migrate {
+		m, err := repository.NewMigrator(pool)
+		if err != nil {
+			close()
+			return nil, nil, err
+		}
+		defer m.Close()
+		if _, err := m.Up(ctx); err != nil {
+			close()
+			return nil, nil, err
+		}
+	}
+	return pool, close, nil
 }

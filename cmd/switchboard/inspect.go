@@ -58,16 +58,11 @@ func runInspect(ctx context.Context, cfg *Config, log *slog.Logger, args []strin
 		}
 		return nil
 	}
-	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	pool, closeDB, err := openDatabase(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-	pool, err := repository.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeDB()
 	store := repository.New(pool)
 	var results []repository.InspectResult
 	for _, q := range selected {

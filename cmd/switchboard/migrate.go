@@ -13,16 +13,11 @@ func runMigrate(ctx context.Context, cfg *Config, log *slog.Logger, args []strin
 	if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
 		return fmt.Errorf("migrate needs one of up, down, status")
 	}
-	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	pool, closeDB, err := openDatabase(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-	pool, err := repository.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeDB()
 	m, err := repository.NewMigrator(pool)
 	if err != nil {
 		return err

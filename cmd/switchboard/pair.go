@@ -17,24 +17,11 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 		(args[0] != "approve" && args[0] != "list") {
 		return fmt.Errorf("pair needs: list | approve CODE")
 	}
-	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	pool, closeDB, err := openDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-	pool, err := repository.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	m, err := repository.NewMigrator(pool)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
-		return err
-	}
+	defer closeDB()
 	pairings := webPairings{repository.NewTelegramStore(pool)}
 	if args[0] == "approve" {
 		p, err := pairings.ApprovePairing(ctx, args[1])

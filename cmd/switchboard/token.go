@@ -20,24 +20,11 @@ func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string,
 	if cfg.WebAuthToken != "" {
 		return fmt.Errorf("WEB_AUTH_TOKEN is set, so the token is the one in the environment; change it there")
 	}
-	url, stopDB, err := resolveDatabase(ctx, cfg, log)
+	pool, closeDB, err := openDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-	pool, err := repository.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	m, err := repository.NewMigrator(pool)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
-		return err
-	}
+	defer closeDB()
 	tok := web.NewToken()
 	if err := repository.New(pool).ReplaceOwnerTokenHash(ctx, web.HashToken(tok)); err != nil {
 		return err
