@@ -89,6 +89,13 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	contextMgr := contextmgr.New(contextmgr.Options{
 		Store: store, Context: store, Workspace: workspaces, Tokenizer: tokenizer,
 		Window: provider.ContextWindow(), ScopedRead: cfg.ScopedRead, Logger: log,
+		HistoryRule: func(name string) (contextmgr.CompressionRule, bool) {
+			t, ok := registry.Get(name)
+			if !ok {
+				return contextmgr.CompressionRule{}, false
+			}
+			return contextmgr.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields}, true
+		},
 		Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: cfg.ContextKeepTurns,
 			Trigger: cfg.ContextCompactAt, ScopedWrite: cfg.ScopedWrite, OnResult: meter.CompactionObserved},
 	})

@@ -165,7 +165,7 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 		res.Skipped = "no whole turns can be summarised without splitting one"
 		return res, nil
 	}
-	transcript := renderTranscript(turns[:n])
+	transcript := renderTranscript(turns[:n], m.historyRule)
 	cctx, cancel := context.WithTimeout(ctx, m.opts.Compaction.Timeout)
 	defer cancel()
 	resp, err := m.opts.Compaction.Provider.Complete(cctx, llm.Request{
@@ -251,10 +251,10 @@ func minID(ts []turn) int64 {
 
 // renderTranscript writes turns as plain text for the summary call; tool
 // results in their compressed history form.
-func renderTranscript(ts []turn) string {
+func renderTranscript(ts []turn, rule func(string) CompressionRule) string {
 	var b strings.Builder
 	for _, t := range ts {
-		for _, msg := range t.render(false) {
+		for _, msg := range t.render(false, rule) {
 			switch msg.Role {
 			case llm.RoleUser:
 				b.WriteString("User: ")

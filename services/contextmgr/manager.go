@@ -50,6 +50,9 @@ type Options struct {
 	MaxConcurrentBuilds int
 	// Compaction settings; see compact.go.
 	Compaction CompactionOptions
+	// HistoryRule returns a tool's rule for keeping its results in history
+	// (the tool registry's); tools without one get DefaultCompressionRule.
+	HistoryRule func(toolName string) (CompressionRule, bool)
 	Logger     *slog.Logger
 }
 
@@ -315,7 +318,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: b.String()}, llm.Message{Role: llm.RoleAssistant, Content: "Understood."})
 	}
 	for i, t := range turns {
-		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1)
+		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1, m.historyRule)
 		if p.TriggerID != 0 && i == len(turns)-1 {
 			// The current input carries its @path reminder and the todo recap.
 			last := &rendered[0]
@@ -388,9 +391,19 @@ type turn struct {
 	tokens int
 }
 
+// historyRule is the rule a tool's past results are compressed with.
+func (m *Manager) historyRule(tool string) CompressionRule {
+	if m.opts.HistoryRule != nil {
+		if r, ok := m.opts.HistoryRule(tool); ok {
+			return r
+		}
+	}
+	return DefaultCompressionRule(tool)
+}
+
 // render turns stored rows into provider messages. Tool results of past
-// turns are kept in their compressed history form.
-func (t turn) render(current bool) []llm.Message {
+// turns are kept in their compressed history form, by their tool's rule.
+func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm.Message {
 	var out []llm.Message
 	for _, m := range t.msgs {
 		switch m.Role {
@@ -405,7 +418,7 @@ func (t turn) render(current bool) []llm.Message {
 			_ = json.Unmarshal(m.Metadata, &meta)
 			content := m.Content
 			if !current {
-				content = Compress(meta.ToolName, content, DefaultCompressionRule(meta.ToolName))
+				content = Compress(meta.ToolName, content, rule(meta.ToolName))
 			}
 			out = append(out, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: meta.ToolCallID, IsError: meta.IsError})
 		}

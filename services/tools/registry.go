@@ -81,11 +81,11 @@ type Result struct {
 }
 
 // HistoryRule describes how a tool's result is kept in conversation history
-// once it is no longer the newest turn; see Compact.
+// once it is no longer the newest turn. The ContextManager applies it
+// (contextmgr.Compress): status and errors kept, bulky fields dropped, the
+// rest cut to MaxChars.
 type HistoryRule struct {
-	// MaxChars caps each kept string value and each kept array (by the
-	// length of its JSON form) of a JSON object result, or the whole content
-	// when it is not a JSON object. 0 means no cap.
+	// MaxChars bounds the history form of a result (bytes). 0: the default.
 	MaxChars int
 	// KeepFields, when not empty, lists the only top-level fields kept.
 	KeepFields []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/services/contextmgr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,7 +313,7 @@ func TestSearch(t *testing.T) {
 	// History keeps the first hits only.
 	rule, _ := reg.Get("search")
 	res := call(t, reg, "global", "search", map[string]any{"query": "x", "max_results": 200})
-	if h := rule.History.Compact(res); len(h) > 2*rule.History.MaxChars {
+	if h := historyForm(rule, res); len(h) > 2*rule.History.MaxChars+contextmgr.CompressSlack {
 		t.Fatalf("history form is %d chars", len(h))
 	}
 }
@@ -324,12 +325,18 @@ func TestReadFileHistoryRule(t *testing.T) {
 	res := call(t, reg, "global", "read_file", map[string]any{"path": "long.txt"})
 	tool, _ := reg.Get("read_file")
 	var h map[string]any
-	if err := json.Unmarshal([]byte(tool.History.Compact(res)), &h); err != nil {
+	if err := json.Unmarshal([]byte(historyForm(tool, res)), &h); err != nil {
 		t.Fatal(err)
 	}
 	if h["path"] != "long.txt" || h["mtime"] == nil || len(h["content"].(string)) > 1100 {
 		t.Fatalf("history form %v", h)
 	}
+}
+
+// historyForm is how the ContextManager keeps a result of tool in history.
+func historyForm(tool Tool, res Result) string {
+	return contextmgr.Compress(tool.Name, res.Content, contextmgr.CompressionRule{
+		MaxChars: tool.History.MaxChars, KeepFields: tool.History.KeepFields, DropFields: tool.History.DropFields})
 }
 
 func TestToolsConcurrentUse(t *testing.T) {
