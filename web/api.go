@@ -57,9 +57,13 @@ func decodeJSON(r *http.Request, v any) error {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		var tooBig *http.MaxBytesError
+		var he *echo.HTTPError
 		switch {
 		case errors.As(err, &tooBig):
 			return services.Errorf(services.ETOOLARGE, "request body is over %d bytes", tooBig.Limit)
+		case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
+			// echo's body limit on a chunked body reports itself this way.
+			return services.Errorf(services.ETOOLARGE, "request body is over %d bytes", MaxBodyBytes)
 		case errors.Is(err, io.EOF):
 			return services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
 		case errors.As(err, &syn):

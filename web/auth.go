@@ -1,16 +1,15 @@
 package web
 
 import (
-	"crypto/hmac"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,13 +33,25 @@ func NewToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// SessionStore keeps the owner's browser sessions by the SHA-256 of their
+// random id: a copy of the store cannot be turned into a cookie.
+type SessionStore interface {
+	// CreateSession stores a session until expires.
+	CreateSession(ctx context.Context, idHash []byte, expires time.Time) error
+	// SessionValid reports whether an unexpired session has this hash.
+	SessionValid(ctx context.Context, idHash []byte) (bool, error)
+	// DeleteSession ends a session (logout).
+	DeleteSession(ctx context.Context, idHash []byte) error
+}
+
 // auth checks the owner's credentials: a bearer token (API, TUI) or a
-// session cookie (browser). Sessions are stateless: an expiry and its HMAC
-// keyed by the token's hash, so every instance can check them and a new
-// token invalidates them all.
+// session cookie (browser). The cookie is a random id whose hash the
+// session store holds (shared by every instance through the database);
+// it is not derived from the token or its stored hash.
 type auth struct {
 	tokenHash []byte
 	now       func() time.Time
+	sessions  SessionStore
 }
 
 func (a *auth) tokenOK(token string) bool {
@@ -50,27 +61,53 @@ func (a *auth) tokenOK(token string) bool {
 	return subtle.ConstantTimeCompare(HashToken(token), a.tokenHash) == 1
 }
 
-func (a *auth) sign(expiry int64) string {
-	m := hmac.New(sha256.New, a.tokenHash)
-	m.Write([]byte("session:" + strconv.FormatInt(expiry, 10)))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-func (a *auth) newSession() (string, time.Time) {
+func (a *auth) newSession(ctx context.Context) (string, time.Time, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", time.Time{}, err
+	}
+	id := base64.RawURLEncoding.EncodeToString(b[:])
 	exp := a.now().Add(sessionTTL)
-	return strconv.FormatInt(exp.Unix(), 10) + "." + a.sign(exp.Unix()), exp
+	return id, exp, a.sessions.CreateSession(ctx, HashToken(id), exp)
 }
 
-func (a *auth) sessionOK(v string) bool {
-	expS, mac, ok := strings.Cut(v, ".")
-	if !ok {
+func (a *auth) sessionOK(ctx context.Context, v string) bool {
+	if len(v) != 43 { // base64url of 32 bytes
 		return false
 	}
-	exp, err := strconv.ParseInt(expS, 10, 64)
-	if err != nil || a.now().Unix() > exp {
-		return false
+	ok, err := a.sessions.SessionValid(ctx, HashToken(v))
+	return err == nil && ok
+}
+
+// memSessions is the session store of a server without a database (tests,
+// a single process).
+type memSessions struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (s *memSessions) CreateSession(_ context.Context, h []byte, exp time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]time.Time{}
 	}
-	return hmac.Equal([]byte(mac), []byte(a.sign(exp)))
+	s.m[string(h)] = exp
+	return nil
+}
+
+func (s *memSessions) SessionValid(_ context.Context, h []byte) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.m[string(h)]
+	return ok && time.Now().Before(exp), nil
+}
+
+func (s *memSessions) DeleteSession(_ context.Context, h []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, string(h))
+	return nil
 }
 
 type authKind int
@@ -88,7 +125,7 @@ func (a *auth) check(r *http.Request) authKind {
 		}
 		return authNone
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && a.sessionOK(c.Value) {
+	if c, err := r.Cookie(sessionCookie); err == nil && a.sessionOK(r.Context(), c.Value) {
 		return authCookie
 	}
 	return authNone
@@ -122,12 +159,16 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-func (s *Server) setSession(c echo.Context) {
-	v, exp := s.auth.newSession()
+func (s *Server) setSession(c echo.Context) error {
+	v, exp, err := s.auth.newSession(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	c.SetCookie(&http.Cookie{
 		Name: sessionCookie, Value: v, Path: "/", Expires: exp,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.opts.SecureCookies,
 	})
+	return nil
 }
 
 // handleLoginPage shows the login form, or logs in from a ?token= link and
@@ -137,7 +178,9 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 		if !s.auth.tokenOK(tok) {
 			return c.HTML(http.StatusUnauthorized, loginHTML("That login link is not valid."))
 		}
-		s.setSession(c)
+		if err := s.setSession(c); err != nil {
+			return err
+		}
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	return c.HTML(http.StatusOK, loginHTML(""))
@@ -148,11 +191,19 @@ func (s *Server) handleLogin(c echo.Context) error {
 	if !s.auth.tokenOK(tok) {
 		return c.HTML(http.StatusUnauthorized, loginHTML("Wrong token."))
 	}
-	s.setSession(c)
+	if err := s.setSession(c); err != nil {
+		return err
+	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
 func (s *Server) handleLogout(c echo.Context) error {
+	if !sameOrigin(c.Request()) {
+		return c.JSON(http.StatusForbidden, errorBody{Error: "cross-origin request refused"})
+	}
+	if ck, err := c.Request().Cookie(sessionCookie); err == nil {
+		_ = s.auth.sessions.DeleteSession(c.Request().Context(), HashToken(ck.Value))
+	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -30,6 +30,9 @@ type Options struct {
 	Hub    *events.Hub
 	// TokenHash is the SHA-256 of the owner's login token.
 	TokenHash []byte
+	// Sessions stores browser sessions (the database, so every instance
+	// knows them); nil keeps them in memory.
+	Sessions SessionStore
 	// OwnerTimeline is the timeline web and TUI clients read and write.
 	OwnerTimeline string
 	// Flags are shown to the owner (debug page, /api/whoami).
@@ -73,7 +76,10 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now}}
+	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now, sessions: opts.Sessions}}
+	if s.auth.sessions == nil {
+		s.auth.sessions = &memSessions{}
+	}
 	e.HTTPErrorHandler = s.handleError
 	// Middleware order: request id first (so every log line has it), then
 	// the access log (sees every final status), then panic recovery, then

@@ -156,6 +156,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Chat:          chatSvc,
 		Hub:           hub,
 		TokenHash:     tokenHash,
+		Sessions:      store,
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		Flags:         flagMap(cfg),

@@ -26,7 +26,12 @@ func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string,
 	}
 	defer closeDB()
 	tok := web.NewToken()
-	if err := repository.New(pool).ReplaceOwnerTokenHash(ctx, web.HashToken(tok)); err != nil {
+	store := repository.New(pool)
+	if err := store.ReplaceOwnerTokenHash(ctx, web.HashToken(tok)); err != nil {
+		return err
+	}
+	// Browser sessions made with the old token end too.
+	if err := store.DeleteAllSessions(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "New owner token (shown once; restart running servers):\n  %s\nLog in at:\n  %s/login?token=%s\n", tok, cfg.PublicURL, tok)

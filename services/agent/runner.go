@@ -93,7 +93,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	case errors.Is(context.Cause(runCtx), errStopped):
 		fin.Status, fin.Error = services.RunCancelled, "stopped by the owner"
 		notice = "Stopped."
-	case errors.Is(runErr, context.DeadlineExceeded) || errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
+	// Only the run's own deadline makes a run time out; a model call that
+	// timed out is a provider error (the owner is told the model is slow).
+	case errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
 		fin.Status, fin.Error = services.RunTimeout, fmt.Sprintf("run took longer than %s", s.opts.RunTimeout)
 		notice = fmt.Sprintf("I ran out of time (the limit is %s) before finishing. Ask again, perhaps in smaller steps.", s.opts.RunTimeout)
 	case ctx.Err() != nil:
