@@ -199,14 +199,14 @@ func (s *Service) validate(p PostParams) error {
 	if !utf8.ValidString(p.Content) {
 		return services.Errorf(services.EINVALID, "message text is not valid UTF-8")
 	}
-	if strings.IndexByte(p.Content, 0) >= 0 {
-		return services.Errorf(services.EINVALID, "message text contains a NUL character, which cannot be stored")
-	}
 	if strings.TrimSpace(p.Content) == "" {
 		return services.Errorf(services.EINVALID, "message text is empty")
 	}
 	if len(p.Content) > s.opts.MaxContentBytes {
 		return services.Errorf(services.ETOOLARGE, "message text is %d bytes; the limit is %d", len(p.Content), s.opts.MaxContentBytes)
+	}
+	if strings.IndexByte(p.Content, 0) >= 0 {
+		return services.Errorf(services.EINVALID, "message text contains a NUL character, which cannot be stored")
 	}
 	return nil
 }

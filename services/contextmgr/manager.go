@@ -53,7 +53,7 @@ type Options struct {
 	// HistoryRule returns a tool's rule for keeping its results in history
 	// (the tool registry's); tools without one get DefaultCompressionRule.
 	HistoryRule func(toolName string) (CompressionRule, bool)
-	Logger     *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Manager compiles prompts from stored state.
