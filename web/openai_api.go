@@ -450,6 +450,7 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	// Subscribe before posting, so no event of the answer can be missed.
 	sub, err := s.opts.Hub.Subscribe(ctx, timeline, 1024)
 	if err != nil {
+		s.log.Warn("api: subscribe", "timeline", timeline, "err", err)
 		return s.apiErrorFrom(c, services.Errorf(services.EUNAVAILABLE, "the database is unavailable; retry"))
 	}
 	defer s.opts.Hub.Unsubscribe(sub)

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Switchboard's benchmark suite: run on purpose (never in CI). Each workload
+# prints its figures and keeps its raw output in $BENCH_OUT (docs/bench).
+#
+#   scripts/bench/run.sh                 # every workload below, in order
+#   scripts/bench/run.sh turns coldstart # some of them
+#
+# Workloads: build delivery turns coldstart flags tokens plots
+# (openclaw: scripts/bench/openclaw.sh; sub-agents: scripts/bench/subagents.sh).
+#
+# Needs: Go, psql, a PostgreSQL superuser URL in BENCH_PG (default
+# postgres://postgres@127.0.0.1:5432, the local server); ports 19082 (the
+# server) and 19900 (the fake model) free. Traffic goes to 127.0.0.1 only.
+# Databases named sbbench_* are dropped and created.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=${BENCH_OUT:-$ROOT/docs/bench}
+PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
+BIN=${BENCH_BIN:-/tmp/sbbench/bin}
+WORK=${BENCH_WORK:-/tmp/sbbench/work}
+SB_PORT=${BENCH_SB_PORT:-19082}
+FAKE_PORT=${BENCH_FAKE_PORT:-19900}
+TOKEN=bench-token-0123456789
+TURNS=${BENCH_TURNS:-200}
+mkdir -p "$OUT" "$BIN" "$WORK"
+
+log() { printf '\n=== %s\n' "$*" >&2; }
+
+build_bins() {
+	log "building binaries into $BIN"
+	go build -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns \
+		./scripts/bench/coldstart ./scripts/bench/plot
+}
+
+# newdb NAME: an empty database.
+newdb() {
+	psql "$PG/postgres" -qX -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null 2>&1
+	echo "$PG/$1?sslmode=disable"
+}
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# start_fake LOGFILE [flags…]: the fake model on FAKE_PORT; sets FAKE_PID.
+start_fake() {
+	local logf=$1
+	shift
+	rm -f "$logf"
+	"$BIN/fakellm" -addr "127.0.0.1:$FAKE_PORT" -log "$logf" "$@" >"$WORK/fakellm.out" 2>&1 &
+	FAKE_PID=$!
+	PIDS+=("$FAKE_PID")
+	for _ in $(seq 200); do
+		grep -q "fake model on" "$WORK/fakellm.out" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "fakellm did not start: $(cat "$WORK/fakellm.out")" >&2
+	return 1
+}
+
+# start_sb DBURL [VAR=value…]: the server on SB_PORT against the fake model;
+# sets SB_PID once /healthz answers.
+start_sb() {
+	local db=$1
+	shift
+	env DATABASE_URL="$db" DATA_DIR="$WORK/data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN \
+		RATE_LIMIT_PER_MINUTE=0 LOG_LEVEL=warn LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" \
+		LLM_MODEL=gpt-4o-mini "$@" "$BIN/switchboard" serve >"$WORK/switchboard.out" 2>&1 &
+	SB_PID=$!
+	PIDS+=("$SB_PID")
+	for _ in $(seq 600); do
+		curl -sf "http://127.0.0.1:$SB_PORT/healthz" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "switchboard did not start: $(tail -5 "$WORK/switchboard.out")" >&2
+	return 1
+}
+
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+apiturns() { "$BIN/apiturns" -url "http://127.0.0.1:$SB_PORT" -token $TOKEN "$@"; }
+
+machine() {
+	{
+		echo "date $(date -u +%FT%TZ)"
+		echo "nproc $(nproc)"
+		echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+		echo "mem_total $(free -m | awk '/Mem:/ {print $2}') MiB"
+		echo "loadavg_at_start $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "go $(go env GOVERSION)"
+		psql "$PG/postgres" -AtX -c "SELECT 'postgres ' || version()" -c "SELECT 'fsync ' || current_setting('fsync')" \
+			-c "SELECT 'synchronous_commit ' || current_setting('synchronous_commit')" -c "SELECT 'shared_buffers ' || current_setting('shared_buffers')"
+	} | tee "$OUT/machine.txt"
+}
+
+# 1. ContextManager.Build, 200 recent turns, at 1k/10k/100k/1M rows.
+w_build() {
+	log "1. Build latency vs history size"
+	go test -run '^$' -bench BuildSizes -benchtime "${BENCH_BUILD_N:-200}x" -timeout 60m ./services/contextmgr/ | tee "$OUT/build.txt"
+	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/contextmgr/ | tee "$OUT/tokenizer_memory.txt"
+}
+
+# 2. POST → websocket delivery at 1/100/1000 clients; ingest throughput.
+w_delivery() {
+	log "2. delivery and ingest"
+	ulimit -n 8192
+	go test -run '^$' -bench DeliveryScale -benchtime "${BENCH_DELIVERY_N:-200}x" -timeout 30m ./web/ | tee "$OUT/delivery.txt"
+	go test -run '^$' -bench 'Ingest$' -benchtime 3000x -timeout 30m ./web/ | tee "$OUT/ingest.txt"
+}
+
+# 3. Per-turn overhead through /v1/chat/completions (0 ms model), and RSS
+# after 1,000 turns.
+w_turns() {
+	log "3. turns through /v1/chat/completions"
+	local db
+	db=$(newdb sbbench_turns)
+	start_fake "$WORK/fake_turns.log"
+	start_sb "$db"
+	{
+		apiturns -n "$TURNS" -sessions 8 -per 25 -pid "$SB_PID" -label ""
+		# Up to 1,000 turns in all for the RSS reading.
+		apiturns -n $((1000 - TURNS - 200 - 10)) -warmup 0 -sessions 0 -user bench-rss -pid "$SB_PID" -label "after1000_"
+	} | tee "$OUT/turns.txt"
+	stop "$SB_PID"
+	stop "$FAKE_PID"
+}
+
+# 4. Cold start to /healthz on a migrated database, RSS idle.
+w_coldstart() {
+	log "4. cold start"
+	local db
+	db=$(newdb sbbench_cold)
+	start_fake "$WORK/fake_cold.log"
+	start_sb "$db" # migrates
+	stop "$SB_PID"
+	env DATABASE_URL="$db" DATA_DIR="$WORK/data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN LOG_LEVEL=warn \
+		LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" LLM_MODEL=gpt-4o-mini \
+		"$BIN/coldstart" -n "${BENCH_COLD_N:-10}" -settle 3s -health "http://127.0.0.1:$SB_PORT/healthz" -- "$BIN/switchboard" serve |
+		tee "$OUT/coldstart.txt"
+	stop "$FAKE_PID"
+}
+
+# 5. Flags 0/0, 1/0, 1/1: the same sequential workload on fresh databases;
+# prompt bytes from the fake model's request log.
+w_flags() {
+	log "5. flags"
+	: >"$OUT/flags.txt"
+	for f in 00 10 11; do
+		local w=${f:0:1} r=${f:1:1} db
+		db=$(newdb "sbbench_flags_$f")
+		start_fake "$OUT/fake_flags_$f.txt"
+		start_sb "$db" AGENT_CONTEXT_SCOPED_WRITE="$w" AGENT_CONTEXT_SCOPED_READ="$r"
+		apiturns -n "$TURNS" -warmup 0 -sessions 0 -user "" -pid "$SB_PID" -label "flags_${f}_" | tee -a "$OUT/flags.txt"
+		awk -v f="$f" '{n++; b+=$2} END {printf "flags_%s_requests %d\nflags_%s_prompt_bytes %d\nflags_%s_prompt_bytes_per_turn %.0f\n", f, n, f, b, f, b/n}' \
+			"$OUT/fake_flags_$f.txt" | tee -a "$OUT/flags.txt"
+		stop "$SB_PID"
+		stop "$FAKE_PID"
+	done
+	if cmp -s <(cut -d' ' -f2,3 "$OUT/fake_flags_00.txt") <(cut -d' ' -f2,3 "$OUT/fake_flags_10.txt"); then
+		echo "flags_00_equals_10 yes (every request body identical: same sizes and SHA-256)" | tee -a "$OUT/flags.txt"
+	else
+		echo "flags_00_equals_10 NO" | tee -a "$OUT/flags.txt"
+	fi
+}
+
+# 6. Token economy: prompt tokens per turn over 200 turns with a small
+# window (compaction), Anthropic API with the fake reporting cache reads.
+w_tokens() {
+	log "6. token economy (anthropic fake with cache reads, window ${BENCH_TOKENS_WINDOW:-8000})"
+	local db
+	db=$(newdb sbbench_tokens)
+	start_fake "$OUT/fake_tokens.txt" -cache
+	start_sb "$db" LLM_PROVIDER=anthropic LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT" LLM_API_KEY=bench \
+		LLM_MODEL=claude-sonnet-4-5 LLM_CONTEXT_WINDOW="${BENCH_TOKENS_WINDOW:-8000}"
+	apiturns -n "$TURNS" -warmup 0 -sessions 0 -user "" -pid "$SB_PID" -label "tokens_" | tee "$OUT/tokens_turns.txt"
+	stop "$SB_PID"
+	stop "$FAKE_PID"
+	psql "${db%%\?*}" -AtX -F' ' -c "SELECT row_number() OVER (ORDER BY id), estimated_prompt_tokens, prompt_tokens, cached_tokens, prompt_token_budget
+		FROM agent_runs WHERE parent_run_id IS NULL OR parent_run_id = 0 ORDER BY id" >"$OUT/tokens_runs.txt"
+	psql "${db%%\?*}" -AtX -c "SELECT 'summary_segments ' || count(*) FROM chat_summary_segments" |
+		tee -a "$OUT/tokens_turns.txt"
+	awk '{n++; e+=$2; p+=$3; c+=$4; if ($2>m) m=$2} END {
+		printf "turns %d\nestimated_prompt_tokens_mean %.0f\nestimated_prompt_tokens_max %d\nprovider_prompt_tokens_mean %.0f\ncached_tokens_mean %.0f\ncached_share %.3f\n", n, e/n, m, p/n, c/n, c/p }' \
+		"$OUT/tokens_runs.txt" | tee "$OUT/tokens.txt"
+}
+
+# EXPLAIN (ANALYZE, BUFFERS) of the hot queries on ~1M messages.
+w_explain() {
+	log "EXPLAIN of the hot queries"
+	local db
+	db=$(newdb sbbench_explain)
+	start_fake "$WORK/fake_explain.log"
+	start_sb "$db" # migrates
+	stop "$SB_PID"
+	stop "$FAKE_PID"
+	psql "${db%%\?*}" -qX -v ON_ERROR_STOP=1 <<-'SQL' >/dev/null
+		INSERT INTO chat_messages (timeline_scope, context_scope, role, source, content, visible, token_count)
+		SELECT 'tg:' || (g % 1000), 'main', CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, 'telegram',
+		       'background message number ' || g, 1, 8
+		FROM generate_series(1, 1000000) g;
+		INSERT INTO chat_messages (timeline_scope, context_scope, role, source, content, visible, token_count)
+		SELECT 'global', 'main', CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, 'web', 'a typical message ' || g, 1, 5
+		FROM generate_series(1, 400) g;
+		INSERT INTO agent_runs (timeline_scope, context_scope, status, source, model)
+		SELECT CASE WHEN g % 10 = 0 THEN 'global' ELSE 'tg:' || (g % 1000) END, 'main', 'ok', 'telegram', 'fake'
+		FROM generate_series(1, 100000) g;
+		ANALYZE;
+	SQL
+	psql "${db%%\?*}" -X -f scripts/bench/explain.sql | tee "$OUT/explain.txt"
+}
+
+w_plots() {
+	log "plots"
+	# Build latency versus history size.
+	awk '/BenchmarkBuildSizes\/rows=/ { split($1, a, "="); sub(/-[0-9]+$/, "", a[2]);
+		for (i = 1; i <= NF; i++) { if ($i == "p50-ms") p50 = $(i-1); if ($i == "p95-ms") p95 = $(i-1) }
+		print a[2], p50 > "'"$WORK"'/build_p50.txt"; print a[2], p95 > "'"$WORK"'/build_p95.txt" }' "$OUT/build.txt"
+	"$BIN/plot" -o "$OUT/build_latency.svg" -title "ContextManager.Build, 200 recent turns" -x "rows in chat_messages" -y "ms" -logx \
+		"$WORK/build_p50.txt=p50" "$WORK/build_p95.txt=p95"
+	# Prompt tokens per turn (main runs, in order).
+	awk '{print $1, $2}' "$OUT/tokens_runs.txt" >"$WORK/tok_est.txt"
+	awk '{print $1, $3}' "$OUT/tokens_runs.txt" >"$WORK/tok_prov.txt"
+	awk '{print $1, $4}' "$OUT/tokens_runs.txt" >"$WORK/tok_cached.txt"
+	local series=("$WORK/tok_est.txt=Switchboard estimate" "$WORK/tok_prov.txt=Switchboard, fake-reported" "$WORK/tok_cached.txt=Switchboard cached")
+	if [ -s "$OUT/openclaw_fake.txt" ]; then
+		awk '$6 == "false" {n++; print n, $4}' "$OUT/openclaw_fake.txt" | head -"$TURNS" >"$WORK/tok_openclaw.txt"
+		series+=("$WORK/tok_openclaw.txt=OpenClaw, fake-reported")
+	fi
+	"$BIN/plot" -o "$OUT/prompt_tokens.svg" -title "Prompt tokens per turn" -x "turn" -y "tokens" "${series[@]}"
+	echo "wrote $OUT/build_latency.svg $OUT/prompt_tokens.svg"
+}
+
+build_bins
+machine
+todo=("$@")
+[ ${#todo[@]} -eq 0 ] && todo=(build delivery turns coldstart flags tokens plots)
+for w in "${todo[@]}"; do
+	"w_$w"
+done
