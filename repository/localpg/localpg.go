@@ -168,6 +168,19 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) ensureDir() error {
+	parent := filepath.Dir(c.DataDir)
+	if c.cred != nil {
+		// The unprivileged user must traverse the parents we create (the
+		// service's own DATA_DIR): search permission only, no listing.
+		if err := os.MkdirAll(parent, 0o711); err != nil {
+			return fmt.Errorf("localpg: create %s: %w", parent, err)
+		}
+		if st, err := os.Stat(parent); err == nil && st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(parent, st.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("localpg: make %s searchable: %w", parent, err)
+			}
+		}
+	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("localpg: create %s: %w", c.DataDir, err)
 	}

@@ -26,7 +26,9 @@ func TestStartPrivateCluster(t *testing.T) {
 	if err := os.Chmod(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(parent, "data")
+	// Parents that do not exist yet (a fresh DATA_DIR) are created so the
+	// unprivileged user can reach the cluster.
+	dir := filepath.Join(parent, "fresh", "datadir", "postgres")
 	c, err := Start(ctx, dir, 0)
 	if err != nil {
 		t.Fatal(err)
