@@ -212,14 +212,21 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 		if profile.ID != "" {
 			scope = fmt.Sprintf("sub:%s:%d", profile.ID, child.ID)
 		}
-		if err := s.opts.Store.SetRunContextScope(ctx, child.ID, scope); err != nil {
+		// From here on the child run exists: its bookkeeping must not be cut
+		// short by a /stop (the loop below sees the cancellation and the
+		// child ends 'cancelled' with its handoff), and a failure must not
+		// leave it 'running'.
+		bctx := context.WithoutCancel(ctx)
+		err := s.opts.Store.SetRunContextScope(bctx, child.ID, scope)
+		if err == nil {
+			_, err = s.opts.Store.AppendStep(bctx, child.ID, "task_payload", payloadJSON)
+		}
+		if err != nil {
+			_, _ = s.opts.Store.FinishRun(bctx, child.ID, services.RunFinish{Status: services.RunError, Error: "could not record the task: " + err.Error()})
 			return tools.Result{}, err
 		}
 		child.ContextScope = scope
 		h.RunID = child.ID
-		if _, err := s.opts.Store.AppendStep(ctx, child.ID, "task_payload", payloadJSON); err != nil {
-			return tools.Result{}, err
-		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.opts.SubAgents.Timeout)
 	defer cancel()

@@ -179,6 +179,12 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 	if err != nil {
 		return err
 	}
+	// Its children died with it.
+	if kids, err := s.opts.Store.ListRuns(ctx, services.RunQuery{ParentRunID: run.ID, Status: services.RunRunning, Limit: 100}); err == nil {
+		for _, k := range kids {
+			_, _ = s.opts.Store.FinishRun(ctx, k.ID, services.RunFinish{Status: services.RunInterrupted, Error: "its parent run was interrupted"})
+		}
+	}
 	if done.Status == services.RunInterrupted {
 		s.publishRun(ctx, done, services.RunInterrupted)
 		s.log.Warn("run interrupted", "run_id", run.ID, "timeline", run.TimelineScope)
