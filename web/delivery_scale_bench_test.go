@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// BenchmarkDeliveryScale is BenchmarkPostToWebsocket with the client counts
-// of the benchmark suite (BENCH_WS_CLIENTS, default 1,100,1000): each POST
-// /api/messages is timed until every connected websocket has the message.
+// BenchmarkDeliveryScale measures the latency from sending POST
+// /api/messages to the message arriving on every connected websocket, over
+// real HTTP, a real PostgreSQL and LISTEN/NOTIFY, for the client counts in
+// BENCH_WS_CLIENTS (default 1,100,1000). Posts are sequential, so each
+// latency is one message's path.
 // 1,000 websockets in one process need `ulimit -n 8192`. Run on purpose:
 //
 //	go test -run '^$' -bench DeliveryScale -benchtime 300x ./web/

@@ -16,10 +16,11 @@ import (
 	"github.com/switchboard/switchboard/services/contextmgr"
 )
 
-// BenchmarkBuildSizes is BenchmarkBuild at the table sizes of the
-// benchmark suite's plot (BENCH_BUILD_ROWS, default 1k,10k,100k,1M):
-// Build of a scope with 200 recent turns, rules, settings and a summary,
-// p50/p95 per size. Run on purpose:
+// BenchmarkBuildSizes measures ContextManager.Build for a scope with 200
+// recent turns (and rules, settings, a summary segment) in chat_messages
+// tables of the sizes in BENCH_BUILD_ROWS (default 1k,10k,100k,1M; the
+// other rows spread over 1,000 other timelines), p50/p95 per size. Run on
+// purpose:
 //
 //	go test -run '^$' -bench BuildSizes -benchtime 300x -timeout 60m ./services/contextmgr/
 func BenchmarkBuildSizes(b *testing.B) {
