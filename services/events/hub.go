@@ -176,7 +176,7 @@ func (h *Hub) Run(ctx context.Context) {
 			h.handle(ctx, e)
 		case <-h.resync:
 			for tl, st := range h.tls {
-				h.catchUp(ctx, tl, st)
+				h.catchUp(ctx, tl, st, 0)
 			}
 		}
 	}
@@ -218,7 +218,10 @@ func (h *Hub) handle(ctx context.Context, e services.Event) {
 	}
 	if e.Type == services.EventMessage {
 		if e.ID > st.lastID {
-			h.catchUp(ctx, e.TimelineScope, st)
+			// Only up to this event's row: a row committed since, whose own
+			// event is still queued behind transient events (streamed text
+			// of the run that wrote it), must not overtake them.
+			h.catchUp(ctx, e.TimelineScope, st, e.ID)
 		}
 		return
 	}
@@ -226,9 +229,9 @@ func (h *Hub) handle(ctx context.Context, e services.Event) {
 	h.deliver(e.TimelineScope, st, Item{Event: &ev})
 }
 
-// catchUp fetches the rows after the timeline's last delivered id and
-// delivers them in order.
-func (h *Hub) catchUp(ctx context.Context, timeline string, st *timelineState) {
+// catchUp fetches the rows after the timeline's last delivered id, up to
+// upTo (0: all), and delivers them in order.
+func (h *Hub) catchUp(ctx context.Context, timeline string, st *timelineState, upTo int64) {
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		rows, err := h.rows.After(fctx, timeline, st.lastID, 500)
@@ -239,6 +242,9 @@ func (h *Hub) catchUp(ctx context.Context, timeline string, st *timelineState) {
 		}
 		for i := range rows {
 			m := rows[i]
+			if upTo > 0 && m.ID > upTo {
+				return
+			}
 			st.lastID = m.ID
 			h.deliver(timeline, st, Item{Message: &m})
 		}

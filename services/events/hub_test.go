@@ -153,3 +153,26 @@ func TestHubResyncFetchesMissedRows(t *testing.T) {
 		t.Fatalf("resync delivered %d", got)
 	}
 }
+
+// A row committed after an event was queued must not overtake the
+// transient events queued before its own event.
+func TestHubKeepsRowsBehindEarlierEvents(t *testing.T) {
+	t.Parallel()
+	rows := &memRows{}
+	h := startHub(t, rows)
+	s, _ := h.Subscribe(context.Background(), "global", 16)
+	marker := rows.add("global")
+	answer := rows.add("global") // committed before the hub gets to the marker's event
+	h.Notify(services.Event{Type: services.EventMessage, TimelineScope: "global", ID: marker})
+	h.Notify(services.Event{Type: services.EventDelta, TimelineScope: "global", RunID: 1})
+	h.Notify(services.Event{Type: services.EventMessage, TimelineScope: "global", ID: answer})
+	if it := recv(t, s); it.Message == nil || it.Message.ID != marker {
+		t.Fatalf("first: %+v", it)
+	}
+	if it := recv(t, s); it.Event == nil || it.Event.Type != services.EventDelta {
+		t.Fatalf("second must be the delta, got %+v", it)
+	}
+	if it := recv(t, s); it.Message == nil || it.Message.ID != answer {
+		t.Fatalf("third: %+v", it)
+	}
+}

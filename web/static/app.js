@@ -12,6 +12,7 @@
   const input = document.getElementById("input");
   const seen = new Set();
   const streams = new Map(); // run id -> element with streamed text
+  const finished = new Set(); // runs whose stored answer or end arrived
   let lastId = 0, oldestId = 0, ws = null, retry = 500;
 
   function fmtTime(iso) {
@@ -58,9 +59,12 @@
     if (seen.has(m.id)) return;
     seen.add(m.id);
     const stick = nearBottom();
-    if (m.metadata && m.metadata.run_id && streams.has(m.metadata.run_id)) {
-      streams.get(m.metadata.run_id).remove();
-      streams.delete(m.metadata.run_id);
+    if (m.metadata && m.metadata.run_id && m.metadata.kind !== "handoff") {
+      finished.add(m.metadata.run_id);
+      if (streams.has(m.metadata.run_id)) {
+        streams.get(m.metadata.run_id).remove();
+        streams.delete(m.metadata.run_id);
+      }
     }
     // Keep id order even when a POST reply overtakes the websocket.
     const el = render(m);
@@ -78,6 +82,7 @@
 
   function onEvent(e) {
     if (e.t === "delta" && e.d) {
+      if (finished.has(e.run)) return; // late text of an answer already shown
       let el = streams.get(e.run);
       if (!el) {
         el = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
