@@ -53,12 +53,26 @@ func newInstanceOnPool(t testing.TB, pool *pgxpool.Pool) *instance {
 // newInstanceWithModel is an instance whose agent answers with the fake
 // model (nil: no agent).
 func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server) *instance {
-	return newInstanceWithAgent(t, pool, model, agent.Flags{})
+	return newStack(t, pool, stackOpts{model: model})
 }
 
 // newInstanceWithAgent is newInstanceWithModel with rollout flags.
 func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, flags agent.Flags) *instance {
+	return newStack(t, pool, stackOpts{model: model, flags: flags})
+}
+
+// stackOpts shape a test instance: with a model, the agent answers.
+type stackOpts struct {
+	model          *llmtest.Server
+	flags          agent.Flags
+	apiTurnTimeout time.Duration
+}
+
+// newStack builds a whole instance on pool: hub, LISTEN connection, chat,
+// and with a model the agent and its queue.
+func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
+	model, flags := o.model, o.flags
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
 	hub := events.NewHub(store, nil)
@@ -90,7 +104,7 @@ func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 		}
 	}
 	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline,
-		ContextStore: store, Inspector: inspector})
+		ContextStore: store, Inspector: inspector, Runs: store, APITurnTimeout: o.apiTurnTimeout})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })
 	return &instance{URL: hs.URL, Store: store, Hub: hub, Chat: chatSvc}

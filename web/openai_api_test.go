@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +14,8 @@ import (
 
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
-	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/agent"
-	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
-	"github.com/switchboard/switchboard/services/events"
-	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
-	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -39,37 +31,8 @@ func newAPIInstance(t *testing.T, turnTimeout time.Duration) *apiInstance {
 	t.Helper()
 	pool := dbtest.PoolFor(t, newSchemaURL(t))
 	model := llmtest.NewServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	store := repository.New(pool)
-	hub := events.NewHub(store, nil)
-	go hub.Run(ctx)
-	notifier, err := repository.NewNotifier(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	pub := events.Fanout{Hub: hub, Remote: notifier}
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: pub})
-	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil),
-		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000}), ContextStore: store})
-	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag.SetQueue(q)
-	chatSvc.SetTurnHandler(ag)
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline,
-		Runs: store, APITurnTimeout: turnTimeout})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { cancel(); hs.Close() })
-	return &apiInstance{URL: hs.URL, Store: store, Model: model}
+	in := newStack(t, pool, stackOpts{model: model, apiTurnTimeout: turnTimeout})
+	return &apiInstance{URL: in.URL, Store: in.Store, Model: model}
 }
 
 func (in *apiInstance) client(token string) openai.Client {
