@@ -91,25 +91,33 @@ func clientSource(s string) (string, error) {
 	return "", services.Errorf(services.EINVALID, "source %q: want web or tui", s)
 }
 
+// ownerPost turns a client's post (REST body or websocket frame) into the
+// owner's PostParams: source web or tui, client_key as idempotency key.
+func (s *Server) ownerPost(source, content, clientKey string) (chat.PostParams, error) {
+	src, err := clientSource(source)
+	if err != nil {
+		return chat.PostParams{}, err
+	}
+	if len(clientKey) > 128 {
+		return chat.PostParams{}, services.Errorf(services.EINVALID, "client_key is over 128 characters")
+	}
+	key := ""
+	if clientKey != "" {
+		key = "client:" + clientKey
+	}
+	return chat.PostParams{TimelineScope: s.opts.OwnerTimeline, Source: src, Content: content, DedupeKey: key}, nil
+}
+
 func (s *Server) handlePostMessage(c echo.Context) error {
 	var req PostMessageRequest
 	if err := decodeJSON(c.Request(), &req); err != nil {
 		return err
 	}
-	src, err := clientSource(req.Source)
+	p, err := s.ownerPost(req.Source, req.Content, req.ClientKey)
 	if err != nil {
 		return err
 	}
-	if len(req.ClientKey) > 128 {
-		return services.Errorf(services.EINVALID, "client_key is over 128 characters")
-	}
-	key := ""
-	if req.ClientKey != "" {
-		key = "client:" + req.ClientKey
-	}
-	msg, created, err := s.opts.Chat.Post(c.Request().Context(), chat.PostParams{
-		TimelineScope: s.opts.OwnerTimeline, Source: src, Content: req.Content, DedupeKey: key,
-	})
+	msg, created, err := s.opts.Chat.Post(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}

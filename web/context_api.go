@@ -22,27 +22,49 @@ type PromptInspector interface {
 // registerContextRoutes: prompt inspection, the owner's rules and the
 // remembered settings of the owner's timeline.
 func (s *Server) registerContextRoutes(api *echo.Group) {
-	api.GET("/context", s.handleContext)
-	api.GET("/rules", s.handleListRules)
-	api.POST("/rules", s.handleCreateRule)
-	api.PUT("/rules/:id", s.handleUpdateRule)
-	api.DELETE("/rules/:id", s.handleDeleteRule)
-	api.GET("/memory", s.handleListMemory)
-	api.PUT("/memory", s.handlePutMemory)
-	api.DELETE("/memory/:id", s.handleDeleteMemory)
+	g := api.Group("", s.requireContext)
+	g.GET("/context", s.handleContext)
+	g.GET("/rules", s.handleListRules)
+	g.POST("/rules", s.handleCreateRule)
+	g.PUT("/rules/:id", s.handleUpdateRule)
+	g.DELETE("/rules/:id", s.versionedDelete(func(st services.ContextStore) deleteFunc { return st.DeleteConstraint }))
+	g.GET("/memory", s.handleListMemory)
+	g.PUT("/memory", s.handlePutMemory)
+	g.DELETE("/memory/:id", s.versionedDelete(func(st services.ContextStore) deleteFunc { return st.DeleteMemory }))
 }
 
-func (s *Server) needContext() error {
-	if s.opts.ContextStore == nil || s.opts.Inspector == nil {
-		return services.Errorf(services.EUNAVAILABLE, "the context API is not configured on this server")
+// requireContext answers 503 when the server runs without the context API.
+func (s *Server) requireContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.opts.ContextStore == nil || s.opts.Inspector == nil {
+			return services.Errorf(services.EUNAVAILABLE, "the context API is not configured on this server")
+		}
+		return next(c)
 	}
-	return nil
+}
+
+type deleteFunc func(ctx context.Context, timelineScope string, id int64, version int) error
+
+// versionedDelete is DELETE …/:id?version=N for a versioned item of the
+// owner's timeline: 204, or 404 / 409 CONTEXT_BUDGET_CONFLICT.
+func (s *Server) versionedDelete(pick func(services.ContextStore) deleteFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := pathID(c)
+		if err != nil {
+			return err
+		}
+		v, err := queryVersion(c)
+		if err != nil {
+			return err
+		}
+		if err := pick(s.opts.ContextStore)(c.Request().Context(), s.opts.OwnerTimeline, id, v); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
 }
 
 func (s *Server) handleContext(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	ctx := c.Request().Context()
 	last, runID, err := s.opts.Inspector.LastPrompt(ctx, s.opts.OwnerTimeline)
 	if err != nil {
@@ -89,9 +111,6 @@ func ruleJSON(r services.Constraint) RuleJSON {
 }
 
 func (s *Server) handleListRules(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	cs, err := s.opts.ContextStore.ListConstraints(c.Request().Context(), s.opts.OwnerTimeline)
 	if err != nil {
 		return err
@@ -104,9 +123,6 @@ func (s *Server) handleListRules(c echo.Context) error {
 }
 
 func (s *Server) handleCreateRule(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	var in RuleJSON
 	if err := decodeJSON(c.Request(), &in); err != nil {
 		return err
@@ -120,9 +136,6 @@ func (s *Server) handleCreateRule(c echo.Context) error {
 }
 
 func (s *Server) handleUpdateRule(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -142,24 +155,6 @@ func (s *Server) handleUpdateRule(c echo.Context) error {
 	return c.JSON(http.StatusOK, ruleJSON(r))
 }
 
-func (s *Server) handleDeleteRule(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	v, err := queryVersion(c)
-	if err != nil {
-		return err
-	}
-	if err := s.opts.ContextStore.DeleteConstraint(c.Request().Context(), s.opts.OwnerTimeline, id, v); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
-}
-
 // MemoryJSON is a remembered setting in the API.
 type MemoryJSON struct {
 	ID         int64    `json:"id,omitempty"`
@@ -171,9 +166,6 @@ type MemoryJSON struct {
 }
 
 func (s *Server) handleListMemory(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	items, err := s.opts.ContextStore.ListMemory(c.Request().Context(), s.opts.OwnerTimeline)
 	if err != nil {
 		return err
@@ -187,9 +179,6 @@ func (s *Server) handleListMemory(c echo.Context) error {
 }
 
 func (s *Server) handlePutMemory(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
 	var in MemoryJSON
 	if err := decodeJSON(c.Request(), &in); err != nil {
 		return err
@@ -204,22 +193,4 @@ func (s *Server) handlePutMemory(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, MemoryJSON{ID: m.ID, Key: m.Key, Value: m.Value, Confidence: &m.Confidence, Source: m.Source, Version: m.Version})
-}
-
-func (s *Server) handleDeleteMemory(c echo.Context) error {
-	if err := s.needContext(); err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	v, err := queryVersion(c)
-	if err != nil {
-		return err
-	}
-	if err := s.opts.ContextStore.DeleteMemory(c.Request().Context(), s.opts.OwnerTimeline, id, v); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }

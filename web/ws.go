@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 )
 
 // Websocket protocol (JSON text frames).
@@ -167,16 +166,9 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 			s.wsReply(ctx, out, `unknown frame type "`+f.Type+`" (want post)`)
 			continue
 		}
-		src, err := clientSource(f.Source)
-		if err == nil && len(f.ClientKey) > 128 {
-			err = services.Errorf(services.EINVALID, "client_key is over 128 characters")
-		}
+		p, err := s.ownerPost(f.Source, f.Content, f.ClientKey)
 		if err == nil {
-			key := ""
-			if f.ClientKey != "" {
-				key = "client:" + f.ClientKey
-			}
-			_, _, err = s.opts.Chat.Post(ctx, chat.PostParams{TimelineScope: s.opts.OwnerTimeline, Source: src, Content: f.Content, DedupeKey: key})
+			_, _, err = s.opts.Chat.Post(ctx, p)
 		}
 		if err != nil {
 			s.wsReply(ctx, out, services.ErrorMessage(err))
