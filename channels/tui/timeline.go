@@ -31,11 +31,6 @@ func (t *timeline) add(m Message) bool {
 	return true
 }
 
-func (t *timeline) has(id int64) bool {
-	_, ok := t.seen[id]
-	return ok
-}
-
 // oldest is the smallest id held, 0 when empty.
 func (t *timeline) oldest() int64 {
 	if len(t.msgs) == 0 {

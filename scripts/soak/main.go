@@ -169,12 +169,6 @@ type window struct {
 	answersSeen, answersDup int
 }
 
-func (w *window) add(dst *[]time.Duration, d time.Duration) {
-	w.mu.Lock()
-	*dst = append(*dst, d)
-	w.mu.Unlock()
-}
-
 func pct(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0

@@ -1,0 +1,115 @@
+// Package wire is the protocol between the server and its clients (the chat
+// page, the TUI, API clients and the tests): the JSON shapes of timeline
+// messages, pages and websocket frames. It is not the internal event format
+// that crosses instances (services.Event): the server translates, so either
+// side can change without the other.
+//
+// Websocket protocol (JSON text frames).
+//
+// Client → server:
+//
+//	{"type":"post","content":"…","client_key":"…","source":"tui"}   store a message
+//
+// Server → client:
+//
+//	{"type":"message","message":{…}}      a timeline message, in id order, each once
+//	{"type":"ready","last_id":N}           the backlog after ?after= has been sent
+//	{"type":"event","event":{…}}           a transient event (run status, streamed text)
+//	{"type":"error","error":"…"}           a rejected post (retry_after: seconds, when rate limited)
+//
+// Connect with ?after=<last seen id> to receive every message after it
+// before live ones; without it only live messages follow. When the server
+// closes with StatusSlowConsumer the client reconnects with its last id.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Frame types.
+const (
+	FramePost    = "post"
+	FrameMessage = "message"
+	FrameReady   = "ready"
+	FrameEvent   = "event"
+	FrameError   = "error"
+)
+
+// StatusSlowConsumer is the websocket close code of a connection that fell
+// behind; the client reconnects with ?after=<last id>.
+const StatusSlowConsumer = 4008
+
+// Message is a timeline message as the API and the websocket send it.
+type Message struct {
+	ID        int64           `json:"id"`
+	Timeline  string          `json:"timeline"`
+	Role      string          `json:"role"`
+	Source    string          `json:"source"`
+	Content   string          `json:"content"`
+	AgentID   string          `json:"agent_id,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Page is GET /api/timeline's body.
+type Page struct {
+	Messages []Message `json:"messages"`
+	HasOlder bool      `json:"has_older"`
+}
+
+// Event types sent in event frames.
+const (
+	EventRun   = "run"
+	EventDelta = "delta"
+)
+
+// Event is a transient event: a run's status or streamed answer text.
+type Event struct {
+	Type     string          `json:"t"`
+	Timeline string          `json:"tl,omitempty"`
+	ID       int64           `json:"id,omitempty"`
+	RunID    int64           `json:"run,omitempty"`
+	Data     json.RawMessage `json:"d,omitempty"`
+}
+
+// RunData is the payload of a run event.
+type RunData struct {
+	Status string `json:"status"`
+}
+
+// DeltaData is the payload of a delta event.
+type DeltaData struct {
+	Text string `json:"text"`
+}
+
+// Frame is one websocket frame in either direction.
+type Frame struct {
+	Type    string   `json:"type"`
+	Message *Message `json:"message,omitempty"`
+	Event   *Event   `json:"event,omitempty"`
+	LastID  int64    `json:"last_id,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	// RetryAfter, on an error frame, is how many seconds to wait before
+	// posting again (the rate limit was reached).
+	RetryAfter int `json:"retry_after,omitempty"`
+	// Post frames.
+	Content   string `json:"content,omitempty"`
+	ClientKey string `json:"client_key,omitempty"`
+	Source    string `json:"source,omitempty"`
+}
+
+// PostRequest is the body of POST /api/messages.
+type PostRequest struct {
+	Content string `json:"content"`
+	// Source is the sending client: web (default) or tui.
+	Source string `json:"source,omitempty"`
+	// ClientKey makes a retried POST store one message (idempotency key).
+	ClientKey string `json:"client_key,omitempty"`
+}
+
+// PostResponse is POST /api/messages' body.
+type PostResponse struct {
+	Message Message `json:"message"`
+	Created bool    `json:"created"`
+}
