@@ -31,11 +31,11 @@ func (r *recorder) Publish(ctx context.Context, e services.Event) error {
 	return nil
 }
 
-func (r *recorder) HandleTurn(_ context.Context, m services.Message) error {
+func (r *recorder) StartTurn(_ context.Context, _ services.Store, m services.Message) (func(context.Context), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.turns = append(r.turns, m.ID)
-	return nil
+	return nil, nil
 }
 
 func setup(t *testing.T, scopedWrite bool) (*chat.Service, *recorder, services.Store) {
