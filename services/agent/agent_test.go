@@ -40,6 +40,7 @@ type bundle struct {
 
 type setupOpts struct {
 	runTimeout time.Duration
+	maxSteps   int
 	maxRetries int
 	flags      agent.Flags
 	window     int
@@ -129,6 +130,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
 		ContextStore: store,
 		RunTimeout:   o.runTimeout,
+		MaxSteps:     o.maxSteps,
 	})
 	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
 	if err != nil {
