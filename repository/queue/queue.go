@@ -3,12 +3,15 @@
 // share the work through the same tables; a job whose process died is
 // retried by another.
 //
+// Jobs are inserted in the caller's transaction (Enqueuer): a run's job
+// commits with the run row, a reply's delivery with the reply.
+//
 // Agent turns are serialised per timeline with a session advisory lock held
-// by the worker's connection: a second job for a busy timeline is snoozed,
-// and whichever job holds the lock drains the timeline's queued runs in id
+// by the worker's connection: a job for a busy timeline ends at once, and
+// whichever job holds the lock drains the timeline's queued runs in id
 // order, so messages sent mid-run are answered in order and none is dropped.
 // A lock held means a live worker: a run still 'running' whose timeline lock
-// can be taken has lost its worker, and is closed as interrupted.
+// can be taken has lost its worker, and is closed as interrupted (Reap).
 package queue
 
 import (
