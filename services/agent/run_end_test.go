@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
@@ -87,5 +88,49 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 	page, err := svc.Timeline(context.Background(), "global", 0, 0, 10)
 	if err != nil || len(page.Messages) != 0 {
 		t.Fatalf("message stored without its run's job: %+v %v", page.Messages, err)
+	}
+}
+
+// TestStopClosesOpenCallsSoTheNextQuestionIsAnswered: /stop while an inline
+// delegated task waits on the model leaves the main run's delegate call
+// without a result of its own; the run's end stores one ("cancelled"), so
+// the next question reaches a model that refuses unanswered calls, as
+// OpenAI does, and is answered.
+func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{flags: agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}})
+	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case isChildCall(r):
+			return llmtest.Reply{Text: "too late", Delay: 20 * time.Second}
+		case strings.Contains(r.LastMessage, "slow task"):
+			return delegateCalls("a slow task")
+		}
+		return llmtest.Echo(r)
+	})
+	q := b.say(t, "do the slow task")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.model.RequestCount() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the delegated task never called the model")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.say(t, "/stop")
+	deadline = time.Now().Add(10 * time.Second)
+	for b.runOf(t, q.ID).Status != services.RunCancelled {
+		if time.Now().After(deadline) {
+			t.Fatalf("run not cancelled: %s", b.runOf(t, q.ID).Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.say(t, "anything new?")
+	msgs := b.waitVisible(t, 6) // question, /stop, its reply, "Stopped.", question, answer
+	if last := msgs[len(msgs)-1]; last.Content != "echo: anything new?" {
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Content)
+		}
+		t.Fatalf("after /stop: %q", got)
 	}
 }
