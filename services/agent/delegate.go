@@ -248,6 +248,13 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 	default:
 		h.Status = services.RunError
 		h.Summary = services.ErrorMessage(runErr)
+		var limit *stepLimitError
+		if errors.As(runErr, &limit) {
+			// Say what happened, with what it had got to, so the parent
+			// can go on or split the task.
+			h.Summary = limit.Error()
+			h.Result = truncateText(limit.Partial, 8000)
+		}
 	}
 	if inline {
 		h.Transcript = transcript
