@@ -307,7 +307,7 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 	if err != nil {
 		return err
 	}
-	s.opts.Chat.Announce(ctx, msg, created, marker)
+	s.opts.Chat.Announce(ctx, msg, created)
 	if done, err := s.opts.Store.GetRun(ctx, child.ID); err == nil {
 		trigger := services.Message{ID: parent.TriggerMessageID, TimelineScope: parent.TimelineScope}
 		for _, o := range s.opts.Observers {

@@ -193,7 +193,7 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 	if err != nil {
 		return services.Run{}, err
 	}
-	s.opts.Chat.Announce(ctx, msg, created, post)
+	s.opts.Chat.Announce(ctx, msg, created)
 	return done, nil
 }
 
@@ -231,7 +231,7 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 		if answered[c.ID] {
 			continue
 		}
-		text := OpenCallResult(status)
+		text := openCallResult(status)
 		if _, _, err := tx.InsertMessage(ctx, services.NewMessage{
 			TimelineScope: run.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
 			Content: text, Visible: false, DedupeKey: fmt.Sprintf("run:%d:open-call:%s", run.ID, c.ID),
@@ -245,9 +245,9 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 	return nil
 }
 
-// OpenCallResult is the stored result of a tool call cut off by the end of
+// openCallResult is the stored result of a tool call cut off by the end of
 // its run.
-func OpenCallResult(status string) string {
+func openCallResult(status string) string {
 	why := "the run ended before it finished"
 	switch status {
 	case services.RunInterrupted:

@@ -107,7 +107,7 @@ func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, boo
 	if err != nil {
 		return services.Message{}, false, err
 	}
-	s.Announce(ctx, msg, created, p)
+	s.Announce(ctx, msg, created)
 	if after != nil {
 		after(ctx)
 	}
@@ -185,7 +185,7 @@ func CleanAnswer(text string) string {
 
 // Announce does what follows a committed post: publish a new message.
 // (A reply's delivery was scheduled in the post's transaction.)
-func (s *Service) Announce(ctx context.Context, msg services.Message, created bool, _ PostParams) {
+func (s *Service) Announce(ctx context.Context, msg services.Message, created bool) {
 	if created {
 		s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
 	}
