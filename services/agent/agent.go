@@ -26,8 +26,10 @@ type Flags struct {
 
 // Options are the runtime's collaborators and limits.
 type Options struct {
-	Store     services.Store
-	Chat      *chat.Service
+	Store services.Store
+	Chat  *chat.Service
+	// Queue inserts a run's job in the transaction that stores the run
+	// (built before the queue's workers, which call back into the runtime).
 	Queue     services.RunQueue
 	Publisher services.Publisher
 	LLM       llm.Provider
