@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,6 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // bundle is a whole runtime on a fresh schema: real PostgreSQL, real River
 // queue, real OpenAI SDK against the fake model server.
 type bundle struct {
-	pool  *pgxpool.Pool
 	store *repository.Store
 	chat  *chat.Service
 	agent *agent.Service
@@ -146,7 +144,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 		defer c()
 		_ = q.Stop(sctx)
 	})
-	return &bundle{pool: pool, store: store, chat: chatSvc, agent: ag, queue: q, model: model, ws: wsDir}
+	return &bundle{store: store, chat: chatSvc, agent: ag, queue: q, model: model, ws: wsDir}
 }
 
 func (b *bundle) say(t *testing.T, text string) services.Message {
@@ -174,18 +172,6 @@ func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
 			var got []string
 			for _, m := range page.Messages {
 				got = append(got, m.Role+"/"+m.Source+": "+m.Content)
-			}
-			runs, _ := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 100})
-			for _, r := range runs {
-				got = append(got, fmt.Sprintf("DEBUG run %d %s %s", r.ID, r.Status, r.Error))
-			}
-			rows, _ := b.pool.Query(context.Background(), `SELECT id, state, kind, args::text, attempt, coalesce(errors::text,'') FROM river_job`)
-			for rows.Next() {
-				var id int64
-				var st, k, a, e string
-				var at int
-				_ = rows.Scan(&id, &st, &k, &a, &at, &e)
-				got = append(got, fmt.Sprintf("DEBUG job %d %s %s %s %d %s", id, st, k, a, at, e))
 			}
 			t.Fatalf("timeline has %d visible messages, want %d:\n%s", len(page.Messages), n, strings.Join(got, "\n"))
 		}
