@@ -37,6 +37,13 @@ func New(pool *pgxpool.Pool) *Store { return &Store{db: pool} }
 // NewTx returns a Store bound to the caller's transaction.
 func NewTx(tx pgx.Tx) *Store { return &Store{db: tx} }
 
+// PgxTx returns the transaction this Store is bound to (from Transact or
+// NewTx), so the job queue can insert jobs in it.
+func (s *Store) PgxTx() (pgx.Tx, bool) {
+	tx, ok := s.db.(pgx.Tx)
+	return tx, ok
+}
+
 // Open connects a pool and checks the connection.
 func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)

@@ -240,9 +240,11 @@ type RunStore interface {
 
 // RunQueue schedules durable execution of queued runs.
 type RunQueue interface {
-	// EnqueueRun schedules run for execution; enqueuing the same run twice
-	// schedules it once.
-	EnqueueRun(ctx context.Context, run Run) error
+	// EnqueueRunTx schedules run for execution in tx, a Store given by
+	// Transact: the job commits (or rolls back) with the run row, so no
+	// queued run is ever without its job. While a job for the run is
+	// waiting or running, enqueuing it again does nothing.
+	EnqueueRunTx(ctx context.Context, tx Store, run Run) error
 }
 
 // RunExecutor executes runs for the queue's workers.

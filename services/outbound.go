@@ -18,8 +18,25 @@ type Outbound struct {
 
 // OutboundQueue schedules durable deliveries.
 type OutboundQueue interface {
-	// EnqueueOutbound schedules o; a second call with the same Key does nothing.
+	// EnqueueOutbound schedules o; a second call with the same Key does
+	// nothing. When ctx carries a transaction (WithTx), the delivery's job
+	// joins it: a reply and its delivery commit together.
 	EnqueueOutbound(ctx context.Context, o Outbound) error
+}
+
+type txKey struct{}
+
+// WithTx returns ctx carrying tx, a Store given by Transact, so that work
+// scheduled through ctx (an outbound delivery routed while a reply is
+// stored) commits with that transaction.
+func WithTx(ctx context.Context, tx Store) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// TxFrom returns the transaction ctx carries, or nil.
+func TxFrom(ctx context.Context) Store {
+	tx, _ := ctx.Value(txKey{}).(Store)
+	return tx
 }
 
 // OutboundHandler delivers one payload of its channel. A *RetryAfterError

@@ -90,15 +90,18 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil), Flags: flags,
+		enq, err := queue.NewEnqueuer(ctx, pool, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Queue: enq, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil), Flags: flags,
 			Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000}), ContextStore: store})
 		inspector = ag
 		q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ag.SetQueue(q)
-		chatSvc.SetTurnHandler(ag)
+		chatSvc = chatSvc.WithTurns(ag)
 		if err := q.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -212,8 +212,8 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
-		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time).",
-			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 1, 1000); return }},
+		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time); 0: none, another instance answers.",
+			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 0, 1000); return }},
 		{Name: "RATE_LIMIT_PER_MINUTE", Default: "600", Help: "Requests per minute the owner may make to one instance (all their clients together); over it: 429 with Retry-After. 0 disables.",
 			set: func(c *Config, v string) (err error) {
 				c.RateLimitPerMinute, err = parseIntRange(v, 0, 1_000_000)

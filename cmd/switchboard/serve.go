@@ -121,9 +121,14 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		ScopedWrite: cfg.ScopedWrite,
 		LogContent:  cfg.LogContent,
 	})
+	enqueuer, err := queue.NewEnqueuer(ctx, pool, log)
+	if err != nil {
+		return err
+	}
 	agentSvc := agent.New(agent.Options{
 		Store:        store,
 		Chat:         chatSvc,
+		Queue:        enqueuer,
 		Publisher:    publisher,
 		LLM:          provider,
 		Tools:        registry,
@@ -137,12 +142,17 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		RunTimeout:   cfg.AgentRunTimeout,
 		LogContent:   cfg.LogContent,
 	})
-	jobs, err := queue.New(ctx, pool, store, agentSvc, queue.Options{Logger: log, TurnWorkers: cfg.AgentWorkers, RunTimeout: cfg.AgentRunTimeout})
+	turnWorkers := cfg.AgentWorkers
+	if turnWorkers == 0 {
+		turnWorkers = -1 // this instance answers no turns
+	}
+	jobs, err := queue.New(ctx, pool, store, agentSvc, queue.Options{Logger: log, TurnWorkers: turnWorkers, RunTimeout: cfg.AgentRunTimeout})
 	if err != nil {
 		return err
 	}
-	agentSvc.SetQueue(jobs)
-	chatSvc.SetTurnHandler(agentSvc)
+	// Channels post through the ChatService that hands user messages to the
+	// agent; the agent answers through the one without it.
+	chatSvc = chatSvc.WithTurns(agentSvc)
 	// Events from every instance: /stop reaches the instance running the run.
 	go notifier.Listen(ctx, func(e services.Event) {
 		if e.Type == agent.EventCancel {

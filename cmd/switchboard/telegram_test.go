@@ -48,7 +48,7 @@ type answering struct {
 	turns  []services.Message
 }
 
-func (a *answering) HandleTurn(ctx context.Context, msg services.Message) error {
+func (a *answering) StartTurn(_ context.Context, _ services.Store, msg services.Message) (func(context.Context), error) {
 	a.mu.Lock()
 	a.turns = append(a.turns, msg)
 	a.mu.Unlock()
@@ -56,11 +56,12 @@ func (a *answering) HandleTurn(ctx context.Context, msg services.Message) error 
 	if a.answer != nil {
 		text = a.answer(msg)
 	}
-	_, _, err := a.chat.Post(ctx, chat.PostParams{
-		TimelineScope: msg.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
-		Content: text, ReplyTo: msg.ID,
-	})
-	return err
+	return func(ctx context.Context) {
+		_, _, _ = a.chat.Post(ctx, chat.PostParams{
+			TimelineScope: msg.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
+			Content: text, ReplyTo: msg.ID,
+		})
+	}, nil
 }
 
 func (a *answering) count() int {
@@ -128,9 +129,9 @@ func startTGInstance(t *testing.T, dbURL string, cfg *Config) *tgInstance {
 		_ = q.Stop(sctx)
 	})
 	link := &telegramLink{}
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}, Routers: link.Routers(cfg)})
-	agent := &answering{chat: chatSvc}
-	chatSvc.SetTurnHandler(agent)
+	base := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}, Routers: link.Routers(cfg)})
+	agent := &answering{chat: base}
+	chatSvc := base.WithTurns(agent)
 	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(tgOwnerToken), OwnerTimeline: services.DefaultTimeline})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)

@@ -3,12 +3,15 @@
 // share the work through the same tables; a job whose process died is
 // retried by another.
 //
+// Jobs are inserted in the caller's transaction (Enqueuer): a run's job
+// commits with the run row, a reply's delivery with the reply.
+//
 // Agent turns are serialised per timeline with a session advisory lock held
-// by the worker's connection: a second job for a busy timeline is snoozed,
-// and whichever job holds the lock drains the timeline's queued runs in id
+// by the worker's connection: a job for a busy timeline ends at once, and
+// whichever job holds the lock drains the timeline's queued runs in id
 // order, so messages sent mid-run are answered in order and none is dropped.
 // A lock held means a live worker: a run still 'running' whose timeline lock
-// can be taken has lost its worker, and is closed as interrupted.
+// can be taken has lost its worker, and is closed as interrupted (Reap).
 package queue
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -50,7 +54,7 @@ type Options struct {
 
 // Queue is the River client with Switchboard's workers.
 type Queue struct {
-	client   *river.Client[pgx.Tx]
+	*Enqueuer
 	pool     *pgxpool.Pool
 	store    services.Store
 	exec     services.RunExecutor
@@ -60,15 +64,25 @@ type Queue struct {
 	handlers map[string]services.OutboundHandler
 }
 
+// Enqueuer inserts jobs, in the caller's transaction when it has one. It
+// works no jobs itself, so the agent runtime can be built with it before the
+// Queue that executes its runs.
+type Enqueuer struct {
+	client *river.Client[pgx.Tx]
+}
+
 var (
-	_ services.RunQueue      = (*Queue)(nil)
-	_ services.OutboundQueue = (*Queue)(nil)
+	_ services.RunQueue      = (*Enqueuer)(nil)
+	_ services.OutboundQueue = (*Enqueuer)(nil)
 )
 
-// TurnArgs is the job of one queued run.
+// TurnArgs is the job of one queued run: it drains the run's timeline.
 type TurnArgs struct {
 	RunID    int64  `json:"run_id"`
 	Timeline string `json:"timeline"`
+	// After is set on the job the reaper gives a timeline after closing
+	// run After, whose worker died: the dead worker's job cannot drain.
+	After int64 `json:"after,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -84,12 +98,107 @@ type OutboundArgs struct {
 // Kind implements river.JobArgs.
 func (OutboundArgs) Kind() string { return "outbound" }
 
-// New builds the queue; call Start to work jobs.
+// liveStates are the job states a new job is deduplicated against: a job
+// waiting or running. A completed job does not count, so a run whose job
+// ended (e.g. finding its timeline busy) can be handed to a new one.
+var liveStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
+func turnOpts() *river.InsertOpts {
+	return &river.InsertOpts{Queue: queueTurns, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+}
+
+func riverConfig(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*river.Config, error) {
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, fmt.Errorf("queue: read schema: %w", err)
+	}
+	if schema == "public" {
+		schema = ""
+	}
+	return &river.Config{
+		Logger: log.With("component", "river"),
+		Schema: schema,
+		// River notifies workers of an insert at most once per FetchCooldown
+		// per queue; a longer cooldown leaves back-to-back turns waiting for
+		// the poll.
+		FetchCooldown: time.Millisecond,
+	}, nil
+}
+
+// NewEnqueuer returns an insert-only client on pool.
+func NewEnqueuer(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*Enqueuer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := riverConfig(ctx, pool, log)
+	if err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	return &Enqueuer{client: client}, nil
+}
+
+// txOf is what repository.Store offers for a transaction-bound store.
+type txOf interface{ PgxTx() (pgx.Tx, bool) }
+
+func pgxTx(tx services.Store) (pgx.Tx, error) {
+	if t, ok := tx.(txOf); ok {
+		if ptx, ok := t.PgxTx(); ok {
+			return ptx, nil
+		}
+	}
+	return nil, services.Errorf(services.EINTERNAL, "queue: the store is not bound to a transaction")
+}
+
+// EnqueueRunTx schedules a queued run in the caller's transaction; a job
+// already waiting or running for the same run makes this a no-op.
+func (e *Enqueuer) EnqueueRunTx(ctx context.Context, tx services.Store, run services.Run) error {
+	ptx, err := pgxTx(tx)
+	if err != nil {
+		return err
+	}
+	if _, err := e.client.InsertTx(ctx, ptx, TurnArgs{RunID: run.ID, Timeline: run.TimelineScope}, turnOpts()); err != nil {
+		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the agent's answer", Err: err}
+	}
+	return nil
+}
+
+// EnqueueOutbound schedules a delivery; unique per key. With a transaction
+// in ctx (services.WithTx) the job commits with it.
+func (e *Enqueuer) EnqueueOutbound(ctx context.Context, o services.Outbound) error {
+	if o.Channel == "" || o.Key == "" {
+		return services.Errorf(services.EINVALID, "outbound delivery needs a channel and a key")
+	}
+	args := OutboundArgs{Channel: o.Channel, Key: o.Key, Payload: o.Payload}
+	opts := &river.InsertOpts{Queue: queueOutbound, MaxAttempts: 20, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	var err error
+	if tx := services.TxFrom(ctx); tx != nil {
+		var ptx pgx.Tx
+		if ptx, err = pgxTx(tx); err == nil {
+			_, err = e.client.InsertTx(ctx, ptx, args, opts)
+		}
+	} else {
+		_, err = e.client.Insert(ctx, args, opts)
+	}
+	if err != nil {
+		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the delivery", Err: err}
+	}
+	return nil
+}
+
+// New builds the queue; call Start to work jobs. With TurnWorkers < 0 this
+// instance works no agent turns (another instance does).
 func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec services.RunExecutor, opts Options) (*Queue, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.TurnWorkers <= 0 {
+	if opts.TurnWorkers == 0 {
 		opts.TurnWorkers = 16
 	}
 	if opts.RunTimeout <= 0 {
@@ -102,36 +211,26 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		opts.PollInterval = 250 * time.Millisecond
 	}
 	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[string]services.OutboundHandler{}}
-	var schema string
-	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return nil, fmt.Errorf("queue: read schema: %w", err)
-	}
-	if schema == "public" {
-		schema = ""
+	cfg, err := riverConfig(ctx, pool, opts.Logger)
+	if err != nil {
+		return nil, err
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &turnWorker{q: q})
 	river.AddWorker(workers, &outboundWorker{q: q})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:            opts.Logger.With("component", "river"),
-		Schema:            schema,
-		FetchPollInterval: opts.PollInterval,
-		// River notifies workers of an insert at most once per FetchCooldown
-		// per queue; a longer cooldown leaves back-to-back turns waiting for
-		// the poll.
-		FetchCooldown:        time.Millisecond,
-		JobTimeout:           opts.RunTimeout + time.Minute,
-		RescueStuckJobsAfter: opts.RunTimeout + 2*time.Minute,
-		Queues: map[string]river.QueueConfig{
-			queueTurns:    {MaxWorkers: opts.TurnWorkers},
-			queueOutbound: {MaxWorkers: 8},
-		},
-		Workers: workers,
-	})
+	cfg.FetchPollInterval = opts.PollInterval
+	cfg.JobTimeout = opts.RunTimeout + time.Minute
+	cfg.RescueStuckJobsAfter = opts.RunTimeout + 2*time.Minute
+	cfg.Queues = map[string]river.QueueConfig{queueOutbound: {MaxWorkers: 8}}
+	if opts.TurnWorkers > 0 {
+		cfg.Queues[queueTurns] = river.QueueConfig{MaxWorkers: opts.TurnWorkers}
+	}
+	cfg.Workers = workers
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	q.client = client
+	q.Enqueuer = &Enqueuer{client: client}
 	return q, nil
 }
 
@@ -147,41 +246,14 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("queue: start: %w", err)
 	}
-	go q.reapLoop(ctx)
+	if q.opts.TurnWorkers > 0 {
+		go q.reapLoop(ctx)
+	}
 	return nil
 }
 
 // Stop finishes jobs in flight (bounded by ctx) and stops.
 func (q *Queue) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
-
-// EnqueueRun schedules a queued run; unique per run id.
-func (q *Queue) EnqueueRun(ctx context.Context, run services.Run) error {
-	_, err := q.client.Insert(ctx, TurnArgs{RunID: run.ID, Timeline: run.TimelineScope}, &river.InsertOpts{
-		Queue:       queueTurns,
-		MaxAttempts: 5,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true},
-	})
-	if err != nil {
-		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the agent's answer", Err: err}
-	}
-	return nil
-}
-
-// EnqueueOutbound schedules a delivery; unique per key.
-func (q *Queue) EnqueueOutbound(ctx context.Context, o services.Outbound) error {
-	if o.Channel == "" || o.Key == "" {
-		return services.Errorf(services.EINVALID, "outbound delivery needs a channel and a key")
-	}
-	_, err := q.client.Insert(ctx, OutboundArgs{Channel: o.Channel, Key: o.Key, Payload: o.Payload}, &river.InsertOpts{
-		Queue:       queueOutbound,
-		MaxAttempts: 20,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true},
-	})
-	if err != nil {
-		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the delivery", Err: err}
-	}
-	return nil
-}
 
 type turnWorker struct {
 	river.WorkerDefaults[TurnArgs]
@@ -226,12 +298,12 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 // timeline, this job ends at once: that worker looks for queued runs again
 // after it lets go of the lock, and this job's run was queued before the
 // failed attempt, so it is found. (If that worker dies, the reaper
-// re-enqueues queued runs.) Snoozing instead would delay the answer by the
+// hands the timeline's queued runs to a new job.) Snoozing instead would delay the answer by the
 // scheduler's period.
 func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 	for {
 		err := q.withTimelineLock(ctx, timeline, func() error {
-			if err := q.interruptOrphans(ctx, timeline); err != nil {
+			if _, err := q.interruptOrphans(ctx, timeline); err != nil {
 				return err
 			}
 			for ctx.Err() == nil {
@@ -265,26 +337,28 @@ func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 	}
 }
 
-// interruptOrphans closes the timeline's main runs still marked running. Only
-// called with the timeline lock held, so their worker is gone.
-func (q *Queue) interruptOrphans(ctx context.Context, timeline string) error {
+// interruptOrphans closes the timeline's main runs still marked running and
+// returns them. Only called with the timeline lock held, so their worker is
+// gone.
+func (q *Queue) interruptOrphans(ctx context.Context, timeline string) ([]services.Run, error) {
 	runs, err := q.store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Status: services.RunRunning, Limit: 100})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var closed []services.Run
 	for _, r := range runs {
 		if r.ParentRunID != 0 {
 			continue
 		}
 		if err := q.exec.InterruptRun(ctx, r); err != nil {
-			return err
+			return closed, err
 		}
+		closed = append(closed, r)
 	}
-	return nil
+	return closed, nil
 }
 
-// reapLoop finds runs whose worker died (lock free while 'running') and
-// queued runs whose job was lost, at start and then periodically.
+// reapLoop runs the reaper at start and then periodically.
 func (q *Queue) reapLoop(ctx context.Context) {
 	t := time.NewTicker(q.opts.ReapEvery)
 	defer t.Stop()
@@ -298,34 +372,95 @@ func (q *Queue) reapLoop(ctx context.Context) {
 	}
 }
 
-// Reap runs one pass of the reaper.
+// Reap runs one pass of the reaper. Jobs commit with their runs, so no job
+// is ever lost; the reaper only looks after workers that died:
+//
+//   - A main run still 'running' whose timeline lock is free lost its worker:
+//     it is closed as interrupted, and the timeline's queued runs, which that
+//     worker would have drained, are given to a new job.
+//   - Queued runs on a timeline no worker holds and with no job waiting or
+//     running (their jobs ended finding the timeline busy, and its worker
+//     died between two runs) are given to a new job. A job still waiting,
+//     e.g. one whose worker never picked it up, is left to run: nothing is
+//     enqueued twice.
 func (q *Queue) Reap(ctx context.Context) {
+	done := map[string]bool{}
 	running, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunRunning, Limit: 200})
 	if err != nil {
 		q.log.Warn("reaper: list running runs", "err", err)
 		return
 	}
-	seen := map[string]bool{}
 	for _, r := range running {
-		if r.ParentRunID != 0 || seen[r.TimelineScope] {
+		if r.ParentRunID != 0 || done[r.TimelineScope] {
 			continue
 		}
-		seen[r.TimelineScope] = true
-		err := q.withTimelineLock(ctx, r.TimelineScope, func() error { return q.interruptOrphans(ctx, r.TimelineScope) })
+		done[r.TimelineScope] = true
+		var closed []services.Run
+		err := q.withTimelineLock(ctx, r.TimelineScope, func() error {
+			var err error
+			closed, err = q.interruptOrphans(ctx, r.TimelineScope)
+			return err
+		})
 		if err != nil && !errors.Is(err, errBusy) {
 			q.log.Warn("reaper: interrupt orphaned runs", "timeline", r.TimelineScope, "err", err)
+		}
+		if len(closed) > 0 {
+			// After letting go of the lock: the new job must find it free.
+			q.resume(ctx, r.TimelineScope, closed[len(closed)-1].ID)
 		}
 	}
 	queued, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunQueued, Limit: 200})
 	if err != nil {
+		q.log.Warn("reaper: list queued runs", "err", err)
 		return
 	}
 	for _, r := range queued {
-		if r.ParentRunID == 0 && time.Since(r.StartedAt) > q.opts.ReapEvery {
-			if err := q.EnqueueRun(ctx, r); err != nil {
-				q.log.Warn("reaper: re-enqueue run", "run_id", r.ID, "err", err)
-			}
+		if r.ParentRunID != 0 || done[r.TimelineScope] {
+			continue
 		}
+		done[r.TimelineScope] = true
+		idle, err := q.unattended(ctx, r.TimelineScope)
+		if err != nil {
+			q.log.Warn("reaper: look at queued runs", "timeline", r.TimelineScope, "err", err)
+			continue
+		}
+		if idle {
+			q.resume(ctx, r.TimelineScope, 0)
+		}
+	}
+}
+
+// unattended reports whether no worker holds the timeline and no job for it
+// waits or runs. It takes no lock, so it never makes a worker's job find
+// the timeline busy.
+func (q *Queue) unattended(ctx context.Context, timeline string) (bool, error) {
+	var busy bool
+	err := q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND classid = $1 AND objsubid = 2
+			AND objid = hashtext(current_schema() || '/' || $2)::oid
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+		OR EXISTS (SELECT 1 FROM river_job WHERE kind = $3 AND args->>'timeline' = $2
+			AND state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))`,
+		runLockKey, timeline, TurnArgs{}.Kind()).Scan(&busy)
+	return !busy, err
+}
+
+// resume gives the timeline's queued runs to a new job (after closing run
+// after, or 0), deduplicated against a job waiting or running for the same.
+func (q *Queue) resume(ctx context.Context, timeline string, after int64) {
+	next, err := q.store.NextQueuedRun(ctx, timeline)
+	if services.IsKind(err, services.ENOTFOUND) {
+		return
+	}
+	if err == nil {
+		var res *rivertype.JobInsertResult
+		res, err = q.client.Insert(ctx, TurnArgs{RunID: next.ID, Timeline: timeline, After: after}, turnOpts())
+		if err == nil && !res.UniqueSkippedAsDuplicate {
+			q.log.Info("reaper: queued runs given to a new job", "timeline", timeline, "run_id", next.ID, "after_run_id", after)
+		}
+	}
+	if err != nil {
+		q.log.Warn("reaper: resume queued runs", "timeline", timeline, "err", err)
 	}
 }
 

@@ -26,8 +26,10 @@ type Flags struct {
 
 // Options are the runtime's collaborators and limits.
 type Options struct {
-	Store     services.Store
-	Chat      *chat.Service
+	Store services.Store
+	Chat  *chat.Service
+	// Queue inserts a run's job in the transaction that stores the run
+	// (built before the queue's workers, which call back into the runtime).
 	Queue     services.RunQueue
 	Publisher services.Publisher
 	LLM       llm.Provider
@@ -94,17 +96,19 @@ func New(opts Options) *Service {
 	return s
 }
 
-// HandleTurn answers a command at once, or queues a run for a user message.
-func (s *Service) HandleTurn(ctx context.Context, msg services.Message) error {
-	if name, args, ok := chat.ParseCommand(msg.Content); ok {
-		return s.command(ctx, msg, name, args)
+// StartTurn runs in the transaction that stores msg, a new user message:
+// a message for the agent (and /compact) gets a queued run whose row and job
+// commit with the message; after commit the run is announced. Other
+// commands are answered at once after commit.
+func (s *Service) StartTurn(ctx context.Context, tx services.Store, msg services.Message) (func(context.Context), error) {
+	if name, args, ok := chat.ParseCommand(msg.Content); ok && name != "compact" {
+		return func(ctx context.Context) {
+			if err := s.command(ctx, msg, name, args); err != nil {
+				s.log.Error("answer command", "message_id", msg.ID, "command", name, "err", err)
+			}
+		}, nil
 	}
-	return s.queueRun(ctx, msg)
-}
-
-// queueRun creates a queued main run for msg and schedules it.
-func (s *Service) queueRun(ctx context.Context, msg services.Message) error {
-	run, err := s.opts.Store.CreateRun(ctx, services.NewRun{
+	run, err := tx.CreateRun(ctx, services.NewRun{
 		TimelineScope:    msg.TimelineScope,
 		ContextScope:     s.mainScope(),
 		TriggerMessageID: msg.ID,
@@ -113,17 +117,13 @@ func (s *Service) queueRun(ctx context.Context, msg services.Message) error {
 		Model:            s.opts.LLM.Model(),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.publishRun(ctx, run, services.RunQueued)
-	// A failed enqueue is repaired by the queue's reaper, which re-enqueues
-	// queued runs without a job.
-	return s.opts.Queue.EnqueueRun(ctx, run)
+	if err := s.opts.Queue.EnqueueRunTx(ctx, tx, run); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { s.publishRun(ctx, run, services.RunQueued) }, nil
 }
-
-// SetQueue sets the run queue after construction (the queue's workers call
-// back into the runtime). Call it before serving.
-func (s *Service) SetQueue(q services.RunQueue) { s.opts.Queue = q }
 
 // mainScope is the context scope main rows are written with: explicit with
 // AGENT_CONTEXT_SCOPED_WRITE, else the column default (also "main").

@@ -38,6 +38,7 @@ type bundle struct {
 
 type setupOpts struct {
 	runTimeout time.Duration
+	maxSteps   int
 	maxRetries int
 	flags      agent.Flags
 	window     int
@@ -116,20 +117,24 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 	}
 	tok, _ := contextmgr.NewTokenizer("gpt-4o-mini")
 	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
+	enq, err := queue.NewEnqueuer(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ag := agent.New(agent.Options{
-		Store: store, Chat: chatSvc, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags, SubAgents: o.limits,
+		Store: store, Chat: chatSvc, Queue: enq, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags, SubAgents: o.limits,
 		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
 			Window: window, ScopedRead: o.flags.ScopedRead,
 			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
 		ContextStore: store,
 		RunTimeout:   o.runTimeout,
+		MaxSteps:     o.maxSteps,
 	})
 	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag.SetQueue(q)
-	chatSvc.SetTurnHandler(ag)
+	chatSvc = chatSvc.WithTurns(ag)
 	if err := q.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,6 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdRules(ctx, msg, args)
 	case "subagents":
 		reply, err = s.cmdSubagents(ctx, msg)
-	case "compact":
-		// Compaction calls the model: it runs as a queued run, in order
-		// with the timeline's other runs.
-		return s.queueRun(ctx, msg)
 	default:
 		reply = fmt.Sprintf("/%s is not available yet in this version.", name)
 	}

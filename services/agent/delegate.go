@@ -248,6 +248,13 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 	default:
 		h.Status = services.RunError
 		h.Summary = services.ErrorMessage(runErr)
+		var limit *stepLimitError
+		if errors.As(runErr, &limit) {
+			// Say what happened, with what it had got to, so the parent
+			// can go on or split the task.
+			h.Summary = limit.Error()
+			h.Result = truncateText(limit.Partial, 8000)
+		}
 	}
 	if inline {
 		h.Transcript = transcript
@@ -300,7 +307,7 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 	if err != nil {
 		return err
 	}
-	s.opts.Chat.Announce(ctx, msg, created, marker)
+	s.opts.Chat.Announce(ctx, msg, created)
 	if done, err := s.opts.Store.GetRun(ctx, child.ID); err == nil {
 		trigger := services.Message{ID: parent.TriggerMessageID, TimelineScope: parent.TimelineScope}
 		for _, o := range s.opts.Observers {
@@ -369,94 +376,42 @@ func (s *Service) taskPayload(ctx context.Context, parent services.Run, profile 
 	return p, nil
 }
 
-// childLoop runs the child's model/tool loop. In a child run its steps are
-// stored in the child's scope (visible = 0) and as the child's steps; inline,
-// nothing is stored beside the parent's handoff step and the transcript
-// travels in the handoff.
+// childLoop runs a delegated task's model/tool loop. In a child run its
+// messages are stored in the child's scope (visible = 0) and its steps as the
+// child's; inline, its steps are the parent's, nothing else is stored and the
+// transcript travels in the handoff.
 func (s *Service) childLoop(ctx context.Context, parent, child services.Run, scope string, profile Profile, provider llm.Provider,
 	payload json.RawMessage, depth int, inline bool) (string, []string, usage, []string, error) {
-	var u usage
-	var transcript, refs []string
 	system := profile.SystemPrompt
 	if system == "" {
 		system = DefaultSubAgentPrompt
 	}
 	var defs []llm.ToolDef
-	for _, t := range s.opts.Tools.List() {
+	for _, t := range s.toolDefs() {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
 		if len(profile.Tools) > 0 && !contains(profile.Tools, t.Name) {
 			continue
 		}
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, JSONSchema: t.Schema})
+		defs = append(defs, t)
 	}
-	req := llm.Request{System: system, CacheSystem: true, Tools: defs,
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Task payload (JSON):\n" + string(payload)}}}
-	record := func(m services.NewMessage) error {
-		if inline {
-			return nil
-		}
-		m.TimelineScope, m.ContextScope, m.AgentID, m.Source, m.Visible = parent.TimelineScope, scope, profile.ID, services.SourceAgent, false
-		_, _, err := s.opts.Store.InsertMessage(ctx, m)
-		return err
-	}
-	stepRun := child.ID
+	l := loopSpec{kind: kindChild, provider: provider, maxSteps: s.opts.SubAgents.MaxSteps, stepRun: child.ID, who: "the sub-agent",
+		req: llm.Request{System: system, CacheSystem: true, Tools: defs,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: "Task payload (JSON):\n" + string(payload)}}},
+		call: tools.Call{TimelineScope: parent.TimelineScope, ContextScope: scopeOr(scope), RunID: child.ID, Depth: depth}}
+	rec := &childRecorder{s: s, timeline: parent.TimelineScope, scope: scope, agentID: profile.ID, childID: child.ID, store: !inline,
+		transcript: []string{"task: " + truncateText(string(payload), 400)}}
 	if inline {
-		stepRun = parent.ID
+		l.kind, l.stepRun, l.call.RunID = kindInline, parent.ID, parent.ID
 	}
-	if err := record(services.NewMessage{Role: services.RoleUser, Content: req.Messages[0].Content,
+	l.rec = rec
+	if err := rec.record(ctx, services.NewMessage{Role: services.RoleUser, Content: l.req.Messages[0].Content,
 		Metadata: mustJSON(map[string]any{"run_id": child.ID, "kind": "task_payload"})}); err != nil {
-		return "", nil, u, nil, err
+		return "", nil, usage{}, nil, err
 	}
-	transcript = append(transcript, "task: "+truncateText(string(payload), 400))
-	for step := 0; step < s.opts.SubAgents.MaxSteps; step++ {
-		resp, err := provider.Complete(ctx, req, nil)
-		if err != nil {
-			return "", refs, u, transcript, err
-		}
-		u.add(resp.Usage)
-		if _, err := s.opts.Store.AppendStep(ctx, stepRun, services.StepModelCall, mustJSON(map[string]any{
-			"model": resp.Model, "usage": resp.Usage, "tool_calls": len(resp.ToolCalls), "child": !inline, "inline": inline})); err != nil {
-			return "", refs, u, transcript, err
-		}
-		if len(resp.ToolCalls) == 0 {
-			if err := record(services.NewMessage{Role: services.RoleAssistant, Content: resp.Text,
-				Metadata: mustJSON(map[string]any{"run_id": child.ID})}); err != nil {
-				return "", refs, u, transcript, err
-			}
-			transcript = append(transcript, "answer: "+resp.Text)
-			return resp.Text, refs, u, transcript, nil
-		}
-		if err := record(services.NewMessage{Role: services.RoleAssistant, Content: resp.Text,
-			Metadata: mustJSON(map[string]any{"run_id": child.ID, "tool_calls": resp.ToolCalls})}); err != nil {
-			return "", refs, u, transcript, err
-		}
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
-		for _, c := range resp.ToolCalls {
-			res := s.opts.Tools.Execute(ctx, c.Name, tools.Call{TimelineScope: parent.TimelineScope, ContextScope: scopeOr(scope),
-				RunID: stepRun, Arguments: c.Arguments, CallID: c.ID, Depth: depth})
-			if _, err := s.opts.Store.AppendStep(ctx, stepRun, services.StepToolResult, mustJSON(map[string]any{
-				"id": c.ID, "name": c.Name, "is_error": res.IsError, "code": res.ErrorCode, "child": !inline})); err != nil {
-				return "", refs, u, transcript, err
-			}
-			if err := record(services.NewMessage{Role: services.RoleTool, Content: res.Content,
-				Metadata: mustJSON(map[string]any{"run_id": child.ID, "tool_call_id": c.ID, "tool_name": c.Name, "is_error": res.IsError})}); err != nil {
-				return "", refs, u, transcript, err
-			}
-			if c.Name == "write_file" || c.Name == "read_file" {
-				var a struct {
-					Path string `json:"path"`
-				}
-				if json.Unmarshal(c.Arguments, &a) == nil && a.Path != "" && !contains(refs, a.Path) {
-					refs = append(refs, a.Path)
-				}
-			}
-			transcript = append(transcript, fmt.Sprintf("%s(%s) -> %s", c.Name, truncateText(string(c.Arguments), 200), res.Content))
-			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: c.ID, IsError: res.IsError})
-		}
-	}
-	return "", refs, u, transcript, services.Errorf(services.EINTERNAL, "the sub-agent used its %d steps without finishing", s.opts.SubAgents.MaxSteps)
+	text, u, err := s.toolLoop(ctx, l)
+	return text, rec.refs, u, rec.transcript, err
 }
 
 func scopeOr(scope string) string {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -105,6 +104,10 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	default:
 		fin.Status, fin.Error = services.RunError, runErr.Error()
 		notice = "I could not answer: " + services.ErrorMessage(runErr)
+		var limit *stepLimitError
+		if errors.As(runErr, &limit) {
+			notice = stepLimitNotice(limit)
+		}
 	}
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
@@ -118,6 +121,15 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		post = noticeParams(run, trigger, notice, fin.Status)
 	}
 	done, err := s.finish(endCtx, run, fin, post)
+	if runErr == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
+		// An answer that cannot be stored must not leave the run open (it
+		// would end 'interrupted' as if the server had restarted): the run
+		// ends in error and the owner is told why.
+		s.log.Error("store answer", "run_id", run.ID, "err", err)
+		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
+		done, err = s.finish(endCtx, run, fin, noticeParams(run, trigger,
+			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status))
+	}
 	if err != nil {
 		return err
 	}
@@ -128,6 +140,20 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
 		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
 	return nil
+}
+
+// stepLimitNotice tells the owner that the run used its steps, what it had
+// got to, and how to go on.
+func stepLimitNotice(e *stepLimitError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "I used all %d steps one answer may take (AGENT_MAX_STEPS) before finishing.", e.Steps)
+	if p := strings.TrimSpace(e.Partial); p != "" {
+		b.WriteString(" Where I got to:\n\n" + p + "\n\n")
+	} else {
+		b.WriteString(" My tool results so far are kept. ")
+	}
+	b.WriteString(`Send "continue" and I will go on from there, or ask for a smaller part of the task.`)
+	return b.String()
 }
 
 // noticeParams is a visible notice about a run that ended without an answer.
@@ -151,6 +177,9 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 		if done, err = tx.FinishRun(ctx, run.ID, fin); err != nil {
 			return err
 		}
+		if err := s.closeOpenCalls(ctx, tx, run, fin.Status); err != nil {
+			return err
+		}
 		msg, created, err = s.opts.Chat.PostTx(ctx, tx, post)
 		return err
 	})
@@ -164,8 +193,71 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 	if err != nil {
 		return services.Run{}, err
 	}
-	s.opts.Chat.Announce(ctx, msg, created, post)
+	s.opts.Chat.Announce(ctx, msg, created)
 	return done, nil
+}
+
+// closeOpenCalls stores a result for each tool call of run left without
+// one (the run was stopped, timed out or its worker died mid-call), saying
+// what happened, so that no prompt ever carries an unanswered call. It runs
+// in the transaction that closes the run.
+func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run services.Run, status string) error {
+	if run.ParentRunID != 0 {
+		return nil // a child's scope is never prompted again
+	}
+	rows, err := tx.ListContext(ctx, services.ContextQuery{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
+		AfterID: run.TriggerMessageID, Limit: 500})
+	if err != nil {
+		return err
+	}
+	type rowMeta struct {
+		RunID      int64          `json:"run_id"`
+		ToolCalls  []llm.ToolCall `json:"tool_calls"`
+		ToolCallID string         `json:"tool_call_id"`
+	}
+	var open []llm.ToolCall
+	answered := map[string]bool{}
+	for _, m := range rows {
+		var meta rowMeta
+		if json.Unmarshal(m.Metadata, &meta) != nil || meta.RunID != run.ID {
+			continue
+		}
+		open = append(open, meta.ToolCalls...)
+		if meta.ToolCallID != "" {
+			answered[meta.ToolCallID] = true
+		}
+	}
+	for _, c := range open {
+		if answered[c.ID] {
+			continue
+		}
+		text := openCallResult(status)
+		if _, _, err := tx.InsertMessage(ctx, services.NewMessage{
+			TimelineScope: run.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
+			Content: text, Visible: false, DedupeKey: fmt.Sprintf("run:%d:open-call:%s", run.ID, c.ID),
+			TokenCount: s.opts.Tokenizer.Count(text),
+			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_call_id": c.ID,
+				"tool_name": c.Name, "is_error": true, "closed_by": status}),
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openCallResult is the stored result of a tool call cut off by the end of
+// its run.
+func openCallResult(status string) string {
+	why := "the run ended before it finished"
+	switch status {
+	case services.RunInterrupted:
+		why = "the server stopped (restart or crash) before it finished; its effect is unknown"
+	case services.RunCancelled:
+		why = "the owner stopped the run (/stop) before it finished"
+	case services.RunTimeout:
+		why = "the run reached its time limit before it finished"
+	}
+	return string(mustJSON(map[string]string{"status": status, "error": "This call has no result: " + why + "."}))
 }
 
 // InterruptRun closes a run whose worker died and tells the user.
@@ -195,108 +287,25 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, contextmgr.Inspection, usage, error) {
-	var u usage
-	defs := s.toolDefs()
 	prompt, err := s.opts.Context.Build(ctx, contextmgr.BuildParams{
-		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: defs,
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(),
 	})
 	if err != nil {
-		return "", contextmgr.Inspection{}, u, err
+		return "", contextmgr.Inspection{}, usage{}, err
 	}
 	obs := prompt.Inspection
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
-		return "", obs, u, err
+		return "", obs, usage{}, err
 	}
 	if _, err := s.opts.Store.AppendStep(ctx, run.ID, "prompt", mustJSON(obs)); err != nil {
-		return "", obs, u, err
+		return "", obs, usage{}, err
 	}
-	req := prompt.Request
-	for step := 0; step < s.opts.MaxSteps; step++ {
-		stream := newDeltaStream(ctx, s.opts.Publisher, run)
-		resp, err := s.opts.LLM.Complete(ctx, req, stream.add)
-		stream.flush()
-		if err != nil {
-			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), run.ID, services.StepError, mustJSON(map[string]any{
-				"error": err.Error(), "code": services.ErrorCode(err)}))
-			return "", obs, u, err
-		}
-		u.add(resp.Usage)
-		if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepModelCall, mustJSON(map[string]any{
-			"model": resp.Model, "stop_reason": resp.StopReason, "usage": resp.Usage,
-			"text_chars": len(resp.Text), "tool_calls": len(resp.ToolCalls)})); err != nil {
-			return "", obs, u, err
-		}
-		if len(resp.ToolCalls) == 0 {
-			if resp.Text == "" {
-				return "(The model returned an empty answer.)", obs, u, nil
-			}
-			return resp.Text, obs, u, nil
-		}
-		msgs, err := s.runTools(ctx, run, resp)
-		if err != nil {
-			return "", obs, u, err
-		}
-		req.Messages = append(req.Messages, msgs...)
-	}
-	return "", obs, u, services.Errorf(services.EINTERNAL, "the agent used its %d steps without finishing", s.opts.MaxSteps)
-}
-
-// runTools records the assistant's tool calls, runs them (in parallel when
-// there are several: delegated tasks run side by side), and records each
-// result; a call and its result are always stored together.
-func (s *Service) runTools(ctx context.Context, run services.Run, resp *llm.Response) ([]llm.Message, error) {
-	scope := s.mainScope()
-	out := []llm.Message{{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}}
-	if _, _, err := s.opts.Store.InsertMessage(ctx, services.NewMessage{
-		TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleAssistant,
-		Source: services.SourceAgent, Content: resp.Text, Visible: false,
-		TokenCount: s.opts.Tokenizer.Count(resp.Text) + 20*len(resp.ToolCalls),
-		Metadata:   mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_calls": resp.ToolCalls}),
-	}); err != nil {
-		return nil, err
-	}
-	results := make([]llm.Message, len(resp.ToolCalls))
-	errs := make([]error, len(resp.ToolCalls))
-	var wg sync.WaitGroup
-	for i, call := range resp.ToolCalls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = s.runTool(ctx, run, scope, call)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return append(out, results...), nil
-}
-
-// runTool executes one call and records it.
-func (s *Service) runTool(ctx context.Context, run services.Run, scope string, call llm.ToolCall) (llm.Message, error) {
-	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolCall, mustJSON(map[string]any{
-		"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
-		return llm.Message{}, err
-	}
-	res := s.opts.Tools.Execute(ctx, call.Name, tools.Call{
-		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID, Arguments: call.Arguments, CallID: call.ID,
+	text, u, err := s.toolLoop(ctx, loopSpec{
+		kind: kindMain, provider: s.opts.LLM, req: prompt.Request, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
+		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
+		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
 	})
-	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolResult, mustJSON(map[string]any{
-		"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
-		return llm.Message{}, err
-	}
-	if !res.Stored {
-		if _, _, err := s.opts.Store.InsertMessage(ctx, services.NewMessage{
-			TimelineScope: run.TimelineScope, ContextScope: scope, Role: services.RoleTool,
-			Source: services.SourceAgent, Content: res.Content, Visible: false,
-			TokenCount: s.opts.Tokenizer.Count(res.Content),
-			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_call_id": call.ID, "tool_name": call.Name,
-				"is_error": res.IsError}),
-		}); err != nil {
-			return llm.Message{}, err
-		}
-	}
-	return llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}, nil
+	return text, obs, u, err
 }
 
 func (s *Service) toolDefs() []llm.ToolDef {

@@ -15,11 +15,14 @@ import (
 // DefaultMaxContentBytes bounds one message's text.
 const DefaultMaxContentBytes = 32 << 10
 
-// TurnHandler receives each newly stored user message, after commit and
-// publish. The agent runtime implements it; a nil handler does nothing.
+// TurnHandler starts the agent's answer to each newly stored user message.
+// The agent runtime implements it; a nil handler does nothing.
 type TurnHandler interface {
-	// HandleTurn starts (or queues) the agent's answer to msg.
-	HandleTurn(ctx context.Context, msg services.Message) error
+	// StartTurn runs in the transaction that stores msg: it queues the run
+	// (its row and its job commit with the message, or nothing does) and
+	// returns what to do once committed (announce the run, answer a
+	// command), or nil.
+	StartTurn(ctx context.Context, tx services.Store, msg services.Message) (after func(context.Context), err error)
 }
 
 // Options are ChatService's collaborators.
@@ -88,20 +91,48 @@ type PostParams struct {
 // Errors: EINVALID (empty or non-UTF-8 text, unknown source, no timeline),
 // ETOOLARGE (text over the limit), EUNAVAILABLE (database down).
 func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, bool, error) {
-	msg, created, err := s.PostTx(ctx, s.opts.Store, p)
+	var msg services.Message
+	var created bool
+	var after func(context.Context)
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		var err error
+		if msg, created, err = s.PostTx(ctx, tx, p); err != nil {
+			return err
+		}
+		if created && msg.Role == services.RoleUser && s.opts.Turns != nil {
+			after, err = s.opts.Turns.StartTurn(ctx, tx, msg)
+		}
+		return err
+	})
 	if err != nil {
 		return services.Message{}, false, err
 	}
-	s.Announce(ctx, msg, created, p)
+	s.Announce(ctx, msg, created)
+	if after != nil {
+		after(ctx)
+	}
 	return msg, created, nil
 }
 
+// WithTurns returns a ChatService like s that hands new user messages to
+// h. The agent runtime posts its answers through s itself, so it is built
+// with s and then given to this one: construction in dependency order.
+func (s *Service) WithTurns(h TurnHandler) *Service {
+	c := *s
+	c.opts.Turns = h
+	return &c
+}
+
 // PostTx validates and stores a message with the caller's transaction (so an
-// answer and the end of its run commit together). After commit the caller
+// answer and the end of its run commit together), and schedules a reply's
+// delivery to its channel in the same transaction. After commit the caller
 // calls Announce.
 func (s *Service) PostTx(ctx context.Context, tx services.Store, p PostParams) (services.Message, bool, error) {
 	if p.Role == "" {
 		p.Role = services.RoleUser
+	}
+	if p.Role != services.RoleUser {
+		p.Content = CleanAnswer(p.Content)
 	}
 	if err := s.validate(p); err != nil {
 		return services.Message{}, false, err
@@ -136,47 +167,57 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p PostParams) (
 		attrs = append(attrs, "content", msg.Content)
 	}
 	s.log.Debug("message stored", attrs...)
+	if p.ReplyTo != 0 {
+		if err := s.routeReply(services.WithTx(ctx, tx), tx, p.ReplyTo, msg); err != nil {
+			return services.Message{}, false, err
+		}
+	}
 	return msg, created, nil
 }
 
-// Announce does what follows a committed post: publish a new message, route
-// a reply to its channel (also for a retried post: routers are idempotent),
-// and hand a new user message to the agent.
-func (s *Service) Announce(ctx context.Context, msg services.Message, created bool, p PostParams) {
+// CleanAnswer makes text the service itself writes (the agent's answers,
+// notices) storable whatever the model returned: PostgreSQL text cannot hold
+// U+0000, so each NUL becomes U+FFFD, and invalid UTF-8 the same.
+func CleanAnswer(text string) string {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	return strings.ReplaceAll(text, "\x00", "\uFFFD")
+}
+
+// Announce does what follows a committed post: publish a new message.
+// (A reply's delivery was scheduled in the post's transaction.)
+func (s *Service) Announce(ctx context.Context, msg services.Message, created bool) {
 	if created {
 		s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
 	}
-	if p.ReplyTo != 0 {
-		s.routeReply(ctx, p.ReplyTo, msg)
-	}
-	if created && msg.Role == services.RoleUser && s.opts.Turns != nil {
-		if err := s.opts.Turns.HandleTurn(ctx, msg); err != nil {
-			// The message is stored; the runtime's own recovery answers it.
-			s.log.Error("hand turn to agent", "message_id", msg.ID, "err", err)
-		}
-	}
 }
 
-// SetTurnHandler sets the agent runtime after construction (the runtime
-// itself posts through this service). Call it before serving.
-func (s *Service) SetTurnHandler(h TurnHandler) { s.opts.Turns = h }
-
-// routeReply hands a reply to the router of the answered message's channel.
-func (s *Service) routeReply(ctx context.Context, toID int64, reply services.Message) {
-	to, err := s.opts.Store.GetMessage(ctx, toID)
+// routeReply hands a reply to the router of the answered message's channel,
+// within the reply's transaction (ctx carries it), so the reply and its
+// delivery commit together; routers are idempotent per reply, so a retried
+// post schedules nothing twice. A reply the router refuses (EINVALID: the
+// answered message names no chat) is stored all the same.
+func (s *Service) routeReply(ctx context.Context, tx services.Store, toID int64, reply services.Message) error {
+	to, err := tx.GetMessage(ctx, toID)
 	if err != nil {
 		s.log.Warn("route reply: read answered message", "message_id", toID, "err", err)
-		return
+		return nil
 	}
 	if to.TimelineScope != reply.TimelineScope {
 		s.log.Error("route reply: answered message is in another timeline", "message_id", toID)
-		return
+		return nil
 	}
-	if r := s.opts.Routers[to.Source]; r != nil {
-		if err := r.RouteReply(ctx, to, reply); err != nil {
+	r := s.opts.Routers[to.Source]
+	if r == nil {
+		return nil
+	}
+	if err := r.RouteReply(ctx, to, reply); err != nil {
+		if services.IsKind(err, services.EINVALID) {
 			s.log.Error("route reply", "source", to.Source, "reply_id", reply.ID, "err", err)
+			return nil
 		}
+		return err
 	}
+	return nil
 }
 
 func (s *Service) publish(ctx context.Context, e services.Event) {
@@ -202,7 +243,9 @@ func (s *Service) validate(p PostParams) error {
 	if strings.TrimSpace(p.Content) == "" {
 		return services.Errorf(services.EINVALID, "message text is empty")
 	}
-	if len(p.Content) > s.opts.MaxContentBytes {
+	// The limit bounds what people send; the agent's own answers are
+	// stored whatever their length.
+	if p.Role == services.RoleUser && len(p.Content) > s.opts.MaxContentBytes {
 		return services.Errorf(services.ETOOLARGE, "message text is %d bytes; the limit is %d", len(p.Content), s.opts.MaxContentBytes)
 	}
 	if strings.IndexByte(p.Content, 0) >= 0 {

@@ -31,11 +31,11 @@ func (r *recorder) Publish(ctx context.Context, e services.Event) error {
 	return nil
 }
 
-func (r *recorder) HandleTurn(_ context.Context, m services.Message) error {
+func (r *recorder) StartTurn(_ context.Context, _ services.Store, m services.Message) (func(context.Context), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.turns = append(r.turns, m.ID)
-	return nil
+	return nil, nil
 }
 
 func setup(t *testing.T, scopedWrite bool) (*chat.Service, *recorder, services.Store) {
@@ -122,5 +122,47 @@ func TestTimelinesNeverSeeEachOther(t *testing.T) {
 				t.Fatalf("%s leaked %+v", tl, m)
 			}
 		}
+	}
+}
+
+// txRouter is a reply router that records whether it ran inside the reply's
+// transaction, and fails when told to.
+type txRouter struct {
+	inTx bool
+	fail error
+}
+
+func (r *txRouter) RouteReply(ctx context.Context, _ services.Message, _ services.Message) error {
+	r.inTx = services.TxFrom(ctx) != nil
+	return r.fail
+}
+
+// TestReplyAndItsDeliveryCommitTogether: a reply's delivery is scheduled in
+// the reply's own transaction; when it cannot be scheduled, the reply is
+// not stored either (the run's job retries both), and a reply the router
+// refuses as invalid is stored all the same.
+func TestReplyAndItsDeliveryCommitTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.Store(t)
+	router := &txRouter{fail: services.Errorf(services.EUNAVAILABLE, "queue down")}
+	svc := chat.New(chat.Options{Store: store, Routers: map[string]services.ReplyRouter{"telegram": router}})
+	q, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: "global", Source: "telegram", Content: "question"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := chat.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "answer", ReplyTo: q.ID, DedupeKey: "run:1:answer"}
+	if _, _, err := svc.Post(ctx, reply); !services.IsKind(err, services.EUNAVAILABLE) {
+		t.Fatalf("reply whose delivery cannot be scheduled: %v; want EUNAVAILABLE", err)
+	}
+	if !router.inTx {
+		t.Fatal("the router ran outside the reply's transaction")
+	}
+	if page, _ := svc.Timeline(ctx, "global", 0, 0, 10); len(page.Messages) != 1 {
+		t.Fatalf("timeline has %d messages; the reply must not be stored without its delivery", len(page.Messages))
+	}
+	router.fail = services.Errorf(services.EINVALID, "no chat id")
+	if _, created, err := svc.Post(ctx, reply); err != nil || !created {
+		t.Fatalf("reply the router refuses as invalid: created=%v err=%v; want stored", created, err)
 	}
 }

@@ -350,7 +350,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
 	}
 	return Prompt{
-		Request:    llm.Request{System: system, CacheSystem: true, Messages: msgs, Tools: p.Tools},
+		Request:    llm.Request{System: system, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
 		Inspection: ins,
 	}, nil
 }
@@ -421,6 +421,37 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 				content = Compress(meta.ToolName, content, rule(meta.ToolName))
 			}
 			out = append(out, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: meta.ToolCallID, IsError: meta.IsError})
+		}
+	}
+	return out
+}
+
+// OpenCallNote is the result a prompt gives a stored tool call that has
+// none (data from before runs closed their open calls).
+const OpenCallNote = `{"status":"interrupted","error":"This call has no result: its run ended before it finished."}`
+
+// RepairToolCalls makes msgs obey the rule providers enforce: an assistant
+// message with tool calls is followed by one tool message per call. A call
+// without a result gets OpenCallNote, placed right after the results it has.
+// Stored rows are not changed.
+func RepairToolCalls(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		out = append(out, m)
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		answered := map[string]bool{}
+		for i+1 < len(msgs) && msgs[i+1].Role == llm.RoleTool {
+			i++
+			answered[msgs[i].ToolCallID] = true
+			out = append(out, msgs[i])
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, llm.Message{Role: llm.RoleTool, Content: OpenCallNote, ToolCallID: c.ID, IsError: true})
+			}
 		}
 	}
 	return out

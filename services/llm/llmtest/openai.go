@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -113,4 +114,49 @@ func includeUsage(req Request) bool {
 	}
 	_ = json.Unmarshal(req.Body, &b)
 	return b.StreamOptions.IncludeUsage
+}
+
+// openAIToolRule enforces what OpenAI enforces: an assistant message with
+// tool_calls must be followed by tool messages responding to each
+// tool_call_id, and a tool message must answer such a call. It returns
+// OpenAI's complaint, or "" for a valid request. A refused request is
+// recorded but uses no scripted reply.
+func openAIToolRule(body []byte) string {
+	var req struct {
+		Messages []struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	msgs := req.Messages
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == "tool" {
+			return fmt.Sprintf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[%d])", i)
+		}
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		answered := map[string]bool{}
+		for i+1 < len(msgs) && msgs[i+1].Role == "tool" {
+			i++
+			answered[msgs[i].ToolCallID] = true
+		}
+		var missing []string
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				missing = append(missing, c.ID)
+			}
+		}
+		if len(missing) > 0 {
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(missing, ", ")
+		}
+	}
+	return ""
 }

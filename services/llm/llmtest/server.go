@@ -4,6 +4,8 @@
 // real SDK clients can be exercised end to end. Replies are scripted per test
 // with Enqueue; when the queue is empty the server answers with the default
 // reply (an echo of the last user message). Every request body is recorded.
+// Like OpenAI, the OpenAI endpoint refuses with 400 a request whose
+// assistant tool calls are not each answered by a tool message right after.
 // A Server is safe for concurrent use.
 package llmtest
 
@@ -246,6 +248,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if !s.noLog {
 		s.requests = append(s.requests, req)
+	}
+	if api == OpenAI {
+		if msg := openAIToolRule(body); msg != "" {
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": nil, "param": "messages"}})
+			return
+		}
 	}
 	var reply Reply
 	scripted := len(s.queue) > 0

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+func runEnv(model *llmtest.Server, token string, extra ...string) []string {
+	return append([]string{"WEB_AUTH_TOKEN=" + token, "LLM_PROVIDER=openai", "LLM_BASE_URL=" + model.OpenAIBaseURL(),
+		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-fault-test", "LLM_MAX_RETRIES=0"}, extra...)
+}
+
+func countRows(t *testing.T, db, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := dbtest.PoolFor(t, db).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFaultKill9BeforeJobPickupAnswersOnce: the run row and its job commit
+// with the user's message. A process that stores the question but works no
+// turns (AGENT_WORKERS=0, as a web-only instance) is killed (-9) before any
+// worker picks the job up; the next process answers the question once, from
+// that job: the reaper enqueues nothing.
+func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	const token = "fault-pickup-token-0123456789"
+	a := startProc(t, bin, db, runEnv(model, token, "AGENT_WORKERS=0")...)
+	posted := newOwnerClient(a.URL, token).post("question before the crash", "pickup-q1")
+	if posted.Status != 201 {
+		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
+	}
+	q := posted.Message.ID
+	// Committed together: the queued run and its waiting job.
+	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
+		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'available'`, q); n != 1 {
+		t.Fatalf("queued run with a waiting job for the question: %d; want 1", n)
+	}
+	a.kill9()
+
+	b := startProc(t, bin, db, runEnv(model, token)...)
+	cb := newOwnerClient(b.URL, token)
+	replies := cb.waitReplies(t, q, 15*time.Second, time.Second)
+	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
+		t.Fatalf("replies after the restart: %+v; want one answer", replies)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
+		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
+	}
+	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
+		t.Fatal("the reaper enqueued a job")
+	}
+	if n := model.RequestCount(); n != 1 {
+		t.Fatalf("model calls: %d; want 1", n)
+	}
+}
+
+// TestFaultQueuedRunsAnsweredAfterRestart: one run in progress and three
+// questions queued behind it on the same timeline; after kill -9, or a
+// graceful SIGTERM, and a restart, the three are answered within seconds
+// without any other message arriving.
+func TestFaultQueuedRunsAnsweredAfterRestart(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"kill9", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			bin := buildBinary(t)
+			db := freshDB(t)
+			model := llmtest.NewServer(t)
+			model.Enqueue(llmtest.Reply{Text: "never delivered", Delay: time.Minute})
+			const token = "fault-queued-token-0123456789"
+			a := startProc(t, bin, db, runEnv(model, token)...)
+			ca := newOwnerClient(a.URL, token)
+			if r := ca.post("the long question", how+"-q0"); r.Status != 201 {
+				t.Fatalf("post: %d %s", r.Status, r.Body)
+			}
+			waitFor(t, "the model call", func() bool { return model.RequestCount() >= 1 })
+			var queued []int64
+			for i := 1; i <= 3; i++ {
+				r := ca.post(fmt.Sprintf("queued question %d", i), fmt.Sprintf("%s-q%d", how, i))
+				if r.Status != 201 {
+					t.Fatalf("post: %d %s", r.Status, r.Body)
+				}
+				queued = append(queued, r.Message.ID)
+			}
+			// Their jobs ran and found the timeline busy.
+			waitFor(t, "the queued questions' jobs to end", func() bool {
+				return countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn' AND state = 'completed'`) >= 3
+			})
+			if how == "kill9" {
+				a.kill9()
+			} else {
+				_ = a.cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-a.exited:
+				case <-time.After(20 * time.Second):
+					t.Fatal("serve did not stop on SIGTERM")
+				}
+			}
+			b := startProc(t, bin, db, runEnv(model, token)...)
+			restarted := time.Now()
+			cb := newOwnerClient(b.URL, token)
+			for i, id := range queued {
+				replies := cb.waitReplies(t, id, 10*time.Second, 0)
+				want := fmt.Sprintf("echo: queued question %d", i+1)
+				if len(replies) != 1 || replies[0].Content != want {
+					t.Fatalf("question %d after the restart: %+v; want %q within 10s", i+1, replies, want)
+				}
+			}
+			t.Logf("%s: three queued questions answered %.2fs after the restart", how, time.Since(restarted).Seconds())
+		})
+	}
+}
+
+// TestFaultKill9DuringParallelDelegatesThenNextQuestion: kill -9 while the
+// main run waits on two parallel delegate calls. After the restart the run
+// is interrupted and each open call has a stored result saying so (written
+// with the run's end), and a later question is answered by a model that
+// refuses, as OpenAI does, a tool call without its result.
+func TestFaultKill9DuringParallelDelegatesThenNextQuestion(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case strings.Contains(string(r.Body), "You are a sub-agent"):
+			return llmtest.Reply{Text: "child result", Delay: time.Minute}
+		case !r.LastIsToolResult && strings.Contains(r.LastMessage, "research"):
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+				{ID: "call_a", Name: "delegate", Arguments: `{"task":"look up a"}`},
+				{ID: "call_b", Name: "delegate", Arguments: `{"task":"look up b"}`}}}
+		}
+		return llmtest.Echo(r)
+	})
+	const token = "fault-delegate-token-0123456789"
+	env := runEnv(model, token, "AGENT_CONTEXT_SCOPED_WRITE=1", "AGENT_CONTEXT_SCOPED_READ=1", "AGENT_SUBAGENTS=1")
+	a := startProc(t, bin, db, env...)
+	first := newOwnerClient(a.URL, token).post("please research two things", "deleg-q1")
+	if first.Status != 201 {
+		t.Fatalf("post: %d %s", first.Status, first.Body)
+	}
+	waitFor(t, "both children to call the model", func() bool { return model.RequestCount() >= 3 })
+	a.kill9()
+
+	b := startProc(t, bin, db, env...)
+	cb := newOwnerClient(b.URL, token)
+	if r := cb.waitReplies(t, first.Message.ID, 15*time.Second, 0); len(r) != 1 || !strings.Contains(r[0].Content, "interrupted") {
+		t.Fatalf("replies to the interrupted question: %+v", r)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM chat_messages WHERE role = 'tool' AND context_scope = 'main'
+		AND metadata->>'closed_by' = 'interrupted' AND metadata->>'tool_call_id' IN ('call_a', 'call_b')`); n != 2 {
+		t.Fatalf("stored results closing the open delegate calls: %d; want 2", n)
+	}
+	next := cb.post("what time is it", "deleg-q2")
+	if next.Status != 201 {
+		t.Fatalf("post: %d %s", next.Status, next.Body)
+	}
+	replies := cb.waitReplies(t, next.Message.ID, 15*time.Second, 500*time.Millisecond)
+	if len(replies) != 1 || replies[0].Content != "echo: what time is it" {
+		t.Fatalf("the later question: %+v; want the model's answer", replies)
+	}
+}
+
+// TestFaultLongAndNULAnswersAreStored: an answer of ~41,000 bytes (over the
+// 32 KiB limit on what people send) and one with U+0000 are stored and
+// shown on the timeline API (NUL as U+FFFD); the runs end ok.
+func TestFaultLongAndNULAnswersAreStored(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	var b strings.Builder
+	for i := 0; b.Len() < 41000; i++ {
+		fmt.Fprintf(&b, "## Part %d\n\nSome *Markdown* text with `code`.\n\n```go\nfmt.Println(%d)\n```\n\n", i, i)
+	}
+	long := b.String()
+	model.Enqueue(llmtest.Text(long), llmtest.Text("before\x00after"))
+	const token = "fault-long-token-0123456789"
+	p := startProc(t, bin, db, runEnv(model, token)...)
+	c := newOwnerClient(p.URL, token)
+	for i, want := range []string{long, "before\uFFFDafter"} {
+		r := c.post(fmt.Sprintf("question %d", i), fmt.Sprintf("long-q%d", i))
+		if r.Status != 201 {
+			t.Fatalf("post: %d %s", r.Status, r.Body)
+		}
+		replies := c.waitReplies(t, r.Message.ID, 15*time.Second, 0)
+		if len(replies) != 1 || replies[0].Content != want || replies[0].Source != "agent" {
+			got := ""
+			if len(replies) > 0 {
+				got = tail(replies[0].Content, 300)
+			}
+			t.Fatalf("answer %d: %d replies, %q; want the model's answer (%d bytes)", i, len(replies), got, len(want))
+		}
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM agent_runs WHERE status = 'ok'`); n != 2 {
+		t.Fatalf("runs ended ok: %d; want 2", n)
+	}
+}

@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// Loop kinds: a main run, a child run (own run and scope), or a delegated
+// task run inline in main (sub-agents off).
+const (
+	kindMain   = "main"
+	kindChild  = "child"
+	kindInline = "inline"
+)
+
+// recorder stores what one kind of loop keeps of its messages; the steps
+// (model calls, tool calls and results) are recorded by the loop itself.
+type recorder interface {
+	// assistant stores the model's message that calls tools.
+	assistant(ctx context.Context, resp *llm.Response) error
+	// toolResult stores one call's result.
+	toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error
+	// answer stores the final answer.
+	answer(ctx context.Context, text string) error
+}
+
+// loopSpec is one model/tool loop: who answers, with what request, how
+// many steps, where steps go and how messages are kept.
+type loopSpec struct {
+	kind     string
+	provider llm.Provider
+	req      llm.Request
+	maxSteps int
+	// stepRun is the run the steps are recorded on.
+	stepRun int64
+	// call is the template of every tool call (timeline, scope, run, depth).
+	call tools.Call
+	// stream, for a main run, streams the answer's text to clients.
+	stream *services.Run
+	rec    recorder
+	// who names the agent in the step-limit error.
+	who string
+}
+
+// stepLimitError ends a loop that used its steps without answering; Partial
+// is the last text the model wrote on the way, if any.
+type stepLimitError struct {
+	Who     string
+	Steps   int
+	Partial string
+}
+
+func (e *stepLimitError) Error() string {
+	return fmt.Sprintf("%s used its %d steps without finishing", e.Who, e.Steps)
+}
+
+// toolLoop calls the model, runs the tools it asks for and feeds their
+// results back, until it answers or the steps run out.
+func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, error) {
+	var u usage
+	req := l.req
+	partial := ""
+	for step := 0; step < l.maxSteps; step++ {
+		var onDelta func(string)
+		var stream *deltaStream
+		if l.stream != nil {
+			stream = newDeltaStream(ctx, s.opts.Publisher, *l.stream)
+			onDelta = stream.add
+		}
+		resp, err := l.provider.Complete(ctx, req, onDelta)
+		if stream != nil {
+			stream.flush()
+		}
+		if err != nil {
+			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), l.stepRun, services.StepError, s.stepPayload(l, map[string]any{
+				"error": err.Error(), "code": services.ErrorCode(err)}))
+			return "", u, err
+		}
+		u.add(resp.Usage)
+		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(l, map[string]any{
+			"model": resp.Model, "stop_reason": resp.StopReason, "usage": resp.Usage,
+			"text_chars": len(resp.Text), "tool_calls": len(resp.ToolCalls)})); err != nil {
+			return "", u, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			text := resp.Text
+			if text == "" && l.kind == kindMain {
+				text = "(The model returned an empty answer.)"
+			}
+			return text, u, l.rec.answer(ctx, text)
+		}
+		if resp.Text != "" {
+			partial = resp.Text
+		}
+		if err := l.rec.assistant(ctx, resp); err != nil {
+			return "", u, err
+		}
+		results, err := s.runCalls(ctx, l, resp.ToolCalls)
+		if err != nil {
+			return "", u, err
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		req.Messages = append(req.Messages, results...)
+	}
+	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
+}
+
+// stepPayload marks the steps of delegated work with their kind.
+func (s *Service) stepPayload(l loopSpec, m map[string]any) json.RawMessage {
+	if l.kind != kindMain {
+		m["child"], m["inline"] = l.kind == kindChild, l.kind == kindInline
+	}
+	return mustJSON(m)
+}
+
+// runCalls runs one step's tool calls: in parallel in a main run (delegated
+// tasks run side by side), in order in delegated work. Each call and its
+// result are recorded together.
+func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []llm.ToolCall) ([]llm.Message, error) {
+	results := make([]llm.Message, len(calls))
+	errs := make([]error, len(calls))
+	if l.kind == kindMain {
+		var wg sync.WaitGroup
+		for i, call := range calls {
+			wg.Go(func() { results[i], errs[i] = s.runCall(ctx, l, call) })
+		}
+		wg.Wait()
+	} else {
+		for i, call := range calls {
+			if results[i], errs[i] = s.runCall(ctx, l, call); errs[i] != nil {
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// runCall executes one call and records it.
+func (s *Service) runCall(ctx context.Context, l loopSpec, call llm.ToolCall) (llm.Message, error) {
+	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(l, map[string]any{
+		"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
+		return llm.Message{}, err
+	}
+	c := l.call
+	c.Arguments, c.CallID = call.Arguments, call.ID
+	res := s.opts.Tools.Execute(ctx, call.Name, c)
+	res.Content = chat.CleanAnswer(res.Content)
+	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(l, map[string]any{
+		"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
+		return llm.Message{}, err
+	}
+	if err := l.rec.toolResult(ctx, call, res); err != nil {
+		return llm.Message{}, err
+	}
+	return llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}, nil
+}
+
+// mainRecorder keeps a main run's tool calls and results as hidden rows of
+// the main scope; its answer is posted when the run closes.
+type mainRecorder struct {
+	s   *Service
+	run services.Run
+}
+
+func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
+	text := chat.CleanAnswer(resp.Text)
+	_, _, err := r.s.opts.Store.InsertMessage(ctx, services.NewMessage{
+		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleAssistant,
+		Source: services.SourceAgent, Content: text, Visible: false,
+		TokenCount: r.s.opts.Tokenizer.Count(text) + 20*len(resp.ToolCalls),
+		Metadata:   mustJSON(map[string]any{"run_id": r.run.ID, "reply_to": r.run.TriggerMessageID, "tool_calls": resp.ToolCalls}),
+	})
+	return err
+}
+
+func (r mainRecorder) toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error {
+	if res.Stored { // the tool stored its result itself (a handoff)
+		return nil
+	}
+	_, _, err := r.s.opts.Store.InsertMessage(ctx, services.NewMessage{
+		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
+		Source: services.SourceAgent, Content: res.Content, Visible: false,
+		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
+		Metadata: mustJSON(map[string]any{"run_id": r.run.ID, "reply_to": r.run.TriggerMessageID, "tool_call_id": call.ID, "tool_name": call.Name,
+			"is_error": res.IsError}),
+	})
+	return err
+}
+
+func (mainRecorder) answer(context.Context, string) error { return nil }
+
+// childRecorder keeps delegated work: a child run stores its messages in its
+// own scope (hidden); inline work stores none (the transcript travels in the
+// handoff). Both collect the files touched and the transcript.
+type childRecorder struct {
+	s                *Service
+	timeline, scope  string
+	agentID          string
+	childID          int64
+	store            bool
+	refs, transcript []string
+}
+
+func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error {
+	if !r.store {
+		return nil
+	}
+	m.TimelineScope, m.ContextScope, m.AgentID, m.Source, m.Visible = r.timeline, r.scope, r.agentID, services.SourceAgent, false
+	_, _, err := r.s.opts.Store.InsertMessage(ctx, m)
+	return err
+}
+
+func (r *childRecorder) assistant(ctx context.Context, resp *llm.Response) error {
+	return r.record(ctx, services.NewMessage{Role: services.RoleAssistant, Content: chat.CleanAnswer(resp.Text),
+		Metadata: mustJSON(map[string]any{"run_id": r.childID, "tool_calls": resp.ToolCalls})})
+}
+
+func (r *childRecorder) toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error {
+	if err := r.record(ctx, services.NewMessage{Role: services.RoleTool, Content: res.Content,
+		Metadata: mustJSON(map[string]any{"run_id": r.childID, "tool_call_id": call.ID, "tool_name": call.Name, "is_error": res.IsError})}); err != nil {
+		return err
+	}
+	if call.Name == "write_file" || call.Name == "read_file" {
+		var a struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal(call.Arguments, &a) == nil && a.Path != "" && !contains(r.refs, a.Path) {
+			r.refs = append(r.refs, a.Path)
+		}
+	}
+	r.transcript = append(r.transcript, fmt.Sprintf("%s(%s) -> %s", call.Name, truncateText(string(call.Arguments), 200), res.Content))
+	return nil
+}
+
+func (r *childRecorder) answer(ctx context.Context, text string) error {
+	if err := r.record(ctx, services.NewMessage{Role: services.RoleAssistant, Content: chat.CleanAnswer(text),
+		Metadata: mustJSON(map[string]any{"run_id": r.childID})}); err != nil {
+		return err
+	}
+	r.transcript = append(r.transcript, "answer: "+text)
+	return nil
+}

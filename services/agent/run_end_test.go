@@ -1,0 +1,136 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// TestStepLimitTellsTheOwnerHowToGoOn: a run that uses AGENT_MAX_STEPS
+// without answering tells the owner so, with what it had got to and that
+// "continue" goes on, instead of "Internal error."; "continue" then goes on
+// with the earlier tool results in the prompt.
+func TestStepLimitTellsTheOwnerHowToGoOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxSteps: 2, flags: agent.Flags{ScopedWrite: true, ScopedRead: true}})
+	b.model.Enqueue(
+		llmtest.Reply{Text: "Found the first two files.", ToolCalls: []llmtest.ToolCall{{Name: "list_files", Arguments: `{}`}}},
+		llmtest.Reply{Text: "Still looking at the third.", ToolCalls: []llmtest.ToolCall{{Name: "list_files", Arguments: `{}`}}},
+	)
+	q := b.say(t, "look through every file")
+	msgs := b.waitVisible(t, 2)
+	notice := msgs[1].Content
+	for _, want := range []string{"2 steps", "Still looking at the third.", `"continue"`} {
+		if !strings.Contains(notice, want) {
+			t.Fatalf("step-limit notice %q lacks %q", notice, want)
+		}
+	}
+	if strings.Contains(notice, "Internal error") {
+		t.Fatalf("step-limit notice: %q", notice)
+	}
+	if r := b.runOf(t, q.ID); r.Status != services.RunError || !strings.Contains(r.Error, "2 steps") {
+		t.Fatalf("run: %s %q", r.Status, r.Error)
+	}
+	// "continue" goes on: the next prompt carries the calls and results.
+	b.model.Enqueue(llmtest.Text("Done: three files."))
+	b.say(t, "continue")
+	msgs = b.waitVisible(t, 4)
+	if msgs[3].Content != "Done: three files." {
+		t.Fatalf("answer to continue: %q", msgs[3].Content)
+	}
+	reqs := b.model.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "Still looking at the third.") || !strings.Contains(body, `"tool_call_id"`) {
+		t.Fatalf("the prompt after continue lacks the earlier steps: %s", body)
+	}
+}
+
+// failingQueue refuses every job.
+type failingQueue struct{}
+
+func (failingQueue) EnqueueRunTx(context.Context, services.Store, services.Run) error {
+	return &services.Error{Kind: services.EUNAVAILABLE, Message: "queue down", Err: errors.New("insert failed")}
+}
+
+// TestRunRowAndJobCommitTogether: when the run's job cannot be inserted,
+// the user's message and its run are not stored either (the client gets an
+// error and retries), so no queued run is ever left without a job.
+func TestRunRowAndJobCommitTogether(t *testing.T) {
+	t.Parallel()
+	store := dbtest.Store(t)
+	model := llmtest.NewServer(t)
+	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := chat.New(chat.Options{Store: store})
+	ag := agent.New(agent.Options{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
+		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000})})
+	svc := base.WithTurns(ag)
+	_, _, err = svc.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
+	if !services.IsKind(err, services.EUNAVAILABLE) {
+		t.Fatalf("post with the queue down: %v; want EUNAVAILABLE", err)
+	}
+	runs, err := store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
+	if err != nil || len(runs) != 0 {
+		t.Fatalf("runs stored without a job: %+v %v", runs, err)
+	}
+	page, err := svc.Timeline(context.Background(), "global", 0, 0, 10)
+	if err != nil || len(page.Messages) != 0 {
+		t.Fatalf("message stored without its run's job: %+v %v", page.Messages, err)
+	}
+}
+
+// TestStopClosesOpenCallsSoTheNextQuestionIsAnswered: /stop while an inline
+// delegated task waits on the model leaves the main run's delegate call
+// without a result of its own; the run's end stores one ("cancelled"), so
+// the next question reaches a model that refuses unanswered calls, as
+// OpenAI does, and is answered.
+func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{flags: agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}})
+	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case isChildCall(r):
+			return llmtest.Reply{Text: "too late", Delay: 20 * time.Second}
+		case strings.Contains(r.LastMessage, "slow task"):
+			return delegateCalls("a slow task")
+		}
+		return llmtest.Echo(r)
+	})
+	q := b.say(t, "do the slow task")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.model.RequestCount() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the delegated task never called the model")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.say(t, "/stop")
+	deadline = time.Now().Add(10 * time.Second)
+	for b.runOf(t, q.ID).Status != services.RunCancelled {
+		if time.Now().After(deadline) {
+			t.Fatalf("run not cancelled: %s", b.runOf(t, q.ID).Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.say(t, "anything new?")
+	msgs := b.waitVisible(t, 6) // question, /stop, its reply, "Stopped.", question, answer
+	if last := msgs[len(msgs)-1]; last.Content != "echo: anything new?" {
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Content)
+		}
+		t.Fatalf("after /stop: %q", got)
+	}
+}
