@@ -12,13 +12,12 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/scripts"
 	"github.com/switchboard/switchboard/web"
 )
 
 const inspectUsage = `switchboard inspect [NAME...] [--json]
 
-Runs the named queries of scripts/inspect.sql (built into the binary) in a
+Runs the named queries of repository/inspect.sql (built into the binary) in a
 read-only transaction and prints aligned tables, or JSON with --json.
 Without a NAME every query runs, in the file's order. --list prints the
 names and what each shows.`
@@ -26,7 +25,7 @@ names and what each shows.`
 // runInspect handles `switchboard inspect`. It never migrates or writes:
 // the queries run in a READ ONLY transaction.
 func runInspect(ctx context.Context, cfg *Config, log *slog.Logger, args []string, stdout io.Writer) error {
-	queries, err := repository.ParseInspectQueries(scripts.InspectSQL)
+	queries, err := repository.ParseInspectQueries(repository.InspectSQL)
 	if err != nil {
 		return err
 	}
