@@ -234,29 +234,3 @@ func writeInspectTable(w io.Writer, r repository.InspectResult) {
 		fmt.Fprintf(w, "(%d rows)\n", len(r.Rows))
 	}
 }
-
-// debugSource serves the web debug page from the store (the cursor type is
-// the web package's own, so the web layer imports no repository code).
-type debugSource struct{ *repository.Store }
-
-var _ web.DebugSource = debugSource{}
-
-func (d debugSource) SummaryCursors(ctx context.Context, timelineScope string) ([]web.SummaryCursor, error) {
-	cursors, err := d.Store.SummaryCursors(ctx, timelineScope)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]web.SummaryCursor, len(cursors))
-	for i, c := range cursors {
-		out[i] = web.SummaryCursor(c)
-	}
-	return out, nil
-}
-
-// metricsTokenHash is the SHA-256 of METRICS_TOKEN, or nil when unset.
-func metricsTokenHash(cfg *Config) []byte {
-	if cfg.MetricsToken == "" {
-		return nil
-	}
-	return web.HashToken(cfg.MetricsToken)
-}

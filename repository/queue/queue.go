@@ -135,6 +135,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	return q, nil
 }
 
+// HandleRuns registers the executor of queued runs (the agent runtime) when
+// New was given none, so the queue can be built before the runtime that
+// enqueues on it. Call it before Start.
+func (q *Queue) HandleRuns(exec services.RunExecutor) { q.exec = exec }
+
 // HandleOutbound registers the delivery function of a channel.
 func (q *Queue) HandleOutbound(channel string, h services.OutboundHandler) {
 	q.mu.Lock()
