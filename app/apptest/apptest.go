@@ -58,9 +58,11 @@ type Instance struct {
 	Chat  *chat.Service
 	Hub   *events.Hub
 
-	lis  *trackingListener
-	once sync.Once
-	stop func()
+	lis       *trackingListener
+	once      sync.Once
+	crashOnce sync.Once
+	stop      func()
+	crash     func()
 }
 
 // nobody answers no user message.
@@ -140,10 +142,13 @@ func Start(t testing.TB, o Options) *Instance {
 	hs := &http.Server{Handler: a.Handler()}
 	go func() { _ = hs.Serve(tl) }()
 	in := &Instance{URL: "http://" + l.Addr().String(), Token: o.Token, App: a, Store: a.Store(), Chat: a.Chat(), Hub: a.Hub(), lis: tl}
-	in.stop = func() {
+	in.crash = func() {
 		tl.Close()
 		tl.dropAll()
 		_ = hs.Close()
+	}
+	in.stop = func() {
+		in.Crash()
 		cancel()
 		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
 		defer c()
@@ -153,9 +158,15 @@ func Start(t testing.TB, o Options) *Instance {
 	return in
 }
 
-// Stop stops the instance the way a killed process does: the listener and
-// every open connection (websockets included) gone at once, then the rest.
+// Stop stops the instance: Crash, then the app's background work and its
+// database pool.
 func (in *Instance) Stop() { in.once.Do(in.stop) }
+
+// Crash stops serving the way a killed process does: the listener and every
+// open connection (websockets included) gone at once. The store and
+// ChatService keep working, like another instance on the same database,
+// until the test ends.
+func (in *Instance) Crash() { in.crashOnce.Do(in.crash) }
 
 type trackingListener struct {
 	net.Listener

@@ -112,11 +112,13 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("base URL", b.LLM.BaseURL, "http://127.0.0.1:9/v1")
 		}},
 		"LLM_API_KEY": {"sk-test", func(_ *Config, _ *app.App, b app.Options) error { return want("API key", b.LLM.APIKey, "sk-test") }},
-		"LLM_MODEL": {"big-model", func(_ *Config, _ *app.App, b app.Options) error { return want("model", b.LLM.Model, "big-model") }},
+		"LLM_MODEL":   {"big-model", func(_ *Config, _ *app.App, b app.Options) error { return want("model", b.LLM.Model, "big-model") }},
 		"LLM_CONTEXT_WINDOW": {"64000", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("provider window", a.Provider().ContextWindow(), 64000), want("context manager window", b.Context.Window, 64000))
 		}},
-		"LLM_TIMEOUT": {"45s", func(_ *Config, _ *app.App, b app.Options) error { return want("model call timeout", b.LLM.Timeout, 45*time.Second) }},
+		"LLM_TIMEOUT": {"45s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("model call timeout", b.LLM.Timeout, 45*time.Second)
+		}},
 		"LLM_MAX_RETRIES": {"5", func(_ *Config, _ *app.App, b app.Options) error { return want("retries", b.LLM.MaxRetries, 5) }},
 		"CONTEXT_KEEP_TURNS": {"7", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("keep turns", b.Context.Compaction.KeepTurns, 7)
@@ -151,11 +153,15 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"RATE_LIMIT_PER_MINUTE": {"100", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("owner rate", b.Web.RateLimit.OwnerPerMinute, 100)
 		}},
-		"RATE_LIMIT_BURST": {"11", func(_ *Config, _ *app.App, b app.Options) error { return want("owner burst", b.Web.RateLimit.OwnerBurst, 11) }},
+		"RATE_LIMIT_BURST": {"11", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner burst", b.Web.RateLimit.OwnerBurst, 11)
+		}},
 		"RATE_LIMIT_ANON_PER_MINUTE": {"12", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("anonymous rate", b.Web.RateLimit.AnonPerMinute, 12)
 		}},
-		"RATE_LIMIT_ANON_BURST": {"3", func(_ *Config, _ *app.App, b app.Options) error { return want("anonymous burst", b.Web.RateLimit.AnonBurst, 3) }},
+		"RATE_LIMIT_ANON_BURST": {"3", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("anonymous burst", b.Web.RateLimit.AnonBurst, 3)
+		}},
 		"TELEGRAM_BOT_TOKEN": {"1234:test-token", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("bot token", b.Telegram.Token, "1234:test-token"), want("bot built", a.Bot() != nil, true))
 		}},
@@ -169,11 +175,21 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"TELEGRAM_WEBHOOK_SECRET": {"hook_secret-1", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("webhook secret", b.Telegram.WebhookSecret, "hook_secret-1")
 		}},
-		"TELEGRAM_API_URL": {tgAPI.URL, func(_ *Config, _ *app.App, b app.Options) error { return want("Bot API URL", b.Telegram.APIURL, tgAPI.URL) }},
-		"TELEGRAM_OWNER_IDS": {"7, 8", func(_ *Config, _ *app.App, b app.Options) error { return want("owner ids", b.Telegram.OwnerIDs, []int64{7, 8}) }},
-		"TELEGRAM_POLICY": {"allowlist", func(_ *Config, _ *app.App, b app.Options) error { return want("policy", b.Telegram.Policy, "allowlist") }},
-		"TELEGRAM_ALLOWED_IDS": {"9", func(_ *Config, _ *app.App, b app.Options) error { return want("allowed ids", b.Telegram.AllowedIDs, []int64{9}) }},
-		"TELEGRAM_GROUPS": {"-100123", func(_ *Config, _ *app.App, b app.Options) error { return want("groups", b.Telegram.GroupIDs, []int64{-100123}) }},
+		"TELEGRAM_API_URL": {tgAPI.URL, func(_ *Config, _ *app.App, b app.Options) error {
+			return want("Bot API URL", b.Telegram.APIURL, tgAPI.URL)
+		}},
+		"TELEGRAM_OWNER_IDS": {"7, 8", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner ids", b.Telegram.OwnerIDs, []int64{7, 8})
+		}},
+		"TELEGRAM_POLICY": {"allowlist", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("policy", b.Telegram.Policy, "allowlist")
+		}},
+		"TELEGRAM_ALLOWED_IDS": {"9", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("allowed ids", b.Telegram.AllowedIDs, []int64{9})
+		}},
+		"TELEGRAM_GROUPS": {"-100123", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("groups", b.Telegram.GroupIDs, []int64{-100123})
+		}},
 	}
 
 	vars := map[string]string{}

@@ -12,7 +12,6 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/web"
 )
 
 const inspectUsage = `switchboard inspect [NAME...] [--json]

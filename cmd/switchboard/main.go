@@ -1,6 +1,6 @@
 // Command switchboard runs the Switchboard service and its admin verbs. This
 // package only wires: it parses the configuration, opens the database and
-// hands each service its collaborators.
+// hands app.New the options Config maps from the environment.
 package main
 
 import (
