@@ -2,13 +2,21 @@ package repository
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// InspectQuery is one named query of scripts/inspect.sql.
+// InspectSQL is repository/inspect.sql: the inspection queries, each
+// introduced by a "-- name: NAME" comment line. `switchboard inspect` and
+// `psql -f repository/inspect.sql` run the same text.
+//
+//go:embed inspect.sql
+var InspectSQL string
+
+// InspectQuery is one named query of repository/inspect.sql.
 type InspectQuery struct {
 	Name string
 	// Description is the comment under the name line, joined into one text.

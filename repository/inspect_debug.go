@@ -20,7 +20,7 @@ type SummaryCursor struct {
 
 // SummaryCursors lists the summary cursors of a timeline (every timeline
 // when timelineScope is empty) with their lag, computed like the
-// summary_cursor_lag query of scripts/inspect.sql: the legacy 'global'
+// summary_cursor_lag query of repository/inspect.sql: the legacy 'global'
 // summary covers the visible timeline, any other scope its own rows.
 func (s *Store) SummaryCursors(ctx context.Context, timelineScope string) ([]SummaryCursor, error) {
 	rows, err := s.db.Query(ctx, `

@@ -12,12 +12,11 @@ import (
 
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
-	"github.com/switchboard/switchboard/scripts"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/metrics"
 )
 
-// inspectColumns is the shape of every named query of scripts/inspect.sql,
+// inspectColumns is the shape of every named query of repository/inspect.sql,
 // in file order: the appendix's three first, verbatim, then ours.
 var inspectColumns = []struct {
 	name    string
@@ -104,7 +103,7 @@ func TestInspectQueriesShape(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.Schema(t)
 	store, parent, child := populate(t, pool)
-	queries, err := repository.ParseInspectQueries(scripts.InspectSQL)
+	queries, err := repository.ParseInspectQueries(repository.InspectSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestInspectQueriesShape(t *testing.T) {
 	}
 	// Tools (and TestInspectionQueriesRunVerbatim) split the file on
 	// semicolons: one per query, none in comments.
-	if n := strings.Count(scripts.InspectSQL, ";"); n != len(queries) {
+	if n := strings.Count(repository.InspectSQL, ";"); n != len(queries) {
 		t.Errorf("inspect.sql has %d semicolons for %d queries; keep them out of comments", n, len(queries))
 	}
 	if !slices.Equal(names, want) {
@@ -204,7 +203,7 @@ func TestParseInspectQueries(t *testing.T) {
 }
 
 func FuzzParseInspectQueries(f *testing.F) {
-	f.Add(scripts.InspectSQL)
+	f.Add(repository.InspectSQL)
 	f.Add("-- name: a\nSELECT 1;")
 	f.Add("-- name: a\n-- d\n\nSELECT ';'\n;")
 	f.Add("-- name: a\n00;;")

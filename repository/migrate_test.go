@@ -92,7 +92,7 @@ func TestPhase1UpgradeKeepsLegacyRows(t *testing.T) {
 	}
 }
 
-// TestInspectionQueriesRunVerbatim runs every statement of scripts/inspect.sql
+// TestInspectionQueriesRunVerbatim runs every statement of repository/inspect.sql
 // against a migrated, populated schema.
 func TestInspectionQueriesRunVerbatim(t *testing.T) {
 	t.Parallel()
@@ -101,7 +101,7 @@ func TestInspectionQueriesRunVerbatim(t *testing.T) {
 	dbtest.Exec(t, pool, `INSERT INTO chat_messages (role, source, content) VALUES ('user', 'web', 'hello')`)
 	dbtest.Exec(t, pool, `INSERT INTO chat_context_summaries (scope, until_message_id, summary_text) VALUES ('main', 1, 'x')`)
 	dbtest.Exec(t, pool, `INSERT INTO agent_runs (source, status) VALUES ('web', 'ok')`)
-	raw, err := os.ReadFile("../scripts/inspect.sql")
+	raw, err := os.ReadFile("inspect.sql")
 	if err != nil {
 		t.Fatal(err)
 	}

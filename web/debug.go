@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,15 +41,10 @@ type DebugSource interface {
 	ListSegments(ctx context.Context, timelineScope, scope string) ([]services.Segment, error)
 }
 
-var serverDebug sync.Map // *Server → DebugSource
-
-// SetDebug connects the debug page's data source; until it is set the
-// debug API answers 503.
-func (s *Server) SetDebug(src DebugSource) { serverDebug.Store(s, src) }
-
+// debugSource is Options.Debug; without one the debug API answers 503.
 func (s *Server) debugSource() (DebugSource, error) {
-	if v, ok := serverDebug.Load(s); ok {
-		return v.(DebugSource), nil
+	if s.opts.Debug != nil {
+		return s.opts.Debug, nil
 	}
 	return nil, services.Errorf(services.EUNAVAILABLE, "the debug API is not configured on this server")
 }

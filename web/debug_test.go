@@ -84,10 +84,9 @@ func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 	meter := metrics.New(metrics.Options{Source: store, Runs: store, Logger: log, CacheFor: time.Nanosecond})
 	srv := web.New(web.Options{Logger: log, Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken),
 		OwnerTimeline: services.DefaultTimeline,
-		Flags:         map[string]string{"AGENT_CONTEXT_SCOPED_WRITE": "1", "AGENT_CONTEXT_SCOPED_READ": "1", "AGENT_SUBAGENTS": "1", "mode": "scoped"}})
-	srv.SetDebug(debugAdapter{store})
-	srv.SetMetrics(web.Metrics{Handler: meter.Handler(), ScrapeTokenHash: web.HashToken(testMetricsToken), Requests: meter})
-	meter.SetWebsocketClients(srv.WebsocketClients)
+		Flags:         map[string]string{"AGENT_CONTEXT_SCOPED_WRITE": "1", "AGENT_CONTEXT_SCOPED_READ": "1", "AGENT_SUBAGENTS": "1", "mode": "scoped"},
+		Debug:         debugAdapter{store},
+		Metrics:       web.Metrics{Handler: meter.Handler(), ScrapeTokenHash: web.HashToken(testMetricsToken), Requests: meter, Websockets: meter}})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })
 	return &opsInstance{URL: hs.URL, Pool: pool, Store: store, Chat: chatSvc, Srv: srv, Meter: meter, Logs: logs}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +12,14 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
-	"github.com/switchboard/switchboard/repository/queue"
-	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
 	"github.com/switchboard/switchboard/services/events"
-	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
-	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -68,49 +64,15 @@ type stackOpts struct {
 	apiTurnTimeout time.Duration
 }
 
-// newStack builds a whole instance on pool: hub, LISTEN connection, chat,
-// and with a model the agent and its queue.
+// newStack starts a whole instance on pool's schema (apptest, the app serve
+// builds): with a model the agent answers, without one nobody does.
 func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
-	model, flags := o.model, o.flags
-	ctx, cancel := context.WithCancel(context.Background())
-	store := repository.New(pool)
-	hub := events.NewHub(store, nil)
-	go hub.Run(ctx)
-	notifier, err := repository.NewNotifier(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	pub := events.Fanout{Hub: hub, Remote: notifier}
-	var inspector web.PromptInspector
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: pub})
-	if model != nil {
-		provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		enq, err := queue.NewEnqueuer(ctx, pool, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ag := agent.New(agent.Options{Store: store, Chat: chatSvc, Queue: enq, Publisher: pub, LLM: provider, Tools: tools.NewRegistry(nil), Flags: flags,
-			Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000}), ContextStore: store})
-		inspector = ag
-		q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chatSvc = chatSvc.WithTurns(ag)
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline,
-		ContextStore: store, Inspector: inspector, Runs: store, APITurnTimeout: o.apiTurnTimeout})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { cancel(); hs.Close() })
-	return &instance{URL: hs.URL, Store: store, Hub: hub, Chat: chatSvc}
+	in := apptest.Start(t, apptest.Options{
+		DatabaseURL: pool.Config().ConnString(), Model: o.model, Flags: o.flags, Token: testToken,
+		Configure: func(opts *app.Options) { opts.Web.APITurnTimeout = o.apiTurnTimeout },
+	})
+	return &instance{URL: in.URL, Store: in.Store, Hub: in.Hub, Chat: in.Chat}
 }
 
 // newSchemaURL creates a migrated schema and returns a URL selecting it.

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,7 +17,14 @@ type RequestObserver interface {
 	ObserveRequest(method, route string, status int, d time.Duration)
 }
 
-// Metrics is what SetMetrics mounts at GET /metrics.
+// WebsocketObserver hears about websocket connections opening and closing
+// (the open-connections gauge).
+type WebsocketObserver interface {
+	WebsocketOpened()
+	WebsocketClosed()
+}
+
+// Metrics is what Options.Metrics mounts at GET /metrics.
 type Metrics struct {
 	// Handler serves the exposition (promhttp); nil answers 404.
 	Handler http.Handler
@@ -28,18 +34,8 @@ type Metrics struct {
 	ScrapeTokenHash []byte
 	// Requests counts requests; nil counts none.
 	Requests RequestObserver
-}
-
-var serverMetrics sync.Map // *Server → Metrics
-
-// SetMetrics mounts the metrics handler and request observer.
-func (s *Server) SetMetrics(m Metrics) { serverMetrics.Store(s, m) }
-
-func (s *Server) metrics() Metrics {
-	if v, ok := serverMetrics.Load(s); ok {
-		return v.(Metrics)
-	}
-	return Metrics{}
+	// Websockets counts open websockets; nil counts none.
+	Websockets WebsocketObserver
 }
 
 // registerMetricsRoutes adds GET /metrics. It needs the owner's credentials
@@ -50,7 +46,7 @@ func (s *Server) registerMetricsRoutes(e *echo.Echo) {
 }
 
 func (s *Server) handleMetrics(c echo.Context) error {
-	m := s.metrics()
+	m := s.opts.Metrics
 	r := c.Request()
 	if s.auth.check(r) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
 		return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})

@@ -25,7 +25,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		d := time.Since(start)
 		req, res := c.Request(), c.Response()
 		route := c.Path()
-		if obs := s.metrics().Requests; obs != nil {
+		if obs := s.opts.Metrics.Requests; obs != nil {
 			obs.ObserveRequest(req.Method, route, res.Status, d)
 		}
 		if route == "" {

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,39 +30,6 @@ type Pairings interface {
 	ApprovePairing(ctx context.Context, code string) (PairingView, error)
 }
 
-// telegramHooks are the Telegram channel's parts of a server, set after
-// construction with SetTelegram (the channel starts after the server is
-// built). They live beside Server rather than in it to keep the channel's
-// routes in this file.
-type telegramHooks struct {
-	mu       sync.RWMutex
-	pairings Pairings
-	webhook  http.Handler
-}
-
-var serverTelegram sync.Map // *Server → *telegramHooks
-
-func (s *Server) telegram() *telegramHooks {
-	h, _ := serverTelegram.LoadOrStore(s, &telegramHooks{})
-	return h.(*telegramHooks)
-}
-
-// SetTelegram connects the Telegram channel: pairings for the owner's
-// /pairings page and API, and the webhook handler mounted at
-// POST /telegram/webhook (nil in polling mode: the route answers 404).
-func (s *Server) SetTelegram(p Pairings, webhook http.Handler) {
-	h := s.telegram()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pairings, h.webhook = p, webhook
-}
-
-func (h *telegramHooks) get() (Pairings, http.Handler) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.pairings, h.webhook
-}
-
 // registerPairingRoutes adds the pairing page and API and the Telegram
 // webhook. The webhook authenticates with Telegram's secret token header,
 // not the owner's credentials.
@@ -88,7 +54,7 @@ func (s *Server) handlePairingsPage(c echo.Context) error {
 }
 
 func (s *Server) handleTelegramWebhook(c echo.Context) error {
-	_, wh := s.telegram().get()
+	wh := s.opts.TelegramWebhook
 	if wh == nil {
 		return echo.ErrNotFound
 	}
@@ -104,7 +70,7 @@ type PairingsResponse struct {
 }
 
 func (s *Server) handleListPairings(c echo.Context) error {
-	p, _ := s.telegram().get()
+	p := s.opts.Pairings
 	out := PairingsResponse{Pending: []PairingView{}, Approved: []PairingView{}}
 	if p == nil {
 		return c.JSON(http.StatusOK, out)
@@ -137,7 +103,7 @@ func (s *Server) handleApprovePairing(c echo.Context) error {
 	if req.Code == "" || len(req.Code) > 32 {
 		return services.Errorf(services.EINVALID, "code is required (the 6 characters the Telegram user was given)")
 	}
-	p, _ := s.telegram().get()
+	p := s.opts.Pairings
 	if p == nil {
 		return services.Errorf(services.ENOTFOUND, "the Telegram channel is not configured")
 	}

@@ -33,11 +33,12 @@ func (f *fakePairings) ApprovePairing(_ context.Context, code string) (web.Pairi
 
 func TestPairingRoutes(t *testing.T) {
 	t.Parallel()
-	srv := web.New(web.Options{TokenHash: web.HashToken(testToken)})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	// Off: a server without the Telegram channel; then one with it.
+	off := httptest.NewServer(web.New(web.Options{TokenHash: web.HashToken(testToken)}).Handler())
+	t.Cleanup(off.Close)
+	base := off.URL
 	call := func(method, path, token, body string, hdr ...string) (int, string) {
-		req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -72,7 +73,10 @@ func TestPairingRoutes(t *testing.T) {
 	}
 
 	f := &fakePairings{}
-	srv.SetTelegram(f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	on := httptest.NewServer(web.New(web.Options{TokenHash: web.HashToken(testToken), Pairings: f,
+		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })}).Handler())
+	t.Cleanup(on.Close)
+	base = on.URL
 	if c, b := call("GET", "/api/pairings", testToken, ""); c != 200 || !strings.Contains(b, `"pending":[{"user_id":9`) || !strings.Contains(b, `"approved":[{"user_id":8`) {
 		t.Fatalf("list: %d %s", c, b)
 	}

@@ -48,14 +48,14 @@ func newSecured(t *testing.T, rl web.RateLimit) *secured {
 	go hub.Run(ctx)
 	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub}})
 	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken),
-		OwnerTimeline: services.DefaultTimeline, RateLimit: rl})
-	srv.SetTelegram(secretPairings{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != "webhook-secret" {
-			http.Error(w, "wrong secret token", http.StatusForbidden)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
+		OwnerTimeline: services.DefaultTimeline, RateLimit: rl, Pairings: secretPairings{},
+		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != "webhook-secret" {
+				http.Error(w, "wrong secret token", http.StatusForbidden)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		})})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })
 	s := &secured{srv: srv, URL: hs.URL, Chat: chatSvc}

@@ -56,6 +56,18 @@ type Options struct {
 	// answer (zero: DefaultAPITurnTimeout). See openai_api.go.
 	Runs           RunReader
 	APITurnTimeout time.Duration
+	// Metrics mounts GET /metrics and counts requests and websockets
+	// (optional; zero: /metrics answers 404). See metrics.go.
+	Metrics Metrics
+	// Debug backs the owner's debug page and API (optional; nil: the debug
+	// API answers 503). See debug.go.
+	Debug DebugSource
+	// Pairings backs the Telegram pairing page and API (optional; nil: the
+	// channel shows as not configured). TelegramWebhook is mounted at
+	// POST /telegram/webhook in webhook mode (nil: the route answers 404).
+	// See pairing.go.
+	Pairings        Pairings
+	TelegramWebhook http.Handler
 }
 
 // Server is the web server.

@@ -66,6 +66,10 @@ func (s *Server) handleWS(c echo.Context) error {
 	defer cancel()
 	s.wsClients.Add(1)
 	defer s.wsClients.Add(-1)
+	if o := s.opts.Metrics.Websockets; o != nil {
+		o.WebsocketOpened()
+		defer o.WebsocketClosed()
+	}
 
 	sub, err := s.opts.Hub.Subscribe(ctx, s.opts.OwnerTimeline, 1024)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,7 +141,8 @@ type Options struct {
 	LeaderRetry time.Duration
 	// PairingTTL is how long a pairing code is valid (default 1h).
 	PairingTTL time.Duration
-	// TypingEvery is the period of the "typing" indicator (default 4s).
+	// TypingEvery is the period of the "typing" indicator (default 4s; see
+	// Typing).
 	TypingEvery time.Duration
 }
 
@@ -157,12 +157,7 @@ type Bot struct {
 	allowed  map[int64]bool
 	groups   map[int64]bool
 	leader   atomic.Bool
-
-	typingMu sync.Mutex
-	typing   map[int64]context.CancelFunc
 }
-
-var _ services.RunObserver = (*Bot)(nil)
 
 // New builds the channel. It asks getMe for the bot's username (used to
 // recognise mentions in groups) unless Options.BotUsername is set; a failed
@@ -201,9 +196,6 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	if opts.PairingTTL <= 0 {
 		opts.PairingTTL = time.Hour
 	}
-	if opts.TypingEvery <= 0 {
-		opts.TypingEvery = 4 * time.Second
-	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
@@ -221,7 +213,6 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	b := &Bot{
 		opts: opts, api: api, botID: api.ID(), username: strings.TrimPrefix(opts.BotUsername, "@"), log: log,
 		owners: idSet(opts.OwnerIDs), allowed: idSet(opts.AllowedIDs), groups: idSet(opts.GroupIDs),
-		typing: map[int64]context.CancelFunc{},
 	}
 	if b.botID == 0 {
 		return nil, errors.New("telegram: the bot token should look like 123456:ABC…")

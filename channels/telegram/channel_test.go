@@ -412,7 +412,13 @@ func TestPairingCodes(t *testing.T) {
 
 func TestTypingWhileRunWorks(t *testing.T) {
 	t.Parallel()
-	b, _, api := setup(t, func(o *Options) { o.TypingEvery = 20 * time.Millisecond })
+	var apiURL string
+	_, _, api := setup(t, func(o *Options) { apiURL = o.APIURL })
+	b, err := NewTyping(testToken, apiURL, nil, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
 	count := func() int {
 		api.mu.Lock()
 		defer api.mu.Unlock()

@@ -15,90 +15,37 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/events"
-	"github.com/switchboard/switchboard/web"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 const testToken = "tui-test-owner-token-0123456789"
 
-// server is one real Switchboard web stack (web.Server, hub, notifier,
-// ChatService) on a migrated test schema, like web/harness_test.go builds.
+// server is one whole Switchboard instance (apptest: the app serve builds)
+// on a migrated test schema, where nobody answers.
 type server struct {
 	URL  string
 	Chat *chat.Service
 	Hub  *events.Hub
-	lis  *trackingListener
-	stop func()
+	in   *apptest.Instance
 }
 
 // startServer serves on addr ("127.0.0.1:0" for any port). Its crash
 // method drops every connection at once, websockets included.
 func startServer(t *testing.T, pool *pgxpool.Pool, addr string) *server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	store := repository.New(pool)
-	hub := events.NewHub(store, nil)
-	go hub.Run(ctx)
-	notifier, err := repository.NewNotifier(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}})
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken), OwnerTimeline: services.DefaultTimeline})
-	var l net.Listener
-	for i := 0; ; i++ { // the port of a crashed server may take a moment to free
-		if l, err = net.Listen("tcp", addr); err == nil || i == 50 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := &trackingListener{Listener: l}
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() { _ = hs.Serve(tl) }()
-	s := &server{URL: "http://" + l.Addr().String(), Chat: chatSvc, Hub: hub, lis: tl}
-	var once sync.Once
-	s.stop = func() { once.Do(func() { tl.Close(); tl.dropAll(); _ = hs.Close(); cancel() }) }
-	t.Cleanup(s.stop)
-	return s
+	in := apptest.Start(t, apptest.Options{DatabaseURL: pool.Config().ConnString(), Token: testToken, Addr: addr})
+	return &server{URL: in.URL, Chat: in.Chat, Hub: in.Hub, in: in}
 }
 
 // crash stops the server the way a killed process does: listener and every
 // open connection gone.
-func (s *server) crash() { s.stop() }
-
-type trackingListener struct {
-	net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func (l *trackingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.mu.Lock()
-		l.conns = append(l.conns, c)
-		l.mu.Unlock()
-	}
-	return c, err
-}
-
-func (l *trackingListener) dropAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, c := range l.conns {
-		_ = c.Close()
-	}
-}
+func (s *server) crash() { s.in.Crash() }
 
 func (s *server) post(t *testing.T, source, content string) services.Message {
 	t.Helper()

@@ -94,3 +94,15 @@ func TestAgentProfiles(t *testing.T) {
 		t.Fatalf("profile: %+v", p)
 	}
 }
+
+// TestLLMMaxRetriesZeroIsNone: LLM_MAX_RETRIES=0 disables retries, though
+// llm.Config's zero value means the default.
+func TestLLMMaxRetriesZeroIsNone(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"LLM_MAX_RETRIES": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.LLMOptions().MaxRetries; got >= 0 {
+		t.Fatalf("MaxRetries = %d, want negative (none)", got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,9 +28,9 @@ func resolveDatabase(ctx context.Context, cfg *Config, log *slog.Logger) (url st
 		log.Info("DATABASE_URL unset: using the local PostgreSQL server", "database_url", url)
 		return url, noop, nil
 	}
-	dir := filepath.Join(cfg.DataDir, "postgres")
-	log.Info("DATABASE_URL unset and no server on 127.0.0.1:5432: starting a private PostgreSQL cluster", "data_dir", dir, "port", cfg.LocalPGPort)
-	cluster, err := localpg.Start(ctx, dir, cfg.LocalPGPort)
+	dir, port := cfg.LocalPGOptions()
+	log.Info("DATABASE_URL unset and no server on 127.0.0.1:5432: starting a private PostgreSQL cluster", "data_dir", dir, "port", port)
+	cluster, err := localpg.Start(ctx, dir, port)
 	if err != nil {
 		return "", noop, fmt.Errorf("no DATABASE_URL, no server on 127.0.0.1:5432, and a private cluster could not start: %w", err)
 	}

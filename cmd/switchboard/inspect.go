@@ -12,13 +12,11 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/scripts"
-	"github.com/switchboard/switchboard/web"
 )
 
 const inspectUsage = `switchboard inspect [NAME...] [--json]
 
-Runs the named queries of scripts/inspect.sql (built into the binary) in a
+Runs the named queries of repository/inspect.sql (built into the binary) in a
 read-only transaction and prints aligned tables, or JSON with --json.
 Without a NAME every query runs, in the file's order. --list prints the
 names and what each shows.`
@@ -26,7 +24,7 @@ names and what each shows.`
 // runInspect handles `switchboard inspect`. It never migrates or writes:
 // the queries run in a READ ONLY transaction.
 func runInspect(ctx context.Context, cfg *Config, log *slog.Logger, args []string, stdout io.Writer) error {
-	queries, err := repository.ParseInspectQueries(scripts.InspectSQL)
+	queries, err := repository.ParseInspectQueries(repository.InspectSQL)
 	if err != nil {
 		return err
 	}
@@ -234,30 +232,4 @@ func writeInspectTable(w io.Writer, r repository.InspectResult) {
 	} else {
 		fmt.Fprintf(w, "(%d rows)\n", len(r.Rows))
 	}
-}
-
-// debugSource serves the web debug page from the store (the cursor type is
-// the web package's own, so the web layer imports no repository code).
-type debugSource struct{ *repository.Store }
-
-var _ web.DebugSource = debugSource{}
-
-func (d debugSource) SummaryCursors(ctx context.Context, timelineScope string) ([]web.SummaryCursor, error) {
-	cursors, err := d.Store.SummaryCursors(ctx, timelineScope)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]web.SummaryCursor, len(cursors))
-	for i, c := range cursors {
-		out[i] = web.SummaryCursor(c)
-	}
-	return out, nil
-}
-
-// metricsTokenHash is the SHA-256 of METRICS_TOKEN, or nil when unset.
-func metricsTokenHash(cfg *Config) []byte {
-	if cfg.MetricsToken == "" {
-		return nil
-	}
-	return web.HashToken(cfg.MetricsToken)
 }

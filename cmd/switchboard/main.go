@@ -1,6 +1,6 @@
 // Command switchboard runs the Switchboard service and its admin verbs. This
 // package only wires: it parses the configuration, opens the database and
-// hands each service its collaborators.
+// hands app.New the options Config maps from the environment.
 package main
 
 import (
@@ -27,7 +27,7 @@ Usage:
                                    Telegram users waiting for approval; approve one by its code
   switchboard tui [flags]          terminal client of a running server (switchboard tui --help)
   switchboard inspect [NAME] [--json]
-                                   run scripts/inspect.sql's named queries read-only (--list names them)
+                                   run repository/inspect.sql's named queries read-only (--list names them)
   switchboard help                 this text
 
 With no configuration, serve uses the PostgreSQL on 127.0.0.1:5432 if one

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"text/tabwriter"
 
-	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/app"
 )
 
 // runPair handles `switchboard pair list` and `switchboard pair approve
@@ -22,7 +22,7 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 		return err
 	}
 	defer closeDB()
-	pairings := webPairings{repository.NewTelegramStore(pool)}
+	pairings := app.NewPairings(pool)
 	if args[0] == "approve" {
 		p, err := pairings.ApprovePairing(ctx, args[1])
 		if err != nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/channels/telegram"
 	"github.com/switchboard/switchboard/channels/telegram/tgtest"
 	"github.com/switchboard/switchboard/repository"
@@ -27,7 +29,6 @@ import (
 	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/browsertest"
 )
@@ -103,49 +104,22 @@ func tgConfig(t *testing.T, vars map[string]string) *Config {
 	return cfg
 }
 
+// startTGInstance starts the app serve builds (apptest) with cfg's Telegram
+// settings, the emulator's transport and the scripted answerer.
 func startTGInstance(t *testing.T, dbURL string, cfg *Config) *tgInstance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	pool := dbtest.PoolFor(t, dbURL)
-	store := repository.New(pool)
-	hub := events.NewHub(store, nil)
-	go hub.Run(ctx)
-	notifier, err := repository.NewNotifier(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	q, err := queue.New(ctx, pool, store, nil, queue.Options{PollInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = q.Stop(sctx)
-	})
-	link := &telegramLink{}
-	base := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub, Remote: notifier}, Routers: link.Routers(cfg)})
-	agent := &answering{chat: base}
-	chatSvc := base.WithTurns(agent)
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(tgOwnerToken), OwnerTimeline: services.DefaultTimeline})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
 	client, tr := tgtest.Client()
-	stop, err := startTelegram(ctx, cfg, telegramDeps{
-		Pool: pool, Chat: chatSvc, Queue: q, Web: srv, Link: link,
-		HTTPClient: client, PollIdle: 100 * time.Millisecond, LeaderRetry: 200 * time.Millisecond,
+	agent := &answering{}
+	in := apptest.Start(t, apptest.Options{
+		DatabaseURL: dbURL, Token: tgOwnerToken, Turns: agent,
+		Configure: func(o *app.Options) {
+			o.Telegram = cfg.TelegramOptions()
+			o.Telegram.HTTPClient, o.Telegram.PollIdle, o.Telegram.LeaderRetry = client, 100*time.Millisecond, 200*time.Millisecond
+			o.Queue.PollInterval = 100 * time.Millisecond
+		},
+		BeforeStart: func(a *app.App) { agent.chat = a.Chat() },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &tgInstance{Store: store, Chat: chatSvc, Agent: agent, WebURL: hs.URL, HTTP: tr, stop: stop}
-	t.Cleanup(in.Stop)
-	return in
+	return &tgInstance{Store: in.Store, Chat: in.Chat, Agent: agent, WebURL: in.URL, HTTP: tr, stop: in.Stop}
 }
 
 func timeline(t *testing.T, store *repository.Store, name string) []services.Message {

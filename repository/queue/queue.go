@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +49,8 @@ type Options struct {
 	ReapEvery time.Duration
 	// PollInterval is River's fallback poll (LISTEN/NOTIFY wakes it sooner).
 	PollInterval time.Duration
+	// Outbound delivers the payloads of each channel (e.g. "telegram").
+	Outbound map[string]services.OutboundHandler
 }
 
 // Queue is the River client with Switchboard's workers.
@@ -60,7 +61,6 @@ type Queue struct {
 	exec     services.RunExecutor
 	log      *slog.Logger
 	opts     Options
-	mu       sync.RWMutex
 	handlers map[string]services.OutboundHandler
 }
 
@@ -211,6 +211,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		opts.PollInterval = 250 * time.Millisecond
 	}
 	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[string]services.OutboundHandler{}}
+	for ch, h := range opts.Outbound {
+		q.handlers[ch] = h
+	}
 	cfg, err := riverConfig(ctx, pool, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -232,13 +235,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	}
 	q.Enqueuer = &Enqueuer{client: client}
 	return q, nil
-}
-
-// HandleOutbound registers the delivery function of a channel.
-func (q *Queue) HandleOutbound(channel string, h services.OutboundHandler) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.handlers[channel] = h
 }
 
 // Start works jobs and reaps runs of dead workers until ctx ends or Stop.
@@ -470,9 +466,7 @@ type outboundWorker struct {
 }
 
 func (w *outboundWorker) Work(ctx context.Context, job *river.Job[OutboundArgs]) error {
-	w.q.mu.RLock()
 	h := w.q.handlers[job.Args.Channel]
-	w.q.mu.RUnlock()
 	if h == nil {
 		return river.JobSnooze(5 * time.Second) // channel not started on this instance yet
 	}

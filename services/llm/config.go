@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +19,9 @@ const (
 	DefaultMaxRetries             = 2
 )
 
-// Config selects and configures the model provider. Each field is read from
-// the environment variable named in its comment (see LoadConfig).
+// Config selects and configures the model provider. The environment
+// variable named in each field's comment sets it (cmd/switchboard's Config
+// is the only reader of the environment).
 type Config struct {
 	// Provider is LLM_PROVIDER: "openai" (any OpenAI-compatible server),
 	// "anthropic" or "offline". Empty means offline.
@@ -49,43 +49,6 @@ type Config struct {
 	// HTTPClient is the client for provider requests; nil means a new
 	// http.Client without a timeout (Timeout bounds each attempt instead).
 	HTTPClient *http.Client
-}
-
-// LoadConfig reads Config from environment variables through getenv
-// (os.Getenv in production). Errors are EINVALID *services.Error values
-// naming the variable; the result still goes through New's validation.
-func LoadConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{
-		Provider: getenv("LLM_PROVIDER"),
-		BaseURL:  getenv("LLM_BASE_URL"),
-		APIKey:   getenv("LLM_API_KEY"),
-		Model:    getenv("LLM_MODEL"),
-	}
-	if v := strings.TrimSpace(getenv("LLM_CONTEXT_WINDOW")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return cfg, services.Errorf(services.EINVALID, "LLM_CONTEXT_WINDOW: %q is not a whole number of tokens", v)
-		}
-		cfg.ContextWindow = n
-	}
-	if v := strings.TrimSpace(getenv("LLM_TIMEOUT")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return cfg, services.Errorf(services.EINVALID, "LLM_TIMEOUT: %q is not a duration (e.g. 90s, 5m)", v)
-		}
-		cfg.Timeout = d
-	}
-	if v := strings.TrimSpace(getenv("LLM_MAX_RETRIES")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return cfg, services.Errorf(services.EINVALID, "LLM_MAX_RETRIES: %q is not a whole number", v)
-		}
-		if n == 0 {
-			n = -1 // an explicit 0 means no retries
-		}
-		cfg.MaxRetries = n
-	}
-	return cfg, nil
 }
 
 // New returns the provider cfg selects, wrapped in Retry (except offline,

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,7 +94,7 @@ type Metrics struct {
 	httpRequests     *prometheus.CounterVec
 	httpDuration     *prometheus.HistogramVec
 
-	wsClients atomic.Pointer[func() int64]
+	wsClients prometheus.Gauge
 	active    sync.Map // run id → struct{}: runs this process saw start
 }
 
@@ -132,14 +131,7 @@ func New(opts Options) *Metrics {
 	m.httpRequests = f.counterVec("switchboard_http_requests_total", "HTTP requests answered, by method, route pattern and status code.", "method", "route", "code")
 	m.httpDuration = f.histogramVec("switchboard_http_request_duration_seconds", "HTTP request duration by route pattern (websockets last as long as the connection).",
 		prometheus.DefBuckets, "route")
-	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "switchboard_websocket_clients", Help: "Open websocket connections (web page, TUI) on this instance.",
-	}, func() float64 {
-		if fn := m.wsClients.Load(); fn != nil {
-			return float64((*fn)())
-		}
-		return 0
-	}))
+	m.wsClients = f.gauge("switchboard_websocket_clients", "Open websocket connections (web page, TUI) on this instance.")
 	if opts.Source != nil {
 		m.registry.MustRegister(&dbCollector{m: m})
 	}
@@ -156,9 +148,11 @@ func (m *Metrics) Handler() http.Handler {
 // Registry is the registry the collectors live on (tests, extra collectors).
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
-// SetWebsocketClients sets how to read the number of open websockets (the
-// web server's WebsocketClients).
-func (m *Metrics) SetWebsocketClients(fn func() int64) { m.wsClients.Store(&fn) }
+// WebsocketOpened counts a websocket the web server accepted.
+func (m *Metrics) WebsocketOpened() { m.wsClients.Inc() }
+
+// WebsocketClosed counts a websocket that ended.
+func (m *Metrics) WebsocketClosed() { m.wsClients.Dec() }
 
 // RunStarted counts a run this instance starts executing.
 func (m *Metrics) RunStarted(ctx context.Context, run services.Run, trigger services.Message) {

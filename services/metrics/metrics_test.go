@@ -86,8 +86,10 @@ func TestRunObserverAndHooks(t *testing.T) {
 	m.TelegramSendErrorCode(0)
 	m.ObserveRequest("GET", "/api/timeline", 200, 5*time.Millisecond)
 	m.ObserveRequest("GET", "", 404, time.Millisecond)
-	var ws int64 = 2
-	m.SetWebsocketClients(func() int64 { return ws })
+	m.WebsocketOpened()
+	m.WebsocketOpened()
+	m.WebsocketOpened()
+	m.WebsocketClosed()
 
 	body := scrape(t, m)
 	wantLines(t, body,

@@ -1,5 +1,5 @@
 -- Switchboard inspection queries. Run with:
---   psql "$DATABASE_URL" -f scripts/inspect.sql
+--   psql "$DATABASE_URL" -f repository/inspect.sql
 -- The first three are seed 003's appendix ("常用巡检 SQL"), verbatim.
 
 -- name: recent_visible_messages

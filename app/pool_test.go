@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ func TestWithPoolSize(t *testing.T) {
 		{"host=h dbname=db", "host=h dbname=db pool_max_conns=42"},
 		{"postgres://u@h/db?pool_max_conns=7", "postgres://u@h/db?pool_max_conns=7"},
 	} {
-		got := withPoolSize(c.in, 42)
+		got := WithPoolSize(c.in, 42)
 		if got != c.want {
 			t.Errorf("%q: %q, want %q", c.in, got, c.want)
 		}
@@ -26,7 +26,7 @@ func TestWithPoolSize(t *testing.T) {
 			t.Errorf("%q: MaxConns %d", got, cfg.MaxConns)
 		}
 	}
-	if n := servePoolSize(16); n < 2*16 {
+	if n := ServePoolSize(16); n < 2*16 {
 		t.Fatalf("pool of %d for 16 workers: each needs two connections", n)
 	}
 }

@@ -1,0 +1,481 @@
+// Package app builds one whole Switchboard instance in dependency order, in
+// one place: New constructs every part (no part is attached to another
+// afterwards), Start starts the background work, Serve serves HTTP and
+// Close stops everything in reverse order. cmd/switchboard maps the
+// environment to Options; tests build the same app through app/apptest.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/channels/telegram"
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/queue"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/metrics"
+	"github.com/switchboard/switchboard/services/tools"
+	"github.com/switchboard/switchboard/web"
+)
+
+// Options are an instance's settings. The option structs of the parts carry
+// their settings only: New fills in their collaborators (stores, providers,
+// the queue, the hub), so a setting given here reaches its part whole.
+type Options struct {
+	// DatabaseURL selects the database (a test schema through search_path).
+	DatabaseURL string
+	// PoolSize is the connection pool's size (0: ServePoolSize of
+	// Queue.TurnWorkers) unless DatabaseURL sets pool_max_conns.
+	PoolSize int
+	Logger   *slog.Logger
+	// Stdout gets the owner login token when one is generated (printed once).
+	Stdout io.Writer
+	// OwnerToken is the owner's login token; empty: the stored one, or a new
+	// one generated, stored hashed and printed to Stdout.
+	OwnerToken string
+	// PublicURL is where users reach the web server (the printed login link).
+	PublicURL string
+	// WorkspaceDir holds the agents' workspaces.
+	WorkspaceDir string
+
+	LLM      llm.Config
+	Chat     chat.Options
+	Context  contextmgr.Options
+	Agent    agent.Options
+	Queue    queue.Options
+	Web      web.Options
+	Telegram TelegramOptions
+}
+
+// TelegramOptions are the Telegram channel's settings; an empty Token
+// leaves the channel off (the pairing page still works).
+type TelegramOptions struct {
+	telegram.Options
+	// Mode is "polling" (default) or "webhook".
+	Mode          string
+	WebhookURL    string
+	WebhookSecret string
+}
+
+// App is one built instance.
+type App struct {
+	opts     Options
+	built    Options
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	migrator *repository.Migrator
+	store    *repository.Store
+	hub      *events.Hub
+	notifier *repository.Notifier
+	provider llm.Provider
+	spaces   *tools.Workspaces
+	meter    *metrics.Metrics
+	chat     *chat.Service
+	agent    *agent.Service
+	queue    *queue.Queue
+	bot      *telegram.Bot
+	typing   *telegram.Typing
+	web      *web.Server
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+}
+
+// New builds every part of the instance in dependency order: the database
+// (migrated), the hub, the model provider and tools, the metrics, the
+// context manager, the queue, ChatService, the Telegram channel, the agent
+// runtime and the web server. Nothing runs until Start. On error whatever
+// was built is closed.
+func New(ctx context.Context, o Options) (a *App, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	a = &App{opts: o, log: o.Logger}
+	defer func() {
+		if err != nil {
+			a.Close(context.Background())
+			a = nil
+		}
+	}()
+	log := o.Logger
+	b := &a.built
+	b.DatabaseURL, b.PoolSize, b.Logger, b.Stdout, b.PublicURL, b.WorkspaceDir = o.DatabaseURL, o.PoolSize, log, o.Stdout, o.PublicURL, o.WorkspaceDir
+	if b.PoolSize <= 0 {
+		b.PoolSize = ServePoolSize(o.Queue.TurnWorkers)
+	}
+
+	// Database, migrated.
+	if a.pool, err = repository.Open(ctx, WithPoolSize(o.DatabaseURL, b.PoolSize)); err != nil {
+		return nil, err
+	}
+	if a.migrator, err = repository.NewMigrator(a.pool); err != nil {
+		return nil, err
+	}
+	if applied, err := a.migrator.Up(ctx); err != nil {
+		return nil, err
+	} else if len(applied) > 0 {
+		log.Info("migrations applied", "versions", applied)
+	}
+	a.store = repository.New(a.pool)
+	tokenHash, err := ownerToken(ctx, o, a.store)
+	if err != nil {
+		return nil, err
+	}
+
+	// Events: the hub fans out this instance's events and, through the
+	// notifier, every instance's.
+	a.hub = events.NewHub(a.store, log)
+	if a.notifier, err = repository.NewNotifier(ctx, a.pool, log); err != nil {
+		return nil, err
+	}
+	publisher := events.Fanout{Hub: a.hub, Remote: a.notifier}
+
+	// Model, tools, metrics and the context manager.
+	// The encoding loads with the first message, not at start: it is most
+	// of the idle heap and of the start time (docs/BENCHMARKS.md).
+	tokenizer := contextmgr.NewLazyTokenizer(o.LLM.Model, func(warn error) {
+		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
+	})
+	b.LLM = o.LLM
+	if a.provider, err = llm.New(b.LLM); err != nil {
+		return nil, err
+	}
+	registry := tools.NewRegistry(log)
+	a.spaces = tools.NewWorkspaces(o.WorkspaceDir)
+	if err := tools.RegisterWorkspaceTools(registry, a.spaces.For); err != nil {
+		return nil, err
+	}
+	if err := agent.RegisterMemoryTool(registry, a.store); err != nil {
+		return nil, err
+	}
+	a.meter = metrics.New(metrics.Options{Source: a.store, Runs: a.store, Logger: log})
+	b.Context = o.Context
+	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
+	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
+	b.Context.HistoryRule = historyRule(registry)
+	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
+	contextMgr := contextmgr.New(b.Context)
+
+	// Jobs are inserted in the caller's transaction by an insert-only
+	// client; the queue that works them is built last, from the parts that
+	// execute them.
+	enqueuer, err := queue.NewEnqueuer(ctx, a.pool, log)
+	if err != nil {
+		return nil, err
+	}
+
+	// ChatService, routing replies to Telegram through the queue in the
+	// reply's own transaction.
+	b.Chat = o.Chat
+	b.Chat.Store, b.Chat.Publisher, b.Chat.Logger, b.Chat.CountTokens = a.store, publisher, log, tokenizer.Count
+	b.Telegram = o.Telegram
+	if b.Telegram.Token != "" {
+		b.Chat.Routers = map[string]services.ReplyRouter{services.SourceTelegram: telegram.Router{Queue: enqueuer}}
+	}
+	turns := b.Chat.Turns
+	b.Chat.Turns = nil
+	plainChat := chat.New(b.Chat)
+
+	// The Telegram "typing…" indicator, which the agent runtime drives.
+	observers := []services.RunObserver{a.meter}
+	var typing *telegram.Typing
+	if b.Telegram.Token != "" {
+		every := b.Telegram.TypingEvery
+		if typing, err = telegram.NewTyping(b.Telegram.Token, b.Telegram.APIURL, b.Telegram.HTTPClient, every); err != nil {
+			return nil, err
+		}
+		a.typing = typing
+		observers = []services.RunObserver{typing, a.meter}
+	}
+
+	// The agent runtime; profiles with a model of their own get a provider
+	// of their own (same server and key).
+	b.Agent = o.Agent
+	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
+	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
+	b.Agent.Observers, b.Agent.Logger = observers, log
+	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {
+		return nil, err
+	}
+	a.agent = agent.New(b.Agent)
+
+	// Channels post through the ChatService that hands new user messages
+	// to the agent (or to a test's own turn handler).
+	if turns == nil {
+		turns = a.agent
+	}
+	a.chat = plainChat.WithTurns(turns)
+	b.Chat.Turns = turns
+
+	// The Telegram channel: stores inbound messages through ChatService and
+	// delivers through the queue.
+	tstore := repository.NewTelegramStore(a.pool)
+	outbound := map[string]services.OutboundHandler{}
+	if b.Telegram.Token != "" {
+		t := &b.Telegram.Options
+		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, telegramStore{tstore}, telegramLeases{tstore}, enqueuer, log
+		t.SendError = a.meter.TelegramSendError
+		if a.bot, err = telegram.New(ctx, *t); err != nil {
+			return nil, err
+		}
+		outbound[telegram.Channel] = a.bot.Deliver
+		if len(t.OwnerIDs) == 0 {
+			log.Warn("TELEGRAM_OWNER_IDS is empty: nobody on Telegram writes to the owner's timeline")
+		}
+	}
+
+	// The queue's workers: agent turns and outbound deliveries.
+	b.Queue = o.Queue
+	b.Queue.Logger, b.Queue.Outbound = log, outbound
+	if a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, b.Queue); err != nil {
+		return nil, err
+	}
+
+	// The web server, last: it reads from everything above.
+	b.Web = o.Web
+	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash, b.Web.Sessions = log, a.chat, a.hub, tokenHash, a.store
+	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs = a.store, a.agent, a.store
+	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
+	b.Web.Debug, b.Web.Pairings = debugSource{a.store}, webPairings{tstore}
+	if a.bot != nil && b.Telegram.Mode == "webhook" {
+		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
+	}
+	b.Web.Ready = a.ready
+	a.web = web.New(b.Web)
+	return a, nil
+}
+
+// Start starts the background work: the hub, the cross-instance event
+// listener, the queue's workers and the Telegram channel (polling, or
+// setting the webhook). It serves no HTTP; see Serve.
+func (a *App) Start(ctx context.Context) error {
+	if a.started {
+		return errors.New("app: started twice")
+	}
+	a.started = true
+	ctx, a.cancel = context.WithCancel(ctx)
+	a.wg.Add(2)
+	go func() { defer a.wg.Done(); a.hub.Run(ctx) }()
+	// Events from every instance: /stop reaches the instance running the run.
+	go func() {
+		defer a.wg.Done()
+		a.notifier.Listen(ctx, func(e services.Event) {
+			if e.Type == agent.EventCancel {
+				a.agent.CancelRun(e.RunID)
+				return
+			}
+			a.hub.Notify(e)
+		}, a.hub.Resync)
+	}()
+	if err := a.queue.Start(ctx); err != nil {
+		return err
+	}
+	if a.bot != nil {
+		a.startTelegram(ctx)
+	}
+	return nil
+}
+
+// startTelegram sets the command menu if it changed, then polls
+// (leader-elected) or sets the webhook.
+func (a *App) startTelegram(ctx context.Context) {
+	log, b, t := a.log, a.bot, a.built.Telegram
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if called, err := b.SyncCommands(cctx); err != nil {
+			log.Warn("telegram: setMyCommands failed; the command menu is unchanged", "err", err)
+		} else if called {
+			log.Info("telegram: command menu updated")
+		}
+	}()
+	if t.Mode == "webhook" {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := b.SetWebhook(sctx, t.WebhookURL, t.WebhookSecret)
+		cancel()
+		if err != nil {
+			// Updates still arrive if an earlier start set the webhook.
+			log.Warn("telegram: setWebhook failed", "err", err)
+		}
+		log.Info("telegram channel started", "mode", "webhook", "bot_id", b.BotID())
+		return
+	}
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); b.RunPolling(ctx) }()
+	log.Info("telegram channel started", "mode", "polling", "bot_id", b.BotID())
+}
+
+// Serve serves HTTP on l until Close (nil then).
+func (a *App) Serve(l net.Listener) error { return a.web.Serve(l) }
+
+// Close stops everything in reverse order: HTTP (waiting for requests in
+// flight, bounded by ctx), the Telegram channel, the queue (finishing jobs
+// in flight, bounded by ctx), the background work, the database.
+func (a *App) Close(ctx context.Context) {
+	if a.web != nil {
+		_ = a.web.Shutdown(ctx)
+	}
+	if a.queue != nil && a.started {
+		_ = a.queue.Stop(ctx) // deliveries in flight still have the bot
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+	if a.typing != nil {
+		a.typing.Close()
+	}
+	if a.spaces != nil {
+		a.spaces.Close()
+	}
+	if a.migrator != nil {
+		a.migrator.Close()
+	}
+	if a.pool != nil {
+		a.pool.Close()
+	}
+}
+
+// Handler is the web server's root handler (httptest servers).
+func (a *App) Handler() http.Handler { return a.web.Handler() }
+
+// Built returns the options each part was built with, collaborators filled
+// in: what the configuration test compares with the environment.
+func (a *App) Built() Options { return a.built }
+
+// Store is the instance's database store.
+func (a *App) Store() *repository.Store { return a.store }
+
+// Pool is the instance's connection pool.
+func (a *App) Pool() *pgxpool.Pool { return a.pool }
+
+// Chat is the instance's ChatService.
+func (a *App) Chat() *chat.Service { return a.chat }
+
+// Hub is the instance's event hub.
+func (a *App) Hub() *events.Hub { return a.hub }
+
+// Agent is the instance's agent runtime.
+func (a *App) Agent() *agent.Service { return a.agent }
+
+// Provider is the main model provider.
+func (a *App) Provider() llm.Provider { return a.provider }
+
+// Metrics is the instance's metrics.
+func (a *App) Metrics() *metrics.Metrics { return a.meter }
+
+// Web is the instance's web server.
+func (a *App) Web() *web.Server { return a.web }
+
+// Bot is the Telegram channel (nil when off).
+func (a *App) Bot() *telegram.Bot { return a.bot }
+
+func (a *App) ready(ctx context.Context) error {
+	if err := a.pool.Ping(ctx); err != nil {
+		return errors.New("database unreachable")
+	}
+	if pending, err := a.migrator.Pending(ctx); err != nil || pending {
+		return errors.New("migrations not current")
+	}
+	return nil
+}
+
+// ownerToken returns the hash of the owner's login token: OwnerToken's, or
+// a stored one, or a new one generated, stored (hashed) and printed once.
+func ownerToken(ctx context.Context, o Options, store *repository.Store) ([]byte, error) {
+	if o.OwnerToken != "" {
+		return web.HashToken(o.OwnerToken), nil
+	}
+	tok := web.NewToken()
+	hash, created, err := store.InitOwnerTokenHash(ctx, web.HashToken(tok))
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		fmt.Fprintf(o.Stdout, "\nOwner login token generated (shown once; only its hash is stored):\n  %s\nLog in at:\n  %s/login?token=%s\n\n", tok, o.PublicURL, tok)
+	}
+	return hash, nil
+}
+
+// historyRule is the tool registry's rule for keeping a tool's results in
+// history.
+func historyRule(registry *tools.Registry) func(string) (contextmgr.CompressionRule, bool) {
+	return func(name string) (contextmgr.CompressionRule, bool) {
+		t, ok := registry.Get(name)
+		if !ok {
+			return contextmgr.CompressionRule{}, false
+		}
+		return contextmgr.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields}, true
+	}
+}
+
+// profileProviders copies profiles, giving each with a model other than
+// the main one a provider of its own.
+func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]agent.Profile, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]agent.Profile, len(in))
+	for id, p := range in {
+		if p.Model != "" && p.Model != main.Model && p.LLM == nil {
+			c := main
+			c.Model = p.Model
+			var err error
+			if p.LLM, err = llm.New(c); err != nil {
+				return nil, fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
+			}
+		}
+		out[id] = p
+	}
+	return out, nil
+}
+
+// ServePoolSize is the connection pool serve needs: each agent worker holds
+// one connection for its timeline's run lock while the run's queries use
+// another, plus the queue, the LISTEN connection and web requests. pgxpool's
+// default (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a
+// 2-core machine: every connection holds a lock and waits for a second one.
+func ServePoolSize(workers int) int {
+	if workers <= 0 {
+		workers = 16
+	}
+	return 2*workers + 10
+}
+
+// WithPoolSize sets pool_max_conns on a database URL (URL or key=value
+// form) unless the operator set it.
+func WithPoolSize(dsn string, n int) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + "pool_max_conns=" + strconv.Itoa(n)
+	}
+	return strings.TrimSpace(dsn) + " pool_max_conns=" + strconv.Itoa(n)
+}

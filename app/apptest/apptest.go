@@ -1,0 +1,200 @@
+// Package apptest starts whole Switchboard instances for tests: the app
+// cmd/switchboard serves, built by app.New on a test schema, with a fake
+// model (or a scripted answerer, or nobody answering), served over real HTTP.
+package apptest
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/repository/queue"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+// Token is the owner's login token of an instance unless Options.Token says otherwise.
+const Token = "apptest-owner-token-0123456789"
+
+// Options shape an instance; the zero value is a server on a new schema
+// where nobody answers.
+type Options struct {
+	// DatabaseURL selects a migrated schema (several instances on one
+	// schema are several processes on one database); empty: a new schema.
+	DatabaseURL string
+	// Model answers as the agent's model (OpenAI API); nil with Turns nil:
+	// user messages are stored and nobody answers.
+	Model *llmtest.Server
+	// Turns answers user messages instead of the agent runtime.
+	Turns chat.TurnHandler
+	Flags agent.Flags
+	// Token is the owner's login token (default Token).
+	Token  string
+	Logger *slog.Logger
+	// Addr is the listen address (default 127.0.0.1:0).
+	Addr string
+	// Configure has the last word on the app's options.
+	Configure func(*app.Options)
+	// BeforeStart runs once the app is built, before it starts.
+	BeforeStart func(*app.App)
+}
+
+// Instance is one running instance.
+type Instance struct {
+	URL   string
+	Token string
+	App   *app.App
+	Store *repository.Store
+	Chat  *chat.Service
+	Hub   *events.Hub
+
+	lis       *trackingListener
+	once      sync.Once
+	crashOnce sync.Once
+	stop      func()
+	crash     func()
+}
+
+// nobody answers no user message.
+type nobody struct{}
+
+func (nobody) StartTurn(context.Context, services.Store, services.Message) (func(context.Context), error) {
+	return nil, nil
+}
+
+// SchemaURL creates a migrated schema and returns a URL selecting it.
+func SchemaURL(t testing.TB) string {
+	t.Helper()
+	_, schema := dbtest.Schema(t)
+	return dbtest.SchemaURL(dbtest.URL(t), schema)
+}
+
+// Start builds, starts and serves an instance; it stops at the test's end.
+func Start(t testing.TB, o Options) *Instance {
+	t.Helper()
+	if o.DatabaseURL == "" {
+		o.DatabaseURL = SchemaURL(t)
+	}
+	if o.Token == "" {
+		o.Token = Token
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	opts := app.Options{
+		DatabaseURL:  o.DatabaseURL,
+		PoolSize:     12,
+		Logger:       o.Logger,
+		OwnerToken:   o.Token,
+		WorkspaceDir: t.TempDir(),
+		Agent:        agent.Options{Flags: o.Flags},
+		Queue:        queueOptions(),
+	}
+	opts.Chat.ScopedWrite = o.Flags.ScopedWrite
+	opts.Chat.Turns = o.Turns
+	opts.Context.ScopedRead = o.Flags.ScopedRead
+	opts.Context.Compaction.ScopedWrite = o.Flags.ScopedWrite
+	opts.Web.OwnerTimeline = services.DefaultTimeline
+	switch {
+	case o.Model != nil:
+		opts.LLM.Provider, opts.LLM.BaseURL, opts.LLM.Model, opts.LLM.MaxRetries = "openai", o.Model.OpenAIBaseURL(), "gpt-4o-mini", -1
+		opts.LLM.ContextWindow = 16000
+	case o.Turns == nil:
+		opts.Chat.Turns = nobody{}
+	}
+	if o.Configure != nil {
+		o.Configure(&opts)
+	}
+	a, err := app.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.BeforeStart != nil {
+		o.BeforeStart(a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := a.Start(ctx); err != nil {
+		cancel()
+		a.Close(context.Background())
+		t.Fatal(err)
+	}
+	var l net.Listener
+	for i := 0; ; i++ { // the port of a crashed instance may take a moment to free
+		if l, err = net.Listen("tcp", o.Addr); err == nil || i == 50 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		cancel()
+		a.Close(context.Background())
+		t.Fatal(err)
+	}
+	tl := &trackingListener{Listener: l}
+	hs := &http.Server{Handler: a.Handler()}
+	go func() { _ = hs.Serve(tl) }()
+	in := &Instance{URL: "http://" + l.Addr().String(), Token: o.Token, App: a, Store: a.Store(), Chat: a.Chat(), Hub: a.Hub(), lis: tl}
+	in.crash = func() {
+		tl.Close()
+		tl.dropAll()
+		_ = hs.Close()
+	}
+	in.stop = func() {
+		in.Crash()
+		cancel()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		a.Close(sctx)
+	}
+	t.Cleanup(in.Stop)
+	return in
+}
+
+// Stop stops the instance: Crash, then the app's background work and its
+// database pool.
+func (in *Instance) Stop() { in.once.Do(in.stop) }
+
+// Crash stops serving the way a killed process does: the listener and every
+// open connection (websockets included) gone at once. The store and
+// ChatService keep working, like another instance on the same database,
+// until the test ends.
+func (in *Instance) Crash() { in.crashOnce.Do(in.crash) }
+
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *trackingListener) dropAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		_ = c.Close()
+	}
+}
+
+func queueOptions() (o queue.Options) {
+	o.PollInterval = 50 * time.Millisecond
+	return o
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/repository/dbtest"
+)
+
+// TestEveryVariableReachesTheApp sets every variable of the env table (the
+// one README and --help are made from) to a valid non-default value, builds
+// the app as serve does (without serving) and checks each value arrived in
+// the part it configures. A variable without a row fails the test.
+func TestEveryVariableReachesTheApp(t *testing.T) {
+	t.Parallel()
+	_, schema := dbtest.Schema(t)
+	dbURL := dbtest.SchemaURL(dbtest.URL(t), schema)
+	dataDir := t.TempDir()
+	tgAPI := httptest.NewServer(http.NotFoundHandler()) // getMe fails: a warning only
+	t.Cleanup(tgAPI.Close)
+	const ownerToken, metricsToken = "owner-token-0123456789", "metrics-token-0123456789"
+
+	type check func(cfg *Config, a *app.App, b app.Options) error
+	want := func(what string, got, w any) error {
+		if fmt.Sprint(got) != fmt.Sprint(w) {
+			return fmt.Errorf("%s = %v, want %v", what, got, w)
+		}
+		return nil
+	}
+	all := func(errs ...error) error {
+		for _, e := range errs {
+			if e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	status := func(a *app.App, method, path, token string) int {
+		req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	rows := map[string]struct {
+		value string
+		check check
+	}{
+		"DATABASE_URL": {dbURL, func(_ *Config, a *app.App, b app.Options) error {
+			var got string
+			if err := a.Pool().QueryRow(context.Background(), `SELECT current_schema()`).Scan(&got); err != nil {
+				return err
+			}
+			return want("the app's schema", got, schema)
+		}},
+		"DATA_DIR": {dataDir, func(cfg *Config, _ *app.App, b app.Options) error {
+			dir, _ := cfg.LocalPGOptions()
+			return all(want("workspace dir", b.WorkspaceDir, filepath.Join(dataDir, "workspaces")), want("cluster dir", dir, filepath.Join(dataDir, "postgres")))
+		}},
+		"LOCAL_PG_PORT": {"55999", func(cfg *Config, _ *app.App, _ app.Options) error {
+			_, port := cfg.LocalPGOptions()
+			return want("cluster port", port, 55999)
+		}},
+		"HTTP_ADDR": {"127.0.0.1:18081", func(cfg *Config, _ *app.App, _ app.Options) error {
+			return want("listen address", cfg.HTTPAddr, "127.0.0.1:18081")
+		}},
+		"PUBLIC_URL": {"https://sb.example.org", func(_ *Config, _ *app.App, b app.Options) error {
+			return all(want("public URL", b.PublicURL, "https://sb.example.org"), want("secure cookies", b.Web.SecureCookies, true))
+		}},
+		"WEB_AUTH_TOKEN": {ownerToken, func(_ *Config, a *app.App, _ app.Options) error {
+			return want("GET /api/whoami with the token", status(a, "GET", "/api/whoami", ownerToken), 200)
+		}},
+		"METRICS_TOKEN": {metricsToken, func(_ *Config, a *app.App, _ app.Options) error {
+			return want("GET /metrics with the scrape token", status(a, "GET", "/metrics", metricsToken), 200)
+		}},
+		"LOG_FORMAT": {"text", func(cfg *Config, _ *app.App, _ app.Options) error {
+			var buf bytes.Buffer
+			newLogger(cfg, &buf).Warn("x")
+			return want("text log line", strings.HasPrefix(buf.String(), "time="), true)
+		}},
+		"LOG_LEVEL": {"debug", func(cfg *Config, _ *app.App, _ app.Options) error {
+			return want("debug enabled", newLogger(cfg, &bytes.Buffer{}).Enabled(context.Background(), slog.LevelDebug), true)
+		}},
+		"LOG_CONTENT": {"1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("log content (chat, agent, telegram)", []bool{b.Chat.LogContent, b.Agent.LogContent, b.Telegram.LogContent}, []bool{true, true, true})
+		}},
+		"AGENT_CONTEXT_SCOPED_WRITE": {"1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("scoped write (chat, agent, compaction, web)", []any{b.Chat.ScopedWrite, b.Agent.Flags.ScopedWrite, b.Context.Compaction.ScopedWrite, b.Web.Flags["AGENT_CONTEXT_SCOPED_WRITE"]}, []any{true, true, true, "1"})
+		}},
+		"AGENT_CONTEXT_SCOPED_READ": {"1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("scoped read (context, agent, web)", []any{b.Context.ScopedRead, b.Agent.Flags.ScopedRead, b.Web.Flags["AGENT_CONTEXT_SCOPED_READ"]}, []any{true, true, "1"})
+		}},
+		"AGENT_SUBAGENTS": {"0", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("sub-agents (agent, web)", []any{b.Agent.Flags.SubAgents, b.Web.Flags["AGENT_SUBAGENTS"]}, []any{false, "0"})
+		}},
+		"LLM_PROVIDER": {"openai", func(_ *Config, a *app.App, b app.Options) error {
+			return all(want("provider", b.LLM.Provider, "openai"), want("provider built", a.Provider().Name(), "openai"))
+		}},
+		"LLM_BASE_URL": {"http://127.0.0.1:9/v1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("base URL", b.LLM.BaseURL, "http://127.0.0.1:9/v1")
+		}},
+		"LLM_API_KEY": {"sk-test", func(_ *Config, _ *app.App, b app.Options) error { return want("API key", b.LLM.APIKey, "sk-test") }},
+		"LLM_MODEL":   {"big-model", func(_ *Config, _ *app.App, b app.Options) error { return want("model", b.LLM.Model, "big-model") }},
+		"LLM_CONTEXT_WINDOW": {"64000", func(_ *Config, a *app.App, b app.Options) error {
+			return all(want("provider window", a.Provider().ContextWindow(), 64000), want("context manager window", b.Context.Window, 64000))
+		}},
+		"LLM_TIMEOUT": {"45s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("model call timeout", b.LLM.Timeout, 45*time.Second)
+		}},
+		"LLM_MAX_RETRIES": {"5", func(_ *Config, _ *app.App, b app.Options) error { return want("retries", b.LLM.MaxRetries, 5) }},
+		"CONTEXT_KEEP_TURNS": {"7", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("keep turns", b.Context.Compaction.KeepTurns, 7)
+		}},
+		"CONTEXT_COMPACT_AT": {"0.6", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("compaction trigger", b.Context.Compaction.Trigger, 0.6)
+		}},
+		"AGENT_PROFILES": {`{"researcher":{"system":"Find facts.","tools":["search"],"model":"small"}}`, func(_ *Config, _ *app.App, b app.Options) error {
+			p, ok := b.Agent.Profiles["researcher"]
+			if !ok || p.SystemPrompt != "Find facts." || !slices.Equal(p.Tools, []string{"search"}) || p.Model != "small" || p.LLM == nil {
+				return fmt.Errorf("agent profiles = %+v, want researcher with its own provider for model small", b.Agent.Profiles)
+			}
+			return nil
+		}},
+		"AGENT_SUBAGENT_CONCURRENCY": {"3", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("sub-agent concurrency", b.Agent.SubAgents.MaxConcurrent, 3)
+		}},
+		"AGENT_SUBAGENT_DEPTH": {"2", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("sub-agent depth", b.Agent.SubAgents.MaxDepth, 2)
+		}},
+		"AGENT_SUBAGENT_TIMEOUT": {"90s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("sub-agent timeout", b.Agent.SubAgents.Timeout, 90*time.Second)
+		}},
+		"AGENT_MAX_STEPS": {"20", func(_ *Config, _ *app.App, b app.Options) error { return want("max steps", b.Agent.MaxSteps, 20) }},
+		"AGENT_RUN_TIMEOUT": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("run timeout (agent, queue, API wait)", []time.Duration{b.Agent.RunTimeout, b.Queue.RunTimeout, b.Web.APITurnTimeout},
+				[]time.Duration{5 * time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second})
+		}},
+		"AGENT_WORKERS": {"5", func(_ *Config, a *app.App, b app.Options) error {
+			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool size", a.Pool().Config().MaxConns, app.ServePoolSize(5)))
+		}},
+		"RATE_LIMIT_PER_MINUTE": {"100", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner rate", b.Web.RateLimit.OwnerPerMinute, 100)
+		}},
+		"RATE_LIMIT_BURST": {"11", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner burst", b.Web.RateLimit.OwnerBurst, 11)
+		}},
+		"RATE_LIMIT_ANON_PER_MINUTE": {"12", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("anonymous rate", b.Web.RateLimit.AnonPerMinute, 12)
+		}},
+		"RATE_LIMIT_ANON_BURST": {"3", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("anonymous burst", b.Web.RateLimit.AnonBurst, 3)
+		}},
+		"TELEGRAM_BOT_TOKEN": {"1234:test-token", func(_ *Config, a *app.App, b app.Options) error {
+			return all(want("bot token", b.Telegram.Token, "1234:test-token"), want("bot built", a.Bot() != nil, true))
+		}},
+		"TELEGRAM_MODE": {"webhook", func(_ *Config, a *app.App, b app.Options) error {
+			// The webhook route is mounted: a wrong secret is refused, not 404.
+			return all(want("mode", b.Telegram.Mode, "webhook"), want("POST /telegram/webhook with no secret", status(a, "POST", "/telegram/webhook", ""), 401))
+		}},
+		"TELEGRAM_WEBHOOK_URL": {"https://sb.example.org/telegram/webhook", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("webhook URL", b.Telegram.WebhookURL, "https://sb.example.org/telegram/webhook")
+		}},
+		"TELEGRAM_WEBHOOK_SECRET": {"hook_secret-1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("webhook secret", b.Telegram.WebhookSecret, "hook_secret-1")
+		}},
+		"TELEGRAM_API_URL": {tgAPI.URL, func(_ *Config, _ *app.App, b app.Options) error {
+			return want("Bot API URL", b.Telegram.APIURL, tgAPI.URL)
+		}},
+		"TELEGRAM_OWNER_IDS": {"7, 8", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner ids", b.Telegram.OwnerIDs, []int64{7, 8})
+		}},
+		"TELEGRAM_POLICY": {"allowlist", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("policy", b.Telegram.Policy, "allowlist")
+		}},
+		"TELEGRAM_ALLOWED_IDS": {"9", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("allowed ids", b.Telegram.AllowedIDs, []int64{9})
+		}},
+		"TELEGRAM_GROUPS": {"-100123", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("groups", b.Telegram.GroupIDs, []int64{-100123})
+		}},
+	}
+
+	vars := map[string]string{}
+	for _, v := range envTable() {
+		r, ok := rows[v.Name]
+		if !ok {
+			t.Errorf("%s has no row here: add one that checks it reaches the app", v.Name)
+			continue
+		}
+		if r.value == v.Default {
+			t.Errorf("%s: the test value %q is the default", v.Name, r.value)
+		}
+		vars[v.Name] = r.value
+	}
+	for name := range rows {
+		if _, ok := vars[name]; !ok {
+			t.Errorf("row %s is not in the env table", name)
+		}
+	}
+	cfg, err := LoadConfig(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(t.Context(), cfg.AppOptions(cfg.DatabaseURL, slog.New(slog.DiscardHandler), &bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	b := a.Built()
+	for _, v := range envTable() {
+		if r, ok := rows[v.Name]; ok {
+			if err := r.check(cfg, a, b); err != nil {
+				t.Errorf("%s=%s did not reach the app: %v", v.Name, r.value, err)
+			}
+		}
+	}
+}

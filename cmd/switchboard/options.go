@@ -1,0 +1,144 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/repository/queue"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/web"
+)
+
+// Config is the only place the environment becomes options: one method per
+// options struct. Each returns settings only; app.New adds collaborators.
+
+// AppOptions are the whole instance's options on the database at dbURL.
+func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) app.Options {
+	return app.Options{
+		DatabaseURL:  dbURL,
+		PoolSize:     app.ServePoolSize(c.AgentWorkers),
+		Logger:       log,
+		Stdout:       stdout,
+		OwnerToken:   c.WebAuthToken,
+		PublicURL:    c.PublicURL,
+		WorkspaceDir: filepath.Join(c.DataDir, "workspaces"),
+		LLM:          c.LLMOptions(),
+		Chat:         c.ChatOptions(),
+		Context:      c.ContextOptions(),
+		Agent:        c.AgentOptions(),
+		Queue:        c.QueueOptions(),
+		Web:          c.WebOptions(),
+		Telegram:     c.TelegramOptions(),
+	}
+}
+
+// LLMOptions configure the model provider.
+func (c *Config) LLMOptions() llm.Config {
+	retries := c.LLMMaxRetries
+	if retries == 0 {
+		retries = -1 // LLM_MAX_RETRIES=0 is none; llm.Config's 0 is the default
+	}
+	return llm.Config{
+		Provider: c.LLMProvider, BaseURL: c.LLMBaseURL, APIKey: c.LLMAPIKey, Model: c.LLMModel,
+		ContextWindow: c.LLMContextWindow, Timeout: c.LLMTimeout, MaxRetries: retries,
+	}
+}
+
+// ChatOptions configure ChatService.
+func (c *Config) ChatOptions() chat.Options {
+	return chat.Options{ScopedWrite: c.ScopedWrite, LogContent: c.LogContent}
+}
+
+// ContextOptions configure the context manager and its compaction.
+func (c *Config) ContextOptions() contextmgr.Options {
+	return contextmgr.Options{
+		ScopedRead: c.ScopedRead,
+		Compaction: contextmgr.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.ScopedWrite},
+	}
+}
+
+// AgentOptions configure the agent runtime and its sub-agents.
+func (c *Config) AgentOptions() agent.Options {
+	var profiles map[string]agent.Profile
+	if len(c.AgentProfiles) > 0 {
+		profiles = make(map[string]agent.Profile, len(c.AgentProfiles))
+		for id, p := range c.AgentProfiles {
+			profiles[id] = p
+		}
+	}
+	return agent.Options{
+		Flags:      agent.Flags{ScopedWrite: c.ScopedWrite, ScopedRead: c.ScopedRead, SubAgents: c.SubAgents},
+		MaxSteps:   c.AgentMaxSteps,
+		RunTimeout: c.AgentRunTimeout,
+		LogContent: c.LogContent,
+		Profiles:   profiles,
+		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
+	}
+}
+
+// QueueOptions configure the job queue. AGENT_WORKERS=0 is an instance
+// that stores messages and works no turns (the queue's TurnWorkers < 0).
+func (c *Config) QueueOptions() queue.Options {
+	workers := c.AgentWorkers
+	if workers == 0 {
+		workers = -1
+	}
+	return queue.Options{TurnWorkers: workers, RunTimeout: c.AgentRunTimeout}
+}
+
+// WebOptions configure the web server.
+func (c *Config) WebOptions() web.Options {
+	o := web.Options{
+		OwnerTimeline: services.DefaultTimeline,
+		SecureCookies: strings.HasPrefix(c.PublicURL, "https://"),
+		Flags:         c.flagMap(),
+		// The OpenAI-compatible channel waits a little longer than a run may
+		// take, so a run's own timeout notice reaches the client first.
+		APITurnTimeout: c.AgentRunTimeout + 30*time.Second,
+		RateLimit: web.RateLimit{
+			OwnerPerMinute: c.RateLimitPerMinute, OwnerBurst: c.RateLimitBurst,
+			AnonPerMinute: c.RateLimitAnonPerMinute, AnonBurst: c.RateLimitAnonBurst,
+		},
+	}
+	if c.MetricsToken != "" {
+		o.Metrics.ScrapeTokenHash = web.HashToken(c.MetricsToken)
+	}
+	return o
+}
+
+// TelegramOptions configure the Telegram channel (off without a token).
+func (c *Config) TelegramOptions() app.TelegramOptions {
+	o := app.TelegramOptions{Mode: c.TelegramMode, WebhookURL: c.TelegramWebhookURL, WebhookSecret: c.TelegramWebhookSecret}
+	o.Token, o.APIURL, o.OwnerIDs, o.Policy = c.TelegramBotToken, c.TelegramAPIURL, c.TelegramOwnerIDs, c.TelegramPolicy
+	o.AllowedIDs, o.GroupIDs, o.LogContent = c.TelegramAllowedIDs, c.TelegramGroups, c.LogContent
+	return o
+}
+
+// LocalPGOptions are where the private PostgreSQL cluster lives and listens
+// when DATABASE_URL is unset.
+func (c *Config) LocalPGOptions() (dir string, port int) {
+	return filepath.Join(c.DataDir, "postgres"), c.LocalPGPort
+}
+
+func (c *Config) flagMap() map[string]string {
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return map[string]string{
+		"AGENT_CONTEXT_SCOPED_WRITE": b(c.ScopedWrite),
+		"AGENT_CONTEXT_SCOPED_READ":  b(c.ScopedRead),
+		"AGENT_SUBAGENTS":            b(c.SubAgents),
+		"mode":                       c.FlagMode(),
+	}
+}
