@@ -78,7 +78,7 @@ func decodeJSON(r *http.Request, v any) error {
 	if dec.More() {
 		return services.Errorf(services.EINVALID, "request body has data after the JSON object")
 	}
-	return nil
+	return checkTextFields(v)
 }
 
 func clientSource(s string) (string, error) {

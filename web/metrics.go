@@ -52,7 +52,7 @@ func (s *Server) registerMetricsRoutes(e *echo.Echo) {
 func (s *Server) handleMetrics(c echo.Context) error {
 	m := s.metrics()
 	r := c.Request()
-	if s.auth.check(r) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
+	if s.authOf(c) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
 		return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})
 	}
 	if m.Handler == nil {
