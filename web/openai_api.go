@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -225,6 +226,9 @@ func parseChatRequest(r *http.Request) (ChatCompletionRequest, string, error) {
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return req, "", services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
+	}
+	if !utf8.Valid(body) {
+		return req, "", services.Errorf(services.EINVALID, "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		var syn *json.SyntaxError

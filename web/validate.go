@@ -117,3 +117,15 @@ func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// invalidUTF8At is the offset of the first invalid UTF-8 sequence in b.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}

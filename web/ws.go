@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
@@ -164,6 +165,10 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 		}
 		if typ != websocket.MessageText {
 			s.wsReply(ctx, out, "frames must be JSON text")
+			continue
+		}
+		if !utf8.Valid(data) {
+			s.wsReply(ctx, out, "frame is not valid UTF-8 (at byte "+strconv.Itoa(invalidUTF8At(data))+"); nothing stored")
 			continue
 		}
 		var f WSFrame
