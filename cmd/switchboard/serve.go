@@ -156,6 +156,8 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		Chat:          chatSvc,
 		Hub:           hub,
 		TokenHash:     tokenHash,
+		Credentials:   ownerCredentials(cfg, store),
+		Conns:         web.ConnLimits{PerIP: cfg.HTTPMaxConnsPerIP, Total: cfg.HTTPMaxConns},
 		Sessions:      store,
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
@@ -235,6 +237,16 @@ func ownerToken(ctx context.Context, cfg *Config, store *repository.Store, stdou
 		fmt.Fprintf(stdout, "\nOwner login token generated (shown once; only its hash is stored):\n  %s\nLog in at:\n  %s/login?token=%s\n\n", tok, cfg.PublicURL, tok)
 	}
 	return hash, nil
+}
+
+// ownerCredentials is where the server reads the owner's token on each
+// authentication: the database (so `switchboard token reset` takes effect at
+// once on every instance), unless WEB_AUTH_TOKEN fixes it.
+func ownerCredentials(cfg *Config, store *repository.Store) web.OwnerCredentials {
+	if cfg.WebAuthToken != "" {
+		return nil
+	}
+	return store
 }
 
 func flagMap(cfg *Config) map[string]string {
