@@ -261,6 +261,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}
 	b.Web.Ready = a.ready
+	if o.OwnerToken == "" {
+		// The stored token is read on each authentication, so `switchboard
+		// token reset` takes effect at once on every instance.
+		b.Web.Credentials = a.store
+	}
 	a.web = web.New(b.Web)
 	return a, nil
 }

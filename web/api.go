@@ -1,14 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -51,11 +52,8 @@ func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return services.Errorf(services.EINVALID, "Content-Type must be application/json, got %q", ct)
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		var he *echo.HTTPError
 		switch {
@@ -64,6 +62,19 @@ func decodeJSON(r *http.Request, v any) error {
 		case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
 			// echo's body limit on a chunked body reports itself this way.
 			return services.Errorf(services.ETOOLARGE, "request body is over %d bytes", MaxBodyBytes)
+		}
+		return services.Errorf(services.EINVALID, "reading the request body: %v", err)
+	}
+	// encoding/json would replace invalid UTF-8 with U+FFFD silently.
+	if !utf8.Valid(body) {
+		return services.Errorf(services.EINVALID, "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
 		case errors.Is(err, io.EOF):
 			return services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
 		case errors.As(err, &syn):
@@ -78,7 +89,7 @@ func decodeJSON(r *http.Request, v any) error {
 	if dec.More() {
 		return services.Errorf(services.EINVALID, "request body has data after the JSON object")
 	}
-	return nil
+	return checkTextFields(v)
 }
 
 func clientSource(s string) (string, error) {

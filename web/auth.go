@@ -49,16 +49,37 @@ type SessionStore interface {
 // session store holds (shared by every instance through the database);
 // it is not derived from the token or its stored hash.
 type auth struct {
-	tokenHash []byte
-	now       func() time.Time
-	sessions  SessionStore
+	tokenHash   []byte
+	credentials OwnerCredentials
+	now         func() time.Time
+	sessions    SessionStore
 }
 
-func (a *auth) tokenOK(token string) bool {
-	if token == "" || len(a.tokenHash) != sha256.Size {
+// OwnerCredentials holds the owner's token hash where every instance reads
+// it (the database).
+type OwnerCredentials interface {
+	// OwnerTokenHash is the SHA-256 of the owner's token now in force.
+	OwnerTokenHash(ctx context.Context) ([]byte, error)
+}
+
+// tokenOK compares token with the hash in force: the stored one, read on
+// each call (one primary-key lookup), when the server has Credentials.
+func (a *auth) tokenOK(ctx context.Context, token string) bool {
+	if token == "" {
 		return false
 	}
-	return subtle.ConstantTimeCompare(HashToken(token), a.tokenHash) == 1
+	want := a.tokenHash
+	if a.credentials != nil {
+		h, err := a.credentials.OwnerTokenHash(ctx)
+		if err != nil {
+			return false
+		}
+		want = h
+	}
+	if len(want) != sha256.Size {
+		return false
+	}
+	return subtle.ConstantTimeCompare(HashToken(token), want) == 1
 }
 
 func (a *auth) newSession(ctx context.Context) (string, time.Time, error) {
@@ -120,7 +141,7 @@ const (
 
 func (a *auth) check(r *http.Request) authKind {
 	if h := r.Header.Get("Authorization"); h != "" {
-		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && a.tokenOK(strings.TrimSpace(tok)) {
+		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && a.tokenOK(r.Context(), strings.TrimSpace(tok)) {
 			return authBearer
 		}
 		return authNone
@@ -131,13 +152,24 @@ func (a *auth) check(r *http.Request) authKind {
 	return authNone
 }
 
+// authOf is the request's credentials: as the rate limiter found them, or
+// looked up now.
+func (s *Server) authOf(c echo.Context) authKind {
+	if kind, ok := c.Get(authKindKey).(authKind); ok {
+		return kind
+	}
+	kind := s.auth.check(c.Request())
+	c.Set(authKindKey, kind)
+	return kind
+}
+
 // requireOwner rejects requests without the owner's credentials with 401
 // and nothing else. Cookie-authenticated writes must also come from this
 // origin (CSRF): browsers send Origin on every cross-site POST.
 func (s *Server) requireOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		kind := s.auth.check(r)
+		kind := s.authOf(c)
 		if kind == authNone {
 			return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})
 		}
@@ -175,7 +207,7 @@ func (s *Server) setSession(c echo.Context) error {
 // redirects so the token leaves the address bar.
 func (s *Server) handleLoginPage(c echo.Context) error {
 	if tok := c.QueryParam("token"); tok != "" {
-		if !s.auth.tokenOK(tok) {
+		if !s.auth.tokenOK(c.Request().Context(), tok) {
 			return c.HTML(http.StatusUnauthorized, loginHTML("That login link is not valid."))
 		}
 		if err := s.setSession(c); err != nil {
@@ -188,7 +220,7 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 
 func (s *Server) handleLogin(c echo.Context) error {
 	tok := strings.TrimSpace(c.FormValue("token"))
-	if !s.auth.tokenOK(tok) {
+	if !s.auth.tokenOK(c.Request().Context(), tok) {
 		return c.HTML(http.StatusUnauthorized, loginHTML("Wrong token."))
 	}
 	if err := s.setSession(c); err != nil {

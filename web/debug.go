@@ -60,7 +60,7 @@ func (s *Server) registerDebugRoutes(e *echo.Echo, api *echo.Group) {
 }
 
 func (s *Server) handleDebugPage(c echo.Context) error {
-	if s.auth.check(c.Request()) == authNone {
+	if s.authOf(c) == authNone {
 		return c.Redirect(http.StatusFound, "/login")
 	}
 	b, err := staticFS.ReadFile("static/debug.html")

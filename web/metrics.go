@@ -48,7 +48,7 @@ func (s *Server) registerMetricsRoutes(e *echo.Echo) {
 func (s *Server) handleMetrics(c echo.Context) error {
 	m := s.opts.Metrics
 	r := c.Request()
-	if s.auth.check(r) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
+	if s.authOf(c) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
 		return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})
 	}
 	if m.Handler == nil {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -98,7 +99,7 @@ func (s *Server) apiErrorFrom(c echo.Context, err error) error {
 func (s *Server) requireAPIOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		kind := s.auth.check(r)
+		kind := s.authOf(c)
 		if kind == authNone {
 			return writeAPIError(c, http.StatusUnauthorized, "invalid_api_key", "unauthorized")
 		}
@@ -226,6 +227,9 @@ func parseChatRequest(r *http.Request) (ChatCompletionRequest, string, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return req, "", services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
 	}
+	if !utf8.Valid(body) {
+		return req, "", services.Errorf(services.EINVALID, "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
@@ -236,6 +240,9 @@ func parseChatRequest(r *http.Request) (ChatCompletionRequest, string, error) {
 			return req, "", services.Errorf(services.EINVALID, "field %s: want %s, got JSON %s", typ.Field, jsonKind(typ.Type), typ.Value)
 		}
 		return req, "", services.Errorf(services.EINVALID, "invalid JSON: %v", err)
+	}
+	if err := checkTextFields(req); err != nil {
+		return req, "", err
 	}
 	if req.Model == "" {
 		return req, "", services.Errorf(services.EINVALID, "model is required (use %q)", APIModelID)
@@ -254,6 +261,9 @@ func parseChatRequest(r *http.Request) (ChatCompletionRequest, string, error) {
 		}
 		if strings.TrimSpace(text) == "" {
 			return req, "", services.Errorf(services.EINVALID, "messages[%d] (the last user message) has no text", i)
+		}
+		if err := checkText("messages["+strconv.Itoa(i)+"].content", text); err != nil {
+			return req, "", err
 		}
 		return req, text, nil
 	}
@@ -446,6 +456,9 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
 	defer cancel()
+	// The answer (streamed or not) may take up to the turn timeout: the
+	// server's read and write deadlines move past it.
+	clearDeadlines(c.Response(), time.Now().Add(timeout+30*time.Second))
 
 	// Subscribe before posting, so no event of the answer can be missed.
 	sub, err := s.opts.Hub.Subscribe(ctx, timeline, 1024)

@@ -33,7 +33,7 @@ func loginHTML(problem string) string {
 }
 
 func (s *Server) handleChatPage(c echo.Context) error {
-	if s.auth.check(c.Request()) == authNone {
+	if s.authOf(c) == authNone {
 		return c.Redirect(http.StatusFound, "/login")
 	}
 	b, err := staticFS.ReadFile("static/index.html")

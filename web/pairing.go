@@ -41,7 +41,7 @@ func (s *Server) registerPairingRoutes(e *echo.Echo, api *echo.Group) {
 }
 
 func (s *Server) handlePairingsPage(c echo.Context) error {
-	if s.auth.check(c.Request()) == authNone {
+	if s.authOf(c) == authNone {
 		return c.Redirect(http.StatusFound, "/login")
 	}
 	b, err := staticFS.ReadFile("static/pairings.html")

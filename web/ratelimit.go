@@ -11,15 +11,19 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 )
 
 // RateLimit is the per-identity request budget of one instance: a token
-// bucket per identity, refilled at PerMinute/60 tokens a second and holding
-// at most Burst. The owner is one identity (every client with the token or
-// a session shares it); a request without valid credentials is counted
-// against its client's IP, so guessing tokens and hammering /login are slow.
-// A zero PerMinute turns that limit off. Health probes, static files and
-// the Telegram webhook (which has its own secret) are not counted.
+// bucket per identity (golang.org/x/time/rate), refilled at PerMinute/60
+// tokens a second and holding at most Burst. The owner is one identity
+// (every client with the token or a session shares it, REST requests and
+// websocket post frames alike); a request without valid credentials is
+// counted against its client's IP, so guessing tokens and hammering /login
+// are slow. The anonymous limit is applied before any credential lookup in
+// the database, so refused strangers cost no query. A zero PerMinute turns
+// that limit off. Health probes, static files and the Telegram webhook
+// (which has its own secret) are not counted.
 type RateLimit struct {
 	OwnerPerMinute int
 	OwnerBurst     int
@@ -31,18 +35,12 @@ type RateLimit struct {
 // table starts afresh (an attacker with that many addresses gains a burst).
 const maxRateKeys = 65536
 
-// bucket is one identity's tokens at a time.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// limiter is a set of token buckets with one rate.
+// limiter is a set of token buckets with one rate, one per key.
 type limiter struct {
 	mu        sync.Mutex
-	perSec    float64
-	burst     float64
-	buckets   map[string]*bucket
+	limit     rate.Limit
+	burst     int
+	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
 	now       func() time.Time
 }
@@ -54,27 +52,34 @@ func newLimiter(perMinute, burst int, now func() time.Time) *limiter {
 	if burst <= 0 {
 		burst = max(1, perMinute/6)
 	}
-	return &limiter{perSec: float64(perMinute) / 60, burst: float64(burst), buckets: map[string]*bucket{}, now: now}
+	return &limiter{limit: rate.Limit(float64(perMinute) / 60), burst: burst, buckets: map[string]*rate.Limiter{}, now: now}
 }
 
-// allow takes a token for key, or says how long until one is there.
-func (l *limiter) allow(key string) (bool, time.Duration) {
+// reserve takes a token for key, which the caller may give back with
+// r.CancelAt; or, when none is there, takes nothing and says how long until
+// one is.
+func (l *limiter) reserve(key string) (*rate.Reservation, time.Time, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.sweep(now)
 	b := l.buckets[key]
 	if b == nil {
-		b = &bucket{tokens: l.burst, at: now}
+		b = rate.NewLimiter(l.limit, l.burst)
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.perSec)
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
+	r := b.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return nil, now, wait
 	}
-	return false, time.Duration((1 - b.tokens) / l.perSec * float64(time.Second))
+	return r, now, 0
+}
+
+// allow takes a token for key, or says how long until one is there.
+func (l *limiter) allow(key string) (bool, time.Duration) {
+	r, _, wait := l.reserve(key)
+	return r != nil, wait
 }
 
 // sweep forgets buckets that have refilled (idle identities), once a
@@ -87,9 +92,8 @@ func (l *limiter) sweep(now time.Time) {
 		return
 	}
 	l.lastSweep = now
-	full := time.Duration(l.burst / l.perSec * float64(time.Second))
 	for k, b := range l.buckets {
-		if now.Sub(b.at) > full {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, k)
 		}
 	}
@@ -111,32 +115,58 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
+// retrySeconds is a wait rounded up to whole seconds (at least 1).
+func retrySeconds(wait time.Duration) int {
+	return max(1, int(math.Ceil(wait.Seconds())))
+}
+
+// authKindKey holds the request's authKind once the rate limiter looked it
+// up, so requireOwner does not look it up again.
+const authKindKey = "switchboard.authKind"
+
 // rateLimiter is the middleware enforcing Options.RateLimit: 429 with
-// Retry-After (whole seconds) once an identity's bucket is empty.
+// Retry-After (whole seconds) once an identity's bucket is empty. The
+// client IP's anonymous token is taken before the credentials are looked up
+// (a session or the stored token hash is a database query) and given back
+// when they are the owner's: a stranger past the anonymous limit reaches no
+// database.
 func (s *Server) rateLimiter() echo.MiddlewareFunc {
-	rl := s.opts.RateLimit
-	owner := newLimiter(rl.OwnerPerMinute, rl.OwnerBurst, time.Now)
-	anon := newLimiter(rl.AnonPerMinute, rl.AnonBurst, time.Now)
+	owner, anon := s.ownerLimit, s.anonLimit
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			if (owner == nil && anon == nil) || rateExempt(r.URL.Path) {
 				return next(c)
 			}
-			l, key := anon, "ip:"+clientIP(r)
-			if s.auth.check(r) != authNone {
-				l, key = owner, "owner"
+			var res *rate.Reservation
+			var at time.Time
+			if anon != nil {
+				var wait time.Duration
+				if res, at, wait = anon.reserve("ip:" + clientIP(r)); res == nil {
+					return tooManyRequests(c, wait)
+				}
 			}
-			if l == nil {
+			kind := s.auth.check(r)
+			c.Set(authKindKey, kind)
+			if kind == authNone {
 				return next(c)
 			}
-			if ok, wait := l.allow(key); !ok {
-				secs := int(math.Ceil(wait.Seconds()))
-				c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
-				return c.JSON(http.StatusTooManyRequests, errorBody{
-					Error: fmt.Sprintf("too many requests; retry in %d s", max(1, secs)), Code: "RATE_LIMITED"})
+			if res != nil {
+				res.CancelAt(at) // the owner's requests do not spend the IP's anonymous budget
+			}
+			if owner != nil {
+				if ok, wait := owner.allow("owner"); !ok {
+					return tooManyRequests(c, wait)
+				}
 			}
 			return next(c)
 		}
 	}
+}
+
+func tooManyRequests(c echo.Context, wait time.Duration) error {
+	secs := retrySeconds(wait)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return c.JSON(http.StatusTooManyRequests, errorBody{
+		Error: fmt.Sprintf("too many requests; retry in %d s", secs), Code: "RATE_LIMITED"})
 }

@@ -30,6 +30,10 @@ type Options struct {
 	Hub    *events.Hub
 	// TokenHash is the SHA-256 of the owner's login token.
 	TokenHash []byte
+	// Credentials, when set, is read on every authentication instead of
+	// TokenHash (the token stored in the database): a `switchboard token
+	// reset` takes effect at once on every running instance.
+	Credentials OwnerCredentials
 	// Sessions stores browser sessions (the database, so every instance
 	// knows them); nil keeps them in memory.
 	Sessions SessionStore
@@ -68,6 +72,9 @@ type Options struct {
 	// See pairing.go.
 	Pairings        Pairings
 	TelegramWebhook http.Handler
+	// Conns bounds connections and their idle time (zero fields: the
+	// defaults of DefaultConnLimits); see conns.go.
+	Conns ConnLimits
 }
 
 // Server is the web server.
@@ -78,6 +85,10 @@ type Server struct {
 	auth      *auth
 	http      *http.Server
 	wsClients atomic.Int64
+	conns     *connLimiter
+	// ownerLimit and anonLimit are the rate limits (nil: off); websocket
+	// post frames take the owner's tokens too.
+	ownerLimit, anonLimit *limiter
 }
 
 // New builds the server and its routes.
@@ -88,19 +99,25 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{echo: e, opts: opts, log: opts.Logger, auth: &auth{tokenHash: opts.TokenHash, now: time.Now, sessions: opts.Sessions}}
+	s := &Server{echo: e, opts: opts, log: opts.Logger,
+		auth: &auth{tokenHash: opts.TokenHash, credentials: opts.Credentials, now: time.Now, sessions: opts.Sessions}}
+	s.ownerLimit = newLimiter(opts.RateLimit.OwnerPerMinute, opts.RateLimit.OwnerBurst, time.Now)
+	s.anonLimit = newLimiter(opts.RateLimit.AnonPerMinute, opts.RateLimit.AnonBurst, time.Now)
+	s.conns = newConnLimiter(opts.Conns.withDefaults())
 	if s.auth.sessions == nil {
 		s.auth.sessions = &memSessions{}
 	}
 	e.HTTPErrorHandler = s.handleError
 	// Middleware order: request id first (so every log line has it), then
 	// the access log (sees every final status), then panic recovery, then
-	// the body limit, then the per-identity rate limit.
+	// the body limit, then the per-identity rate limit, then the check of
+	// query and path parameters for NUL and invalid UTF-8.
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("256K"))
 	e.Use(s.rateLimiter())
+	e.Use(checkParams)
 
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
@@ -126,13 +143,20 @@ func New(opts Options) *Server {
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler { return s.echo }
 
+// Connections is the number of connections Serve holds open now.
+func (s *Server) Connections() int64 { return s.conns.total.Load() }
+
 // WebsocketClients is the number of open websocket connections.
 func (s *Server) WebsocketClients() int64 { return s.wsClients.Load() }
 
-// Serve accepts connections on l until Shutdown.
+// Serve accepts connections on l until Shutdown, within Options.Conns:
+// read, write and idle timeouts (streams and websockets clear theirs) and
+// caps on concurrent connections per client address and in total.
 func (s *Server) Serve(l net.Listener) error {
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
-	err := s.http.Serve(l)
+	cl := s.conns.limits
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: cl.ReadHeaderTimeout, ReadTimeout: cl.ReadTimeout,
+		WriteTimeout: cl.WriteTimeout, IdleTimeout: cl.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	err := s.http.Serve(s.conns.wrap(l))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
@@ -24,7 +26,8 @@ import (
 //	{"type":"message","message":{…}}      a timeline message, in id order, each once
 //	{"type":"ready","last_id":N}           the backlog after ?after= has been sent
 //	{"type":"event","event":{…}}          a transient event (run status, streamed text)
-//	{"type":"error","error":"…"}           a rejected post
+//	{"type":"error","error":"…","code":"…","client_key":"…"}   a rejected post (nothing stored)
+//	{"type":"error","code":"RATE_LIMITED","retry_after":N,…}  a post over the owner's rate limit
 //
 // Connect with ?after=<last seen id> to receive every message after it
 // before live ones; without it only live messages follow. When the server
@@ -39,14 +42,18 @@ const (
 
 // WSFrame is one websocket frame in either direction.
 type WSFrame struct {
-	Type      string          `json:"type"`
-	Message   *MessageJSON    `json:"message,omitempty"`
-	Event     *services.Event `json:"event,omitempty"`
-	LastID    int64           `json:"last_id,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	Content   string          `json:"content,omitempty"`
-	ClientKey string          `json:"client_key,omitempty"`
-	Source    string          `json:"source,omitempty"`
+	Type    string          `json:"type"`
+	Message *MessageJSON    `json:"message,omitempty"`
+	Event   *services.Event `json:"event,omitempty"`
+	LastID  int64           `json:"last_id,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	// Code is an error frame's machine-readable kind (RATE_LIMITED, …);
+	// RetryAfter the seconds to wait before posting again.
+	Code       string `json:"code,omitempty"`
+	RetryAfter int    `json:"retry_after,omitempty"`
+	Content    string `json:"content,omitempty"`
+	ClientKey  string `json:"client_key,omitempty"`
+	Source     string `json:"source,omitempty"`
 }
 
 func (s *Server) handleWS(c echo.Context) error {
@@ -55,6 +62,9 @@ func (s *Server) handleWS(c echo.Context) error {
 		return err
 	}
 	hasAfter := c.QueryParam("after") != ""
+	// A websocket lives as long as the client stays: no server read or
+	// write deadline (wsWriteTimeout and pings bound each write instead).
+	clearDeadlines(c.Response(), time.Time{})
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{
 		OriginPatterns: s.opts.AllowedOrigins,
 	})
@@ -161,6 +171,10 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 			s.wsReply(ctx, out, "frames must be JSON text")
 			continue
 		}
+		if !utf8.Valid(data) {
+			s.wsReply(ctx, out, "frame is not valid UTF-8 (at byte "+strconv.Itoa(invalidUTF8At(data))+"); nothing stored")
+			continue
+		}
 		var f WSFrame
 		if err := json.Unmarshal(data, &f); err != nil {
 			s.wsReply(ctx, out, "invalid JSON frame: "+err.Error())
@@ -170,19 +184,35 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 			s.wsReply(ctx, out, `unknown frame type "`+f.Type+`" (want post)`)
 			continue
 		}
+		// Posts spend the owner's request budget, as REST posts do.
+		if s.ownerLimit != nil {
+			if ok, wait := s.ownerLimit.allow("owner"); !ok {
+				secs := retrySeconds(wait)
+				s.wsSend(ctx, out, WSFrame{Type: "error", Code: "RATE_LIMITED", RetryAfter: secs,
+					Error: "too many requests; this post was not stored; retry in " + strconv.Itoa(secs) + " s", ClientKey: f.ClientKey})
+				continue
+			}
+		}
 		p, err := s.ownerPost(f.Source, f.Content, f.ClientKey)
+		if err == nil {
+			err = checkTextFields(f)
+		}
 		if err == nil {
 			_, _, err = s.opts.Chat.Post(ctx, p)
 		}
 		if err != nil {
-			s.wsReply(ctx, out, services.ErrorMessage(err))
+			s.wsSend(ctx, out, WSFrame{Type: "error", Error: services.ErrorMessage(err), Code: services.ErrorCode(err), ClientKey: f.ClientKey})
 		}
 	}
 }
 
 func (s *Server) wsReply(ctx context.Context, out chan<- WSFrame, msg string) {
+	s.wsSend(ctx, out, WSFrame{Type: "error", Error: msg})
+}
+
+func (s *Server) wsSend(ctx context.Context, out chan<- WSFrame, f WSFrame) {
 	select {
-	case out <- WSFrame{Type: "error", Error: msg}:
+	case out <- f:
 	case <-ctx.Done():
 	}
 }

@@ -57,6 +57,8 @@ type Config struct {
 	RateLimitBurst         int
 	RateLimitAnonPerMinute int
 	RateLimitAnonBurst     int
+	HTTPMaxConnsPerIP      int
+	HTTPMaxConns           int
 
 	TelegramBotToken      string
 	TelegramMode          string
@@ -231,6 +233,13 @@ func envTable() []envVar {
 				c.RateLimitAnonBurst, err = parseIntRange(v, 1, 1_000_000)
 				return
 			}},
+		{Name: "HTTP_MAX_CONNS_PER_IP", Default: "64", Help: "Connections one client address may hold open at once; past it a new connection gets 503 and is closed (idle ones close after 60 s).",
+			set: func(c *Config, v string) (err error) {
+				c.HTTPMaxConnsPerIP, err = parseIntRange(v, 1, 1_000_000)
+				return
+			}},
+		{Name: "HTTP_MAX_CONNS", Default: "512", Help: "Connections all clients together may hold open at once (keep it under the process's file limit).",
+			set: func(c *Config, v string) (err error) { c.HTTPMaxConns, err = parseIntRange(v, 1, 1_000_000); return }},
 		// Telegram variables go below this line.
 		{Name: "TELEGRAM_BOT_TOKEN", Help: "Bot token from @BotFather. Unset: the Telegram channel is off. See docs/TELEGRAM.md.", Secret: true,
 			set: func(c *Config, v string) error {

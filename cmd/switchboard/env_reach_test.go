@@ -162,6 +162,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"RATE_LIMIT_ANON_BURST": {"3", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("anonymous burst", b.Web.RateLimit.AnonBurst, 3)
 		}},
+		"HTTP_MAX_CONNS_PER_IP": {"7", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("connections per address", b.Web.Conns.PerIP, 7)
+		}},
+		"HTTP_MAX_CONNS": {"99", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("connections in total", b.Web.Conns.Total, 99)
+		}},
 		"TELEGRAM_BOT_TOKEN": {"1234:test-token", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("bot token", b.Telegram.Token, "1234:test-token"), want("bot built", a.Bot() != nil, true))
 		}},

@@ -107,6 +107,7 @@ func (c *Config) WebOptions() web.Options {
 			OwnerPerMinute: c.RateLimitPerMinute, OwnerBurst: c.RateLimitBurst,
 			AnonPerMinute: c.RateLimitAnonPerMinute, AnonBurst: c.RateLimitAnonBurst,
 		},
+		Conns: web.ConnLimits{PerIP: c.HTTPMaxConnsPerIP, Total: c.HTTPMaxConns},
 	}
 	if c.MetricsToken != "" {
 		o.Metrics.ScrapeTokenHash = web.HashToken(c.MetricsToken)

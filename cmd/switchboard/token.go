@@ -11,8 +11,11 @@ import (
 )
 
 // runToken handles `switchboard token reset`: a new owner token replaces the
-// stored hash (for when the printed one is lost). Running servers pick it up
-// when restarted; sessions made with the old token stop working.
+// stored hash (for when the printed one is lost). Running servers read the
+// stored hash on every authentication, so the new token works and the old
+// one stops at once on every instance; sessions made with the old token end
+// too. The printed link is PUBLIC_URL (default http://HTTP_ADDR) of this
+// command's environment: run it with the servers' settings.
 func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "reset" {
 		return fmt.Errorf("token needs: reset")
@@ -34,6 +37,6 @@ func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string,
 	if err := store.DeleteAllSessions(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "New owner token (shown once; restart running servers):\n  %s\nLog in at:\n  %s/login?token=%s\n", tok, cfg.PublicURL, tok)
+	fmt.Fprintf(stdout, "New owner token (shown once; it replaces the old one at once on every running server):\n  %s\nLog in at:\n  %s/login?token=%s\n", tok, cfg.PublicURL, tok)
 	return nil
 }

@@ -149,7 +149,10 @@ func Start(ctx context.Context, dataDir string, port int) (*Cluster, error) {
 	if Reachable(ctx, c.URL("postgres"), time.Second) {
 		return c, nil // left running by an earlier process
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", c.Port, dataDir)
+	// Durability settings stay PostgreSQL's defaults (fsync, synchronous
+	// commit, full-page writes): this cluster holds a user's whole history,
+	// and a power cut must not lose or corrupt it.
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", c.Port, dataDir)
 	if err := c.run(ctx, "pg_ctl", "-D", dataDir, "-o", opts, "-l", filepath.Join(dataDir, "server.log"), "-w", "-t", "60", "start"); err != nil {
 		logTail, _ := os.ReadFile(filepath.Join(dataDir, "server.log"))
 		return nil, fmt.Errorf("localpg: start cluster in %s: %w\n%s", dataDir, err, tail(string(logTail), 1500))

@@ -46,6 +46,17 @@ func TestStartPrivateCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The private cluster is durable: a committed message survives a power
+	// cut (fsync, synchronous commit and full-page writes on).
+	for _, setting := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+		var v string
+		if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "on" {
+			t.Errorf("SHOW %s = %q on the private cluster; want on", setting, v)
+		}
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)`); err != nil {
 		t.Fatal(err)
 	}
