@@ -26,8 +26,8 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/tools"
@@ -56,7 +56,7 @@ type Options struct {
 
 	LLM      llm.Config
 	Chat     chat.Options
-	Context  contextmgr.Options
+	Context  prompt.Options
 	Agent    agent.Options
 	Queue    queue.Options
 	Web      web.Options
@@ -81,7 +81,7 @@ type App struct {
 	pool     *pgxpool.Pool
 	migrator *repository.Migrator
 	store    *repository.Store
-	hub      *events.Hub
+	hub      *hub.Hub
 	notifier *repository.Notifier
 	provider llm.Provider
 	spaces   *tools.Workspaces
@@ -144,16 +144,16 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 
 	// Events: the hub fans out this instance's events and, through the
 	// notifier, every instance's.
-	a.hub = events.NewHub(a.store, log)
+	a.hub = hub.New(a.store, log)
 	if a.notifier, err = repository.NewNotifier(ctx, a.pool, log); err != nil {
 		return nil, err
 	}
-	publisher := events.Fanout{Hub: a.hub, Remote: a.notifier}
+	publisher := hub.Fanout{Hub: a.hub, Remote: a.notifier}
 
 	// Model, tools, metrics and the context manager.
 	// The encoding loads with the first message, not at start: it is most
 	// of the idle heap and of the start time (docs/BENCHMARKS.md).
-	tokenizer := contextmgr.NewLazyTokenizer(o.LLM.Model, func(warn error) {
+	tokenizer := prompt.NewLazyTokenizer(o.LLM.Model, func(warn error) {
 		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
 	})
 	b.LLM = o.LLM
@@ -174,7 +174,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
 	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
-	contextMgr := contextmgr.New(b.Context)
+	contextMgr := prompt.New(b.Context)
 
 	// Jobs are inserted in the caller's transaction by an insert-only
 	// client; the queue that works them is built last, from the parts that
@@ -380,7 +380,7 @@ func (a *App) Pool() *pgxpool.Pool { return a.pool }
 func (a *App) Chat() *chat.Service { return a.chat }
 
 // Hub is the instance's event hub.
-func (a *App) Hub() *events.Hub { return a.hub }
+func (a *App) Hub() *hub.Hub { return a.hub }
 
 // Agent is the instance's agent runtime.
 func (a *App) Agent() *agent.Service { return a.agent }
@@ -426,13 +426,13 @@ func ownerToken(ctx context.Context, o Options, store *repository.Store) ([]byte
 
 // historyRule is the tool registry's rule for keeping a tool's results in
 // history.
-func historyRule(registry *tools.Registry) func(string) (contextmgr.CompressionRule, bool) {
-	return func(name string) (contextmgr.CompressionRule, bool) {
+func historyRule(registry *tools.Registry) func(string) (prompt.CompressionRule, bool) {
+	return func(name string) (prompt.CompressionRule, bool) {
 		t, ok := registry.Get(name)
 		if !ok {
-			return contextmgr.CompressionRule{}, false
+			return prompt.CompressionRule{}, false
 		}
-		return contextmgr.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields}, true
+		return prompt.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields}, true
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/browsertest"
@@ -78,11 +78,11 @@ func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := repository.New(pool)
-	hub := events.NewHub(store, log)
-	go hub.Run(ctx)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub}, Logger: log, LogContent: logContent})
+	hb := hub.New(store, log)
+	go hb.Run(ctx)
+	chatSvc := chat.New(chat.Options{Store: store, Publisher: hub.Fanout{Hub: hb}, Logger: log, LogContent: logContent})
 	meter := metrics.New(metrics.Options{Source: store, Runs: store, Logger: log, CacheFor: time.Nanosecond})
-	srv := web.New(web.Options{Logger: log, Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken),
+	srv := web.New(web.Options{Logger: log, Chat: chatSvc, Hub: hb, TokenHash: web.HashToken(testToken),
 		OwnerTimeline: services.DefaultTimeline,
 		Flags:         map[string]string{"AGENT_CONTEXT_SCOPED_WRITE": "1", "AGENT_CONTEXT_SCOPED_READ": "1", "AGENT_SUBAGENTS": "1", "mode": "scoped"},
 		Debug:         debugAdapter{store},

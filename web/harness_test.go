@@ -18,7 +18,7 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/web"
 )
@@ -32,7 +32,7 @@ const testToken = "test-owner-token-0123456789"
 type instance struct {
 	URL   string
 	Store *repository.Store
-	Hub   *events.Hub
+	Hub   *hub.Hub
 	Chat  *chat.Service
 }
 

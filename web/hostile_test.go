@@ -25,8 +25,8 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -49,12 +49,12 @@ func (s *countingStore) OwnerTokenHash(ctx context.Context) ([]byte, error) {
 // noInspector lets the context API run without an agent.
 type noInspector struct{}
 
-func (noInspector) LastPrompt(context.Context, string) (contextmgr.Inspection, int64, error) {
-	return contextmgr.Inspection{}, 0, nil
+func (noInspector) LastPrompt(context.Context, string) (prompt.Inspection, int64, error) {
+	return prompt.Inspection{}, 0, nil
 }
 
-func (noInspector) PreviewPrompt(context.Context, string) (contextmgr.Inspection, error) {
-	return contextmgr.Inspection{}, nil
+func (noInspector) PreviewPrompt(context.Context, string) (prompt.Inspection, error) {
+	return prompt.Inspection{}, nil
 }
 
 // served is a server on a real listener (127.0.0.1), as `serve` runs it:
@@ -73,15 +73,15 @@ func serveReal(t *testing.T, pool *pgxpool.Pool, set func(*web.Options)) *served
 	if _, _, err := store.InitOwnerTokenHash(ctx, web.HashToken(testToken)); err != nil {
 		t.Fatal(err)
 	}
-	hub := events.NewHub(store.Store, nil)
-	go hub.Run(ctx)
+	hb := hub.New(store.Store, nil)
+	go hb.Run(ctx)
 	notifier, err := repository.NewNotifier(ctx, pool, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go notifier.Listen(ctx, hub.Notify, hub.Resync)
-	chatSvc := chat.New(chat.Options{Store: store.Store, Publisher: events.Fanout{Hub: hub, Remote: notifier}})
-	opts := web.Options{Chat: chatSvc, Hub: hub, Credentials: store, Sessions: store, OwnerTimeline: services.DefaultTimeline,
+	go notifier.Listen(ctx, hb.Notify, hb.Resync)
+	chatSvc := chat.New(chat.Options{Store: store.Store, Publisher: hub.Fanout{Hub: hb, Remote: notifier}})
+	opts := web.Options{Chat: chatSvc, Hub: hb, Credentials: store, Sessions: store, OwnerTimeline: services.DefaultTimeline,
 		ContextStore: store.Store, Inspector: noInspector{}}
 	if set != nil {
 		set(&opts)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 )
 
 // The OpenAI-compatible channel "api": POST /v1/chat/completions and GET
@@ -310,7 +310,7 @@ type turnWaiter struct {
 // wait reads sub until the reply arrives, ctx ends, or the subscription is
 // dropped; a dropped subscription is replaced and the reply looked up in
 // the timeline, so a slow reader loses nothing.
-func (w *turnWaiter) wait(ctx context.Context, sub *events.Subscription) (turnResult, error) {
+func (w *turnWaiter) wait(ctx context.Context, sub *hub.Subscription) (turnResult, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -333,7 +333,7 @@ func (w *turnWaiter) wait(ctx context.Context, sub *events.Subscription) (turnRe
 
 // resubscribe replaces a dropped subscription and looks for a reply stored
 // meanwhile. The caller unsubscribes the returned subscription.
-func (w *turnWaiter) resubscribe(ctx context.Context) (*events.Subscription, turnResult, bool, error) {
+func (w *turnWaiter) resubscribe(ctx context.Context) (*hub.Subscription, turnResult, bool, error) {
 	sub, err := w.s.opts.Hub.Subscribe(ctx, w.timeline, 1024)
 	if err != nil {
 		return nil, turnResult{}, false, err
@@ -362,7 +362,7 @@ func (w *turnWaiter) resubscribe(ctx context.Context) (*events.Subscription, tur
 }
 
 // item handles one subscription item; done when it is the reply.
-func (w *turnWaiter) item(ctx context.Context, it events.Item) (turnResult, bool, error) {
+func (w *turnWaiter) item(ctx context.Context, it hub.Item) (turnResult, bool, error) {
 	if it.Message != nil {
 		res, ok := w.reply(*it.Message)
 		return res, ok, nil
@@ -516,7 +516,7 @@ func chunk(id string, created int64, delta map[string]any, finish any) map[strin
 // answer, a chunk with finish_reason "stop", optionally a usage chunk, and
 // "data: [DONE]". Headers are sent with the first text, so a failure before
 // any output still gets a plain error status.
-func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWaiter, sub *events.Subscription,
+func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWaiter, sub *hub.Subscription,
 	req ChatCompletionRequest, id string, created int64, timeout time.Duration) error {
 	resp := c.Response()
 	started := false

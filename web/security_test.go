@@ -21,7 +21,7 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -44,10 +44,10 @@ func newSecured(t *testing.T, rl web.RateLimit) *secured {
 	pool, _ := dbtest.Schema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	store := repository.New(pool)
-	hub := events.NewHub(store, nil)
-	go hub.Run(ctx)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: events.Fanout{Hub: hub}})
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hub, TokenHash: web.HashToken(testToken),
+	hb := hub.New(store, nil)
+	go hb.Run(ctx)
+	chatSvc := chat.New(chat.Options{Store: store, Publisher: hub.Fanout{Hub: hb}})
+	srv := web.New(web.Options{Chat: chatSvc, Hub: hb, TokenHash: web.HashToken(testToken),
 		OwnerTimeline: services.DefaultTimeline, RateLimit: rl, Pairings: secretPairings{},
 		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != "webhook-secret" {

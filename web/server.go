@@ -17,7 +17,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -27,7 +27,7 @@ const MaxBodyBytes = 256 << 10
 type Options struct {
 	Logger *slog.Logger
 	Chat   *chat.Service
-	Hub    *events.Hub
+	Hub    *hub.Hub
 	// TokenHash is the SHA-256 of the owner's login token.
 	TokenHash []byte
 	// Credentials, when set, is read on every authentication instead of

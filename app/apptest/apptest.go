@@ -19,7 +19,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -56,7 +56,7 @@ type Instance struct {
 	App   *app.App
 	Store *repository.Store
 	Chat  *chat.Service
-	Hub   *events.Hub
+	Hub   *hub.Hub
 
 	lis       *trackingListener
 	once      sync.Once

@@ -19,7 +19,7 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/events"
+	"github.com/switchboard/switchboard/services/hub"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -31,7 +31,7 @@ const testToken = "tui-test-owner-token-0123456789"
 type server struct {
 	URL  string
 	Chat *chat.Service
-	Hub  *events.Hub
+	Hub  *hub.Hub
 	in   *apptest.Instance
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/web"
 )
@@ -58,10 +58,10 @@ func (c *Config) ChatOptions() chat.Options {
 }
 
 // ContextOptions configure the context manager and its compaction.
-func (c *Config) ContextOptions() contextmgr.Options {
-	return contextmgr.Options{
+func (c *Config) ContextOptions() prompt.Options {
+	return prompt.Options{
 		ScopedRead: c.ScopedRead,
-		Compaction: contextmgr.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.ScopedWrite},
+		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.ScopedWrite},
 	}
 }
 

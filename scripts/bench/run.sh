@@ -97,8 +97,8 @@ machine() {
 # 1. ContextManager.Build, 200 recent turns, at 1k/10k/100k/1M rows.
 w_build() {
 	log "1. Build latency vs history size"
-	go test -run '^$' -bench BuildSizes -benchtime "${BENCH_BUILD_N:-200}x" -timeout 60m ./services/contextmgr/ | tee "$OUT/build.txt"
-	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/contextmgr/ | tee "$OUT/tokenizer_memory.txt"
+	go test -run '^$' -bench BuildSizes -benchtime "${BENCH_BUILD_N:-200}x" -timeout 60m ./services/prompt/ | tee "$OUT/build.txt"
+	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/prompt/ | tee "$OUT/tokenizer_memory.txt"
 }
 
 # 2. POST → websocket delivery at 1/100/1000 clients; ingest throughput.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -34,10 +34,10 @@ type Options struct {
 	Publisher services.Publisher
 	LLM       llm.Provider
 	Tools     *tools.Registry
-	Context   *contextmgr.Manager
+	Context   *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
-	Tokenizer    contextmgr.Tokenizer
+	Tokenizer    prompt.Tokenizer
 	Observers    []services.RunObserver
 	Logger       *slog.Logger
 	Flags        Flags
@@ -78,7 +78,7 @@ func New(opts Options) *Service {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Tokenizer == nil {
-		opts.Tokenizer = contextmgr.HeuristicTokenizer{}
+		opts.Tokenizer = prompt.HeuristicTokenizer{}
 	}
 	opts.SubAgents.defaults()
 	for id, p := range opts.Profiles {

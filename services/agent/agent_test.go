@@ -17,7 +17,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/tools"
@@ -115,7 +115,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 	if err := agent.RegisterMemoryTool(reg, store); err != nil {
 		t.Fatal(err)
 	}
-	tok, _ := contextmgr.NewTokenizer("gpt-4o-mini")
+	tok, _ := prompt.NewTokenizer("gpt-4o-mini")
 	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
 	enq, err := queue.NewEnqueuer(ctx, pool, nil)
 	if err != nil {
@@ -123,9 +123,9 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 	}
 	ag := agent.New(agent.Options{
 		Store: store, Chat: chatSvc, Queue: enq, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags, SubAgents: o.limits,
-		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
+		Context: prompt.New(prompt.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
 			Window: window, ScopedRead: o.flags.ScopedRead,
-			Compaction: contextmgr.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
+			Compaction: prompt.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
 		ContextStore: store,
 		RunTimeout:   o.runTimeout,
 		MaxSteps:     o.maxSteps,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 )
 
 // EventCancel asks every instance to cancel a run it executes (/stop).
@@ -149,7 +149,7 @@ func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string,
 	return b.String(), nil
 }
 
-func layerLine(ins contextmgr.Inspection) string {
+func layerLine(ins prompt.Inspection) string {
 	var parts []string
 	for _, l := range ins.Layers {
 		if l.Tokens > 0 {
@@ -161,29 +161,29 @@ func layerLine(ins contextmgr.Inspection) string {
 
 // PreviewPrompt builds the next main prompt without an input (for /context
 // and the inspect endpoint).
-func (s *Service) PreviewPrompt(ctx context.Context, timeline string) (contextmgr.Inspection, error) {
-	p, err := s.opts.Context.Build(ctx, contextmgr.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs()})
+func (s *Service) PreviewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
+	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs()})
 	return p.Inspection, err
 }
 
 // LastPrompt returns the inspection of a timeline's last main prompt.
-func (s *Service) LastPrompt(ctx context.Context, timeline string) (contextmgr.Inspection, int64, error) {
+func (s *Service) LastPrompt(ctx context.Context, timeline string) (prompt.Inspection, int64, error) {
 	run, ok, err := s.lastRun(ctx, timeline)
 	if err != nil || !ok {
-		return contextmgr.Inspection{}, 0, err
+		return prompt.Inspection{}, 0, err
 	}
 	steps, err := s.opts.Store.ListSteps(ctx, run.ID)
 	if err != nil {
-		return contextmgr.Inspection{}, 0, err
+		return prompt.Inspection{}, 0, err
 	}
 	for _, st := range steps {
 		if st.Kind == "prompt" {
-			var ins contextmgr.Inspection
+			var ins prompt.Inspection
 			err := json.Unmarshal(st.Payload, &ins)
 			return ins, run.ID, err
 		}
 	}
-	return contextmgr.Inspection{}, run.ID, nil
+	return prompt.Inspection{}, run.ID, nil
 }
 
 func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/tools"
@@ -75,7 +75,7 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 	}
 	base := chat.New(chat.Options{Store: store})
 	ag := agent.New(agent.Options{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
-		Context: contextmgr.New(contextmgr.Options{Store: store, Context: store, Window: 16000})})
+		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})})
 	svc := base.WithTurns(ag)
 	_, _, err = svc.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
 	if !services.IsKind(err, services.EUNAVAILABLE) {

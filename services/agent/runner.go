@@ -10,7 +10,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -286,14 +286,14 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
-func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, contextmgr.Inspection, usage, error) {
-	prompt, err := s.opts.Context.Build(ctx, contextmgr.BuildParams{
+func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, prompt.Inspection, usage, error) {
+	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(),
 	})
 	if err != nil {
-		return "", contextmgr.Inspection{}, usage{}, err
+		return "", prompt.Inspection{}, usage{}, err
 	}
-	obs := prompt.Inspection
+	obs := built.Inspection
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", obs, usage{}, err
 	}
@@ -301,7 +301,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		return "", obs, usage{}, err
 	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		kind: kindMain, provider: s.opts.LLM, req: prompt.Request, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
+		kind: kindMain, provider: s.opts.LLM, req: built.Request, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
 	})

@@ -82,7 +82,7 @@ type Result struct {
 
 // HistoryRule describes how a tool's result is kept in conversation history
 // once it is no longer the newest turn. The ContextManager applies it
-// (contextmgr.Compress): status and errors kept, bulky fields dropped, the
+// (prompt.Compress): status and errors kept, bulky fields dropped, the
 // rest cut to MaxChars.
 type HistoryRule struct {
 	// MaxChars bounds the history form of a result (bytes). 0: the default.

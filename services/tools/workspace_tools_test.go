@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/services/contextmgr"
+	"github.com/switchboard/switchboard/services/prompt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -313,7 +313,7 @@ func TestSearch(t *testing.T) {
 	// History keeps the first hits only.
 	rule, _ := reg.Get("search")
 	res := call(t, reg, "global", "search", map[string]any{"query": "x", "max_results": 200})
-	if h := historyForm(rule, res); len(h) > 2*rule.History.MaxChars+contextmgr.CompressSlack {
+	if h := historyForm(rule, res); len(h) > 2*rule.History.MaxChars+prompt.CompressSlack {
 		t.Fatalf("history form is %d chars", len(h))
 	}
 }
@@ -335,7 +335,7 @@ func TestReadFileHistoryRule(t *testing.T) {
 
 // historyForm is how the ContextManager keeps a result of tool in history.
 func historyForm(tool Tool, res Result) string {
-	return contextmgr.Compress(tool.Name, res.Content, contextmgr.CompressionRule{
+	return prompt.Compress(tool.Name, res.Content, prompt.CompressionRule{
 		MaxChars: tool.History.MaxChars, KeepFields: tool.History.KeepFields, DropFields: tool.History.DropFields})
 }
 

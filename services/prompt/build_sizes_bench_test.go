@@ -1,0 +1,78 @@
+package prompt_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/prompt"
+)
+
+// BenchmarkBuildSizes measures ContextManager.Build for a scope with 200
+// recent turns (and rules, settings, a summary segment) in chat_messages
+// tables of the sizes in BENCH_BUILD_ROWS (default 1k,10k,100k,1M; the
+// other rows spread over 1,000 other timelines), p50/p95 per size. Run on
+// purpose:
+//
+//	go test -run '^$' -bench BuildSizes -benchtime 300x -timeout 60m ./services/prompt/
+func BenchmarkBuildSizes(b *testing.B) {
+	sizes := []int{1_000, 10_000, 100_000, 1_000_000}
+	if v := os.Getenv("BENCH_BUILD_ROWS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1000 {
+				b.Fatalf("BENCH_BUILD_ROWS: bad size %q (at least 1000)", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, total := range sizes {
+		b.Run(fmt.Sprintf("rows=%d", total), func(b *testing.B) {
+			ctx := context.Background()
+			pool, _ := dbtest.Schema(b)
+			s := repository.New(pool)
+			dbtest.Exec(b, pool, `
+				INSERT INTO chat_messages (timeline_scope, context_scope, role, source, content, visible, token_count)
+				SELECT 'tg:' || (g % 1000), 'main', CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, 'telegram',
+				       'background message number ' || g, 1, 8
+				FROM generate_series(1, $1) g`, max(0, total-400))
+			if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: 1, UntilMessageID: 1,
+				SummaryText: "## Archived Session Summary\nEarlier talk.", TokenCount: 10}); err != nil {
+				b.Fatal(err)
+			}
+			last := seedTurns(b, s, "global", 200, "a typical message of a few words")
+			for i := 0; i < 5; i++ {
+				_, _ = s.CreateConstraint(ctx, services.Constraint{TimelineScope: "global", Text: fmt.Sprint("rule ", i), Hard: true})
+				_, _ = s.UpsertMemory(ctx, services.MemoryItem{TimelineScope: "global", Key: fmt.Sprint("k", i), Value: "v", Confidence: 0.5})
+			}
+			dbtest.Exec(b, pool, `ANALYZE`)
+			m := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := len(p.Request.Messages); n < 399 {
+					b.Fatalf("prompt has %d messages, want the 200 turns", n)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+		})
+	}
+}

@@ -1,0 +1,577 @@
+package prompt
+
+import (
+	"github.com/switchboard/switchboard/services/markdown"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+)
+
+// DefaultSystemPrompt is the main agent's system prompt. It is constant (no
+// dates, no counters) so the stable prefix stays cacheable.
+const DefaultSystemPrompt = `You are the owner's assistant in Switchboard. The owner talks to you from Telegram, a web page and a terminal; all of it is one conversation. Answer directly and concisely. Use the workspace tools to read and write files when a task needs them; say what you changed.`
+
+// Workspace is the read access the ContextManager needs to a timeline's
+// files (rules file, references, todo list). Paths are confined to the
+// timeline's workspace by the implementation.
+type Workspace interface {
+	// ReadFile reads a file of the timeline's workspace.
+	ReadFile(timelineScope, path string) ([]byte, error)
+	// RootFiles lists the names of the files at the workspace's root.
+	RootFiles(timelineScope string) ([]string, error)
+}
+
+// Options configure a Manager.
+type Options struct {
+	Store services.ChatStore
+	// Context holds segments, rules and remembered settings (nil: none).
+	Context services.ContextStore
+	// Workspace gives the rules file, references and todo list (nil: none).
+	Workspace Workspace
+	// Tokenizer counts tokens of text not counted when stored.
+	Tokenizer Tokenizer
+	// SystemPrompt defaults to DefaultSystemPrompt.
+	SystemPrompt string
+	// Window is the model's context window; OutputReserve is kept free for
+	// the answer (default: a quarter of the window, at most 8192).
+	Window        int
+	OutputReserve int
+	// ScopedRead selects the read path: the main scope's rows and summary
+	// (AGENT_CONTEXT_SCOPED_READ=1) or the timeline's visible rows and the
+	// global summary (legacy).
+	ScopedRead bool
+	// MaxConcurrentBuilds per timeline; more get CONTEXT_BACKPRESSURE (default 4).
+	MaxConcurrentBuilds int
+	// Compaction settings; see compact.go.
+	Compaction CompactionOptions
+	// HistoryRule returns a tool's rule for keeping its results in history
+	// (the tool registry's); tools without one get DefaultCompressionRule.
+	HistoryRule func(toolName string) (CompressionRule, bool)
+	Logger      *slog.Logger
+}
+
+// Manager compiles prompts from stored state.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	building  map[string]int    // timeline -> builds in flight
+	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
+	compactMu sync.Mutex
+}
+
+// New returns a Manager.
+func New(opts Options) *Manager {
+	if opts.SystemPrompt == "" {
+		opts.SystemPrompt = DefaultSystemPrompt
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = HeuristicTokenizer{}
+	}
+	if opts.Window <= 0 {
+		opts.Window = 128000
+	}
+	if opts.OutputReserve <= 0 {
+		opts.OutputReserve = min(opts.Window/4, 8192)
+	}
+	if opts.MaxConcurrentBuilds <= 0 {
+		opts.MaxConcurrentBuilds = 4
+	}
+	opts.Compaction.defaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}}
+}
+
+// Budget is the prompt's token budget: window minus output reserve.
+func (m *Manager) Budget() int { return m.opts.Window - m.opts.OutputReserve }
+
+// Window is the model's context window.
+func (m *Manager) Window() int { return m.opts.Window }
+
+// ReadScope is the summary scope main prompts read under the flags.
+func (m *Manager) ReadScope(contextScope string) string {
+	if m.opts.ScopedRead {
+		return contextScope
+	}
+	return services.GlobalSummaryScope
+}
+
+// BuildParams select what to compile.
+type BuildParams struct {
+	TimelineScope string
+	ContextScope  string
+	// TriggerID is the user message being answered: history ends with it.
+	// Zero previews the next prompt (no current input).
+	TriggerID int64
+	Tools     []llm.ToolDef
+	// Retrieved are extra items for the retrieved layer (handoffs), each
+	// with a score; lowest scores are trimmed first.
+	Retrieved []RetrievedItem
+}
+
+// RetrievedItem is one entry of the retrieved layer.
+type RetrievedItem struct {
+	TimelineScope string
+	Kind          string // "handoff", "reference"
+	Title         string
+	Text          string
+	Score         float64
+}
+
+// LayerReport is one layer of the inspection record.
+type LayerReport struct {
+	Layer   Layer  `json:"layer"`
+	Tokens  int    `json:"tokens"`
+	Budget  int    `json:"budget"`
+	Items   int    `json:"items"`
+	Trimmed int    `json:"trimmed,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Inspection explains a built prompt.
+type Inspection struct {
+	Layers          []LayerReport `json:"layers"`
+	Warnings        []Warning     `json:"warnings,omitempty"`
+	TotalTokens     int           `json:"total_tokens"`
+	Budget          int           `json:"budget"`
+	Window          int           `json:"window"`
+	PrefixHash      string        `json:"prefix_hash"`
+	PrefixUnchanged bool          `json:"prefix_unchanged"`
+	ReadScope       string        `json:"read_scope"`
+	CursorID        int64         `json:"cursor_id"`
+}
+
+// Prompt is a provider-ready request plus its inspection record.
+type Prompt struct {
+	Request    llm.Request
+	Inspection Inspection
+}
+
+func (m *Manager) enter(timeline string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.building[timeline] >= m.opts.MaxConcurrentBuilds {
+		return services.CodedErrorf(CodeKind(CodeBackpressure), CodeBackpressure,
+			"too many prompts are being built for this conversation at once (limit %d); retry shortly", m.opts.MaxConcurrentBuilds)
+	}
+	m.building[timeline]++
+	return nil
+}
+
+func (m *Manager) leave(timeline string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.building[timeline]--; m.building[timeline] <= 0 {
+		delete(m.building, timeline)
+	}
+}
+
+// Build compiles the prompt of one turn in DESIGN.md's layer order: system
+// and tools, rules, settings (these three are the stable prefix, sent as the
+// system prompt so providers can cache it), retrieved, history (summary
+// segments, then whole recent turns), current input (with @path reminders),
+// todo recap. The total never exceeds the budget. Errors:
+// CONTEXT_INPUT_TOO_LARGE (ETOOLARGE) when the input alone cannot fit,
+// CONTEXT_BACKPRESSURE (ERATELIMITED) when too many builds run for the
+// timeline.
+func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
+	if err := m.enter(p.TimelineScope); err != nil {
+		return Prompt{}, err
+	}
+	defer m.leave(p.TimelineScope)
+
+	budget := m.Budget()
+	ins := Inspection{Budget: budget, Window: m.opts.Window}
+	var warns warningSet
+	tok := m.opts.Tokenizer
+
+	// Gather every layer at full size.
+	systemTokens := tok.Count(m.opts.SystemPrompt)
+	defs := make([]ToolDefinition, 0, len(p.Tools))
+	for _, t := range p.Tools {
+		systemTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.JSONSchema)) + 8
+		defs = append(defs, ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.JSONSchema})
+	}
+	rules, err := m.rulesLayer(ctx, p.TimelineScope)
+	if err != nil {
+		return Prompt{}, err
+	}
+	settings, err := m.settingsLayer(ctx, p.TimelineScope)
+	if err != nil {
+		return Prompt{}, err
+	}
+	var input services.Message
+	if p.TriggerID != 0 {
+		if input, err = m.opts.Store.GetMessage(ctx, p.TriggerID); err != nil {
+			return Prompt{}, err
+		}
+		if input.TimelineScope != p.TimelineScope {
+			return Prompt{}, m.violation(p, "input message", input.TimelineScope)
+		}
+	}
+	inputText := markdown.WithAtPathReminder(input.Content)
+	retrieved := m.retrievedLayer(p, input.Content, &warns)
+	todo := m.todoLayer(p.TimelineScope)
+
+	readScope := m.ReadScope(p.ContextScope)
+	ins.ReadScope = readScope
+	summary, err := m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope)
+	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+		return Prompt{}, err
+	}
+	ins.CursorID = summary.UntilMessageID
+	segments, err := m.segments(ctx, p.TimelineScope, readScope)
+	if err != nil {
+		return Prompt{}, err
+	}
+	segTokens := 0
+	for _, s := range segments {
+		segTokens += s.TokenCount + MessageOverhead
+	}
+	inputTokens := 0
+	if p.TriggerID != 0 {
+		inputTokens = tok.Count(inputText) + MessageOverhead + 1
+	}
+	needs := map[Layer]int{
+		LayerSystem:    systemTokens,
+		LayerRules:     rules.tokens(tok),
+		LayerSettings:  settings.tokens(tok),
+		LayerRetrieved: retrieved.tokens(tok),
+		// History takes whatever the other layers leave (read within it
+		// below); for allocation it asks for its minimum, so retrieved and
+		// settings are only trimmed when the window is really short.
+		LayerHistory: min(Policy(LayerHistory).MinTokens, budget/4),
+		LayerInput:   inputTokens,
+		LayerTodo:    todo.tokens(tok),
+	}
+	alloc, aw := Allocate(budget, needs)
+	for _, w := range aw {
+		if w.Code == CodeInputTooLarge && (alloc[LayerInput] < inputTokens || inputTokens > MaxInputTokens) {
+			return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
+				"the message is too long for the model's context window (%d tokens; %d fit)", inputTokens, alloc[LayerInput])
+		}
+		if w.Code != CodeInputTooLarge {
+			warns.add(w.Code, "%s", w.Message)
+		}
+	}
+
+	// Trim each layer to its allocation.
+	rulesText, rulesTrim := rules.fit(tok, alloc[LayerRules])
+	settingsText, settingsTrim := settings.fit(tok, alloc[LayerSettings])
+	retrievedText, retrievedTrim := retrieved.fit(tok, alloc[LayerRetrieved])
+	todoText, todoTrim := todo.fit(tok, alloc[LayerTodo])
+	used := func(text string) int {
+		if text == "" {
+			return 0
+		}
+		return tok.Count(text) + MessageOverhead
+	}
+	spent := systemTokens + used(rulesText) + used(settingsText) + used(retrievedText) + used(todoText) + inputTokens
+	historyBudget := max(budget-spent, 0)
+	// Summary segments first (oldest dropped when they do not fit), then turns.
+	segKept, segTrim, segUsed := fitSegments(segments, historyBudget/2)
+	q := services.ContextQuery{TimelineScope: p.TimelineScope, ByTimelineOnly: true, AfterID: summary.UntilMessageID}
+	if m.opts.ScopedRead {
+		q = services.ContextQuery{TimelineScope: p.TimelineScope, ContextScope: p.ContextScope, AfterID: summary.UntilMessageID}
+	}
+	turns, turnTrim, turnUsed, err := m.recentTurns(ctx, q, p.TriggerID, historyBudget-segUsed, p.TimelineScope, &warns)
+	if err != nil {
+		return Prompt{}, err
+	}
+
+	// The stable prefix: system, tools, rules, settings.
+	system := m.opts.SystemPrompt
+	if rulesText != "" {
+		system += "\n\n" + rulesText
+	}
+	if settingsText != "" {
+		system += "\n\n" + settingsText
+	}
+	ins.PrefixHash = PrefixHash(PrefixParts{System: m.opts.SystemPrompt, Tools: defs, Rules: rulesText, Settings: settingsText})
+	key := p.TimelineScope + "/" + p.ContextScope
+	m.mu.Lock()
+	ins.PrefixUnchanged = m.lastHash[key] == ins.PrefixHash
+	m.lastHash[key] = ins.PrefixHash
+	m.mu.Unlock()
+
+	var msgs []llm.Message
+	if retrievedText != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+	}
+	if len(segKept) > 0 {
+		var b strings.Builder
+		b.WriteString("Summary of the earlier conversation (archived):")
+		for _, s := range segKept {
+			b.WriteString("\n\n")
+			b.WriteString(s.SummaryText)
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: b.String()}, llm.Message{Role: llm.RoleAssistant, Content: "Understood."})
+	}
+	for i, t := range turns {
+		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1, m.historyRule)
+		if p.TriggerID != 0 && i == len(turns)-1 {
+			// The current input carries its @path reminder and the todo recap.
+			last := &rendered[0]
+			last.Content = inputText
+			if todoText != "" {
+				last.Content += "\n\n" + todoText
+			}
+		}
+		msgs = append(msgs, rendered...)
+	}
+
+	ins.Layers = []LayerReport{
+		{Layer: LayerSystem, Tokens: systemTokens, Budget: alloc[LayerSystem], Items: 1 + len(p.Tools)},
+		{Layer: LayerRules, Tokens: used(rulesText), Budget: alloc[LayerRules], Items: len(rules.items), Trimmed: rulesTrim, Reason: trimReason(rulesTrim, "rule text cut to fit")},
+		{Layer: LayerSettings, Tokens: used(settingsText), Budget: alloc[LayerSettings], Items: len(settings.items) - settingsTrim, Trimmed: settingsTrim, Reason: trimReason(settingsTrim, "lowest-confidence settings left out")},
+		{Layer: LayerRetrieved, Tokens: used(retrievedText), Budget: alloc[LayerRetrieved], Items: len(retrieved.items) - retrievedTrim, Trimmed: retrievedTrim, Reason: trimReason(retrievedTrim, "lowest-score items left out")},
+		{Layer: LayerHistory, Tokens: segUsed + turnUsed - inputTokensIf(p, turns, inputTokens), Budget: historyBudget, Items: len(segKept) + max(len(turns)-btoi(p.TriggerID != 0), 0), Trimmed: segTrim + turnTrim, Reason: trimReason(segTrim+turnTrim, "oldest segments and turns left out to fit")},
+		{Layer: LayerInput, Tokens: inputTokens, Budget: alloc[LayerInput], Items: btoi(p.TriggerID != 0)},
+		{Layer: LayerTodo, Tokens: used(todoText), Budget: alloc[LayerTodo], Items: btoi(todoText != ""), Trimmed: todoTrim},
+	}
+	total := 0
+	for _, l := range ins.Layers {
+		total += l.Tokens
+	}
+	ins.TotalTokens = total
+	ins.Warnings = warns.list
+	if p.TriggerID != 0 && (len(turns) == 0 || turns[len(turns)-1].msgs[0].ID != p.TriggerID) {
+		return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
+			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
+	}
+	return Prompt{
+		Request:    llm.Request{System: system, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
+		Inspection: ins,
+	}, nil
+}
+
+// inputTokensIf is the part of the turns' tokens that is the input itself
+// (counted in the input layer).
+func inputTokensIf(p BuildParams, turns []turn, inputTokens int) int {
+	if p.TriggerID == 0 || len(turns) == 0 {
+		return 0
+	}
+	return inputTokens
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// violation logs and returns CONTEXT_SCOPE_VIOLATION for content of another
+// timeline about to enter a prompt.
+func (m *Manager) violation(p BuildParams, what, other string) error {
+	m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", p.TimelineScope, "other_timeline", other, "what", what)
+	return services.CodedErrorf(CodeKind(CodeScopeViolation), CodeScopeViolation, "%s belongs to another conversation and was refused", what)
+}
+
+func trimReason(n int, what string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d: %s", n, what)
+}
+
+// turn is one user message and everything that answered it.
+type turn struct {
+	msgs   []services.Message
+	tokens int
+}
+
+// historyRule is the rule a tool's past results are compressed with.
+func (m *Manager) historyRule(tool string) CompressionRule {
+	if m.opts.HistoryRule != nil {
+		if r, ok := m.opts.HistoryRule(tool); ok {
+			return r
+		}
+	}
+	return DefaultCompressionRule(tool)
+}
+
+// render turns stored rows into provider messages. Tool results of past
+// turns are kept in their compressed history form, by their tool's rule.
+func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm.Message {
+	var out []llm.Message
+	for _, m := range t.msgs {
+		switch m.Role {
+		case services.RoleUser:
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+		case services.RoleAssistant:
+			var meta stepMeta
+			_ = json.Unmarshal(m.Metadata, &meta)
+			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
+		case services.RoleTool:
+			var meta stepMeta
+			_ = json.Unmarshal(m.Metadata, &meta)
+			content := m.Content
+			if !current {
+				content = Compress(meta.ToolName, content, rule(meta.ToolName))
+			}
+			out = append(out, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: meta.ToolCallID, IsError: meta.IsError})
+		}
+	}
+	return out
+}
+
+// OpenCallNote is the result a prompt gives a stored tool call that has
+// none (data from before runs closed their open calls).
+const OpenCallNote = `{"status":"interrupted","error":"This call has no result: its run ended before it finished."}`
+
+// RepairToolCalls makes msgs obey the rule providers enforce: an assistant
+// message with tool calls is followed by one tool message per call. A call
+// without a result gets OpenCallNote, placed right after the results it has.
+// Stored rows are not changed.
+func RepairToolCalls(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		out = append(out, m)
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		answered := map[string]bool{}
+		for i+1 < len(msgs) && msgs[i+1].Role == llm.RoleTool {
+			i++
+			answered[msgs[i].ToolCallID] = true
+			out = append(out, msgs[i])
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, llm.Message{Role: llm.RoleTool, Content: OpenCallNote, ToolCallID: c.ID, IsError: true})
+			}
+		}
+	}
+	return out
+}
+
+// stepMeta is the metadata the runner stores on hidden step messages.
+type stepMeta struct {
+	Command    string         `json:"command"`
+	Kind       string         `json:"kind"`
+	ToolCalls  []llm.ToolCall `json:"tool_calls"`
+	ToolCallID string         `json:"tool_call_id"`
+	ToolName   string         `json:"tool_name"`
+	IsError    bool           `json:"is_error"`
+}
+
+// promptable reports whether a stored row belongs in prompts: chat commands
+// and the service's own notices do not.
+func promptable(m services.Message) bool {
+	if m.Source == services.SourceSystem {
+		return false
+	}
+	var meta stepMeta
+	_ = json.Unmarshal(m.Metadata, &meta)
+	// The visible marker of a handoff is for people; the main agent reads
+	// the handoff itself (the delegate call's hidden result).
+	if meta.Kind == "handoff" && m.Visible {
+		return false
+	}
+	return meta.Command == ""
+}
+
+// recentTurns reads history backwards and keeps whole turns, newest first,
+// while they fit; the trigger's own turn always comes (or the input is too
+// large). A turn is a user message and every row answering it: rows carry
+// reply_to (the user message) because answers to a message can be stored
+// after later user messages that arrived mid-run. Rows without it belong to
+// the user message before them. User messages after the trigger (queued
+// behind it) are left out. It returns the turns oldest first.
+func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int, timeline string, warns *warningSet) ([]turn, int, int, error) {
+	if triggerID == 0 {
+		triggerID = 1<<63 - 1 // preview: everything so far
+	}
+	tok := m.opts.Tokenizer
+	q.BeforeID = 1<<63 - 1 // newest first: the repository pages backwards from here
+	q.Limit = 200
+	var kept []turn
+	byTurn := map[int64][]services.Message{}
+	var pending []services.Message
+	used, trimmed := 0, 0
+	full := false
+	cost := func(msg services.Message) int {
+		n := msg.TokenCount
+		if n == 0 {
+			n = tok.Count(msg.Content)
+		}
+		return n + MessageOverhead + 1
+	}
+	for {
+		page, err := m.opts.Store.ListContext(ctx, q)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for i := len(page) - 1; i >= 0; i-- {
+			msg := page[i]
+			if msg.TimelineScope != timeline {
+				m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", timeline, "message_id", msg.ID)
+				warns.add(CodeScopeViolation, "a row of another conversation was refused")
+				continue
+			}
+			if !promptable(msg) {
+				continue
+			}
+			if msg.Role != services.RoleUser {
+				if to := replyTo(msg); to != 0 {
+					if to <= triggerID {
+						byTurn[to] = append(byTurn[to], msg)
+					}
+				} else if msg.ID < triggerID {
+					pending = append(pending, msg)
+				}
+				continue
+			}
+			if msg.ID > triggerID {
+				continue
+			}
+			t := turn{msgs: []services.Message{msg}}
+			rest := append(byTurn[msg.ID], pending...)
+			delete(byTurn, msg.ID)
+			pending = nil
+			sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
+			t.msgs = append(t.msgs, rest...)
+			for _, r := range t.msgs {
+				t.tokens += cost(r)
+			}
+			if full || used+t.tokens > budget {
+				full = true
+				trimmed++
+				continue
+			}
+			kept = append(kept, t)
+			used += t.tokens
+		}
+		if len(page) < q.Limit || full {
+			break
+		}
+		q.BeforeID = page[0].ID
+	}
+	// Oldest first.
+	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
+		kept[i], kept[j] = kept[j], kept[i]
+	}
+	return kept, trimmed, used, nil
+}
+
+// replyTo is the user message a stored row answers (0 when not recorded).
+func replyTo(m services.Message) int64 {
+	var meta struct {
+		ReplyTo int64 `json:"reply_to"`
+	}
+	_ = json.Unmarshal(m.Metadata, &meta)
+	return meta.ReplyTo
+}

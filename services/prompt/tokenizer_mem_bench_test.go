@@ -1,0 +1,43 @@
+package prompt_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/switchboard/switchboard/services/prompt"
+)
+
+// loadHeap is each encoding's heap, measured when the benchmark first loads it.
+var loadHeap = map[string]float64{}
+
+// BenchmarkTokenizerMemory reports the heap a loaded tiktoken encoding
+// keeps (the largest part of the server's idle memory), and the cost of
+// counting a typical message once loaded. Run on purpose:
+//
+//	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/prompt/
+func BenchmarkTokenizerMemory(b *testing.B) {
+	for _, model := range []string{"gpt-4o-mini", "claude-sonnet-4-5"} {
+		b.Run(prompt.EncodingForModel(model), func(b *testing.B) {
+			enc := prompt.EncodingForModel(model)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			tk, err := prompt.NewTokenizer(model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tk.Count("warm up")
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if _, ok := loadHeap[enc]; !ok {
+				loadHeap[enc] = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / (1 << 20)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk.Count("turn 12: the quick brown fox jumps over the lazy dog")
+			}
+			b.StopTimer()
+			b.ReportMetric(loadHeap[enc], "heap-MiB")
+		})
+	}
+}
