@@ -26,10 +26,10 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/metrics"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )

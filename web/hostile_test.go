@@ -25,8 +25,8 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/hub"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/web"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 )
 

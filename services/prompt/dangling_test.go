@@ -7,8 +7,8 @@ import (
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/prompt"
 )
 
 // TestPromptRepairsDanglingToolCalls: stored history from before runs closed

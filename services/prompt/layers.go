@@ -1,9 +1,9 @@
 package prompt
 
 import (
-	"github.com/switchboard/switchboard/services/markdown"
 	"context"
 	"fmt"
+	"github.com/switchboard/switchboard/services/markdown"
 	"sort"
 	"strings"
 

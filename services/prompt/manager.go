@@ -1,10 +1,10 @@
 package prompt
 
 import (
-	"github.com/switchboard/switchboard/services/markdown"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/services/markdown"
 	"log/slog"
 	"sort"
 	"strings"

@@ -1,8 +1,8 @@
 package prompt
 
 import (
-	"github.com/switchboard/switchboard/services/markdown"
 	"fmt"
+	"github.com/switchboard/switchboard/services/markdown"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
