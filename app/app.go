@@ -190,7 +190,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Chat.Store, b.Chat.Publisher, b.Chat.Logger, b.Chat.CountTokens = a.store, publisher, log, tokenizer.Count
 	b.Telegram = o.Telegram
 	if b.Telegram.Token != "" {
-		b.Chat.Routers = map[string]services.ReplyRouter{services.SourceTelegram: telegram.Router{Queue: enqueuer}}
+		b.Chat.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: telegram.Router{Queue: enqueuer}}
 	}
 	turns := b.Chat.Turns
 	b.Chat.Turns = nil
@@ -230,7 +230,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The Telegram channel: stores inbound messages through ChatService and
 	// delivers through the queue.
 	tstore := repository.NewTelegramStore(a.pool)
-	outbound := map[string]services.OutboundHandler{}
+	outbound := map[services.Source]services.OutboundHandler{}
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, telegramStore{tstore}, telegramLeases{tstore}, enqueuer, log

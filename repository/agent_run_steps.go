@@ -14,7 +14,7 @@ import (
 // same statement; steps appended concurrently (parallel tool calls, a
 // child's handoff) race for an index, and the loser, which ON CONFLICT DO
 // NOTHING keeps from aborting its transaction, takes the next one.
-func (s *Store) AppendStep(ctx context.Context, runID int64, kind string, payload json.RawMessage) (services.Step, error) {
+func (s *Store) AppendStep(ctx context.Context, runID int64, kind services.StepKind, payload json.RawMessage) (services.Step, error) {
 	if kind == "" {
 		return services.Step{}, services.Errorf(services.EINVALID, "step kind is empty")
 	}

@@ -57,7 +57,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (services.Run, error) {
 }
 
 // SetRunStatus changes a run's status and refreshes its heartbeat.
-func (s *Store) SetRunStatus(ctx context.Context, id int64, status string) error {
+func (s *Store) SetRunStatus(ctx context.Context, id int64, status services.RunStatus) error {
 	tag, err := s.db.Exec(ctx, `UPDATE agent_runs SET status = $2, heartbeat_at = now() WHERE id = $1`, id, status)
 	if err != nil {
 		return wrapErr(fmt.Sprintf("set run %d status", id), err)

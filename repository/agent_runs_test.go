@@ -32,7 +32,7 @@ func TestRunLifecycleAndSteps(t *testing.T) {
 	if child.ParentRunID != parent.ID || child.AgentID != "researcher" {
 		t.Fatalf("child: %+v", child)
 	}
-	for i, kind := range []string{services.StepModelCall, services.StepToolCall, services.StepToolResult} {
+	for i, kind := range []services.StepKind{services.StepModelCall, services.StepToolCall, services.StepToolResult} {
 		st, err := s.AppendStep(ctx, parent.ID, kind, json.RawMessage(`{"i":`+string(rune('0'+i))+`}`))
 		if err != nil || st.Index != i {
 			t.Fatalf("step %d: index=%d err=%v", i, st.Index, err)

@@ -40,7 +40,7 @@ func collectMessages(rows pgx.Rows, err error) ([]services.Message, error) {
 	return out, rows.Err()
 }
 
-var validRoles = map[string]bool{
+var validRoles = map[services.Role]bool{
 	services.RoleUser: true, services.RoleAssistant: true, services.RoleSystem: true, services.RoleTool: true,
 }
 

@@ -70,7 +70,7 @@ func populate(t *testing.T, pool *pgxpool.Pool) (store *repository.Store, parent
 	}
 	for _, st := range []struct {
 		run  int64
-		kind string
+		kind services.StepKind
 	}{{parent.ID, "prompt"}, {parent.ID, "model_call"}, {child.ID, "model_call"}, {child.ID, "handoff"}} {
 		if _, err := store.AppendStep(ctx, st.run, st.kind, json.RawMessage(`{"usage":{"PromptTokens":10}}`)); err != nil {
 			t.Fatal(err)

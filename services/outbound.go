@@ -11,7 +11,7 @@ import (
 // answer). Payload is the channel's own format; Key makes enqueueing
 // idempotent (the same key is delivered once).
 type Outbound struct {
-	Channel string
+	Channel Source
 	Key     string
 	Payload json.RawMessage
 }

@@ -8,43 +8,21 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
-// MessageJSON is a timeline message as the API and websocket send it.
-type MessageJSON struct {
-	ID        int64           `json:"id"`
-	Timeline  string          `json:"timeline"`
-	Role      string          `json:"role"`
-	Source    string          `json:"source"`
-	Content   string          `json:"content"`
-	AgentID   string          `json:"agent_id,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-}
-
-func toJSON(m services.Message) MessageJSON {
+func toJSON(m services.Message) wire.Message {
 	meta := m.Metadata
 	if string(meta) == "{}" {
 		meta = nil
 	}
-	return MessageJSON{ID: m.ID, Timeline: m.TimelineScope, Role: m.Role, Source: m.Source,
+	return wire.Message{ID: m.ID, Timeline: m.TimelineScope, Role: string(m.Role), Source: string(m.Source),
 		Content: m.Content, AgentID: m.AgentID, Metadata: meta, CreatedAt: m.CreatedAt}
-}
-
-// PostMessageRequest is the body of POST /api/messages.
-type PostMessageRequest struct {
-	Content string `json:"content"`
-	// Source is the sending client: web (default) or tui.
-	Source string `json:"source,omitempty"`
-	// ClientKey makes a retried POST store one message (idempotency key).
-	ClientKey string `json:"client_key,omitempty"`
 }
 
 // decodeJSON reads a JSON body into v, naming what is wrong with a bad one.
@@ -92,8 +70,8 @@ func decodeJSON(r *http.Request, v any) error {
 	return checkTextFields(v)
 }
 
-func clientSource(s string) (string, error) {
-	switch s {
+func clientSource(s string) (services.Source, error) {
+	switch services.Source(s) {
 	case "", services.SourceWeb:
 		return services.SourceWeb, nil
 	case services.SourceTUI:
@@ -104,23 +82,23 @@ func clientSource(s string) (string, error) {
 
 // ownerPost turns a client's post (REST body or websocket frame) into the
 // owner's PostParams: source web or tui, client_key as idempotency key.
-func (s *Server) ownerPost(source, content, clientKey string) (chat.PostParams, error) {
+func (s *Server) ownerPost(source, content, clientKey string) (services.PostParams, error) {
 	src, err := clientSource(source)
 	if err != nil {
-		return chat.PostParams{}, err
+		return services.PostParams{}, err
 	}
 	if len(clientKey) > 128 {
-		return chat.PostParams{}, services.Errorf(services.EINVALID, "client_key is over 128 characters")
+		return services.PostParams{}, services.Errorf(services.EINVALID, "client_key is over 128 characters")
 	}
 	key := ""
 	if clientKey != "" {
 		key = "client:" + clientKey
 	}
-	return chat.PostParams{TimelineScope: s.opts.OwnerTimeline, Source: src, Content: content, DedupeKey: key}, nil
+	return services.PostParams{TimelineScope: s.opts.OwnerTimeline, Source: src, Content: content, DedupeKey: key}, nil
 }
 
 func (s *Server) handlePostMessage(c echo.Context) error {
-	var req PostMessageRequest
+	var req wire.PostRequest
 	if err := decodeJSON(c.Request(), &req); err != nil {
 		return err
 	}
@@ -136,13 +114,7 @@ func (s *Server) handlePostMessage(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, map[string]any{"message": toJSON(msg), "created": created})
-}
-
-// TimelineResponse is GET /api/timeline's body.
-type TimelineResponse struct {
-	Messages []MessageJSON `json:"messages"`
-	HasOlder bool          `json:"has_older"`
+	return c.JSON(status, wire.PostResponse{Message: toJSON(msg), Created: created})
 }
 
 func queryID(c echo.Context, name string) (int64, error) {
@@ -179,7 +151,7 @@ func (s *Server) handleTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := TimelineResponse{Messages: make([]MessageJSON, 0, len(page.Messages)), HasOlder: page.HasOlder}
+	out := wire.Page{Messages: make([]wire.Message, 0, len(page.Messages)), HasOlder: page.HasOlder}
 	for _, m := range page.Messages {
 		out.Messages = append(out.Messages, toJSON(m))
 	}
@@ -188,4 +160,12 @@ func (s *Server) handleTimeline(c echo.Context) error {
 
 func (s *Server) handleWhoami(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags})
+}
+
+// wireEvent is the client's form of an internal event.
+func wireEvent(e *services.Event) *wire.Event {
+	if e == nil {
+		return nil
+	}
+	return &wire.Event{Type: e.Type, Timeline: e.TimelineScope, ID: e.ID, RunID: e.RunID, Data: e.Data}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/web"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 func TestEveryOwnerRouteRequiresAuth(t *testing.T) {
@@ -139,7 +140,7 @@ func TestPostIsIdempotentOnClientKey(t *testing.T) {
 	body := `{"content":"only once","client_key":"k-1"}`
 	r1, b1 := do(t, "POST", in.URL+"/api/messages", testToken, body)
 	r2, b2 := do(t, "POST", in.URL+"/api/messages", testToken, body)
-	var m1, m2 struct{ Message web.MessageJSON }
+	var m1, m2 struct{ Message wire.Message }
 	_ = json.Unmarshal([]byte(b1), &m1)
 	_ = json.Unmarshal([]byte(b2), &m2)
 	if r1.StatusCode != 201 || r2.StatusCode != 200 || m1.Message.ID == 0 || m1.Message.ID != m2.Message.ID {
@@ -153,7 +154,7 @@ func TestPostIsIdempotentOnClientKey(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, b := do(t, "POST", in.URL+"/api/messages", testToken, `{"content":"race","client_key":"k-2"}`)
-			var m struct{ Message web.MessageJSON }
+			var m struct{ Message wire.Message }
 			_ = json.Unmarshal([]byte(b), &m)
 			ids[i] = m.Message.ID
 		}()
@@ -177,12 +178,12 @@ func TestTimelinePagination(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		ids = append(ids, post(t, in.URL, fmt.Sprint("m", i)).ID)
 	}
-	get := func(q string) web.TimelineResponse {
+	get := func(q string) wire.Page {
 		resp, body := do(t, "GET", in.URL+"/api/timeline"+q, testToken, "")
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
 		}
-		var tr web.TimelineResponse
+		var tr wire.Page
 		_ = json.Unmarshal([]byte(body), &tr)
 		return tr
 	}

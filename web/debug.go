@@ -74,26 +74,26 @@ func (s *Server) handleDebugPage(c echo.Context) error {
 
 // DebugRun is a run as the debug API shows it.
 type DebugRun struct {
-	ID                    int64      `json:"id"`
-	Timeline              string     `json:"timeline"`
-	ContextScope          string     `json:"context_scope"`
-	AgentID               string     `json:"agent_id,omitempty"`
-	ParentRunID           int64      `json:"parent_run_id,omitempty"`
-	TriggerMessageID      int64      `json:"trigger_message_id,omitempty"`
-	Source                string     `json:"source"`
-	Status                string     `json:"status"`
-	Model                 string     `json:"model"`
-	StartedAt             time.Time  `json:"started_at"`
-	FinishedAt            *time.Time `json:"finished_at,omitempty"`
-	HeartbeatAt           *time.Time `json:"heartbeat_at,omitempty"`
-	DurationMS            *int64     `json:"duration_ms,omitempty"`
-	Error                 string     `json:"error,omitempty"`
-	PromptTokenBudget     int        `json:"prompt_token_budget"`
-	EstimatedPromptTokens int        `json:"estimated_prompt_tokens"`
-	ModelContextWindow    int        `json:"model_context_window"`
-	PromptTokens          int        `json:"prompt_tokens"`
-	CompletionTokens      int        `json:"completion_tokens"`
-	CachedTokens          int        `json:"cached_tokens"`
+	ID                    int64              `json:"id"`
+	Timeline              string             `json:"timeline"`
+	ContextScope          string             `json:"context_scope"`
+	AgentID               string             `json:"agent_id,omitempty"`
+	ParentRunID           int64              `json:"parent_run_id,omitempty"`
+	TriggerMessageID      int64              `json:"trigger_message_id,omitempty"`
+	Source                services.Source    `json:"source"`
+	Status                services.RunStatus `json:"status"`
+	Model                 string             `json:"model"`
+	StartedAt             time.Time          `json:"started_at"`
+	FinishedAt            *time.Time         `json:"finished_at,omitempty"`
+	HeartbeatAt           *time.Time         `json:"heartbeat_at,omitempty"`
+	DurationMS            *int64             `json:"duration_ms,omitempty"`
+	Error                 string             `json:"error,omitempty"`
+	PromptTokenBudget     int                `json:"prompt_token_budget"`
+	EstimatedPromptTokens int                `json:"estimated_prompt_tokens"`
+	ModelContextWindow    int                `json:"model_context_window"`
+	PromptTokens          int                `json:"prompt_tokens"`
+	CompletionTokens      int                `json:"completion_tokens"`
+	CachedTokens          int                `json:"cached_tokens"`
 }
 
 func debugRun(r services.Run) DebugRun {
@@ -120,11 +120,11 @@ func debugRuns(rs []services.Run) []DebugRun {
 
 // DebugStep is one recorded step; Payload is the step's JSON as stored.
 type DebugStep struct {
-	ID        int64           `json:"id"`
-	Index     int             `json:"index"`
-	Kind      string          `json:"kind"`
-	Payload   json.RawMessage `json:"payload"`
-	CreatedAt time.Time       `json:"created_at"`
+	ID        int64             `json:"id"`
+	Index     int               `json:"index"`
+	Kind      services.StepKind `json:"kind"`
+	Payload   json.RawMessage   `json:"payload"`
+	CreatedAt time.Time         `json:"created_at"`
 }
 
 // DebugRunDetail is GET /api/debug/runs/:id: the run, its parent and
@@ -157,7 +157,7 @@ func (s *Server) handleDebugRuns(c echo.Context) error {
 	q := services.RunQuery{
 		TimelineScope: c.QueryParam("timeline"),
 		ContextScope:  c.QueryParam("context_scope"),
-		Status:        c.QueryParam("status"),
+		Status:        services.RunStatus(c.QueryParam("status")),
 		Limit:         100,
 	}
 	if q.ParentRunID, err = debugQueryInt(c, "parent"); err != nil {
@@ -171,7 +171,7 @@ func (s *Server) handleDebugRuns(c echo.Context) error {
 	} else if n > 0 {
 		q.Limit = int(min(n, 500))
 	}
-	for name, v := range map[string]string{"timeline": q.TimelineScope, "context_scope": q.ContextScope, "status": q.Status} {
+	for name, v := range map[string]string{"timeline": q.TimelineScope, "context_scope": q.ContextScope, "status": string(q.Status)} {
 		if len(v) > 200 {
 			return services.Errorf(services.EINVALID, "%s is over 200 characters", name)
 		}

@@ -97,7 +97,7 @@ func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 func seedRuns(t *testing.T, in *opsInstance) (parent, child services.Run) {
 	t.Helper()
 	ctx := t.Context()
-	trigger, _, err := in.Chat.Post(ctx, chat.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: "look into river queues"})
+	trigger, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: "look into river queues"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func seedRuns(t *testing.T, in *opsInstance) (parent, child services.Run) {
 		{child.ID, "handoff", `{"status":"ok","summary":"River stores jobs in PostgreSQL"}`},
 		{parent.ID, "tool_result", `{"id":"c1","name":"delegate","is_error":false,"chars":31}`},
 	} {
-		if _, err := in.Store.AppendStep(ctx, st.run, st.kind, json.RawMessage(st.payload)); err != nil {
+		if _, err := in.Store.AppendStep(ctx, st.run, services.StepKind(st.kind), json.RawMessage(st.payload)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/switchboard/switchboard/web"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // contentTypes are the Content-Type headers the body fuzzer picks from.
@@ -41,7 +41,7 @@ func FuzzPostMessageBody(f *testing.F) {
 		}
 		var out struct {
 			Error   string
-			Message web.MessageJSON
+			Message wire.Message
 		}
 		decErr := json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
@@ -140,7 +140,7 @@ func FuzzWebsocketFrame(f *testing.F) {
 				}
 				t.Fatalf("after frame %q: %v", frame, err)
 			}
-			var fr web.WSFrame
+			var fr wire.Frame
 			if err := json.Unmarshal(data, &fr); err != nil {
 				t.Fatalf("server sent a frame that is not JSON: %q", data)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
-	"github.com/switchboard/switchboard/web"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -107,14 +107,14 @@ func do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Res
 	return resp, string(b)
 }
 
-func post(t testing.TB, base, content string) web.MessageJSON {
+func post(t testing.TB, base, content string) wire.Message {
 	t.Helper()
 	b, _ := json.Marshal(map[string]string{"content": content})
 	resp, body := do(t, "POST", base+"/api/messages", testToken, string(b))
 	if resp.StatusCode != 201 {
 		t.Fatalf("post: %d %s", resp.StatusCode, body)
 	}
-	var out struct{ Message web.MessageJSON }
+	var out struct{ Message wire.Message }
 	_ = json.Unmarshal([]byte(body), &out)
 	return out.Message
 }
@@ -139,16 +139,16 @@ func dialWS(t testing.TB, base, query string) *wsClient {
 	return &wsClient{t: t, conn: conn}
 }
 
-func (c *wsClient) next(timeout time.Duration) (web.WSFrame, error) {
+func (c *wsClient) next(timeout time.Duration) (wire.Frame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	_, b, err := c.conn.Read(ctx)
 	if err != nil {
-		return web.WSFrame{}, err
+		return wire.Frame{}, err
 	}
-	var f web.WSFrame
+	var f wire.Frame
 	if err := json.Unmarshal(b, &f); err != nil {
-		return web.WSFrame{}, err
+		return wire.Frame{}, err
 	}
 	return f, nil
 }
@@ -172,9 +172,9 @@ func (c *wsClient) untilReady() []int64 {
 }
 
 // messages reads n message frames.
-func (c *wsClient) messages(n int) []web.MessageJSON {
+func (c *wsClient) messages(n int) []wire.Message {
 	c.t.Helper()
-	var out []web.MessageJSON
+	var out []wire.Message
 	for len(out) < n {
 		f, err := c.next(5 * time.Second)
 		if err != nil {

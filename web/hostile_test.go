@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/web"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // countingStore counts the credential lookups that reach the database.
@@ -433,7 +434,7 @@ func TestWebsocketPostsShareTheOwnerRateLimit(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	for i := 0; i < frames; i++ {
-		b, _ := json.Marshal(web.WSFrame{Type: "post", Content: fmt.Sprintf("flood %d", i), ClientKey: fmt.Sprintf("k%d", i)})
+		b, _ := json.Marshal(wire.Frame{Type: "post", Content: fmt.Sprintf("flood %d", i), ClientKey: fmt.Sprintf("k%d", i)})
 		if err := ws.conn.Write(ctx, websocket.MessageText, b); err != nil {
 			t.Fatal(err)
 		}

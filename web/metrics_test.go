@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 )
 
 // TestMetricsAfterScriptedSession posts messages through the chat service
@@ -18,8 +17,8 @@ func TestMetricsAfterScriptedSession(t *testing.T) {
 	t.Parallel()
 	in := newOpsInstance(t, false)
 	ctx := context.Background()
-	for _, src := range []string{"telegram", "telegram", "tui"} {
-		if _, _, err := in.Chat.Post(ctx, chat.PostParams{TimelineScope: "global", Source: src, Content: "hello from " + src}); err != nil {
+	for _, src := range []services.Source{"telegram", "telegram", "tui"} {
+		if _, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: "global", Source: src, Content: "hello from " + string(src)}); err != nil {
 			t.Fatal(err)
 		}
 	}

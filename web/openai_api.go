@@ -18,7 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 )
 
@@ -407,18 +406,13 @@ func (w *turnWaiter) reply(m services.Message) (turnResult, bool) {
 	if m.Role != services.RoleAssistant || len(m.Metadata) == 0 {
 		return turnResult{}, false
 	}
-	var meta struct {
-		ReplyTo   int64  `json:"reply_to"`
-		RunID     int64  `json:"run_id"`
-		RunStatus string `json:"run_status"`
-		Notice    string `json:"notice"`
-	}
-	if json.Unmarshal(m.Metadata, &meta) != nil || meta.ReplyTo != w.msgID || meta.Notice != "" {
+	meta, err := services.DecodeMeta(m.Metadata)
+	if err != nil || meta.ReplyTo != w.msgID || meta.Notice != "" {
 		return turnResult{}, false
 	}
 	res := turnResult{content: m.Content, runID: meta.RunID}
 	if m.Source == services.SourceSystem && meta.RunStatus != "" && meta.RunStatus != services.RunOK {
-		res.notice = meta.RunStatus
+		res.notice = string(meta.RunStatus)
 	}
 	return res, true
 }
@@ -467,7 +461,7 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 		return s.apiErrorFrom(c, services.Errorf(services.EUNAVAILABLE, "the database is unavailable; retry"))
 	}
 	defer s.opts.Hub.Unsubscribe(sub)
-	msg, _, err := s.opts.Chat.Post(ctx, chat.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: text})
+	msg, _, err := s.opts.Chat.Post(ctx, services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: text})
 	if err != nil {
 		return s.apiErrorFrom(c, err)
 	}

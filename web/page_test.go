@@ -12,10 +12,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 
-	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/web/browsertest"
 )
 
@@ -25,8 +25,8 @@ import (
 func TestChatPageEndToEnd(t *testing.T) {
 	in := newInstance(t, newSchemaURL(t))
 	// History from other channels before anyone opens the page.
-	for _, src := range []string{"telegram", "tui"} {
-		if _, _, err := in.Chat.Post(t.Context(), chat.PostParams{TimelineScope: "global", Source: src, Content: "hello from " + src}); err != nil {
+	for _, src := range []services.Source{"telegram", "tui"} {
+		if _, _, err := in.Chat.Post(t.Context(), services.PostParams{TimelineScope: "global", Source: src, Content: "hello from " + string(src)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestChatPageEndToEnd(t *testing.T) {
 		}
 	}
 	// A message from another channel appears live with its label.
-	if _, _, err := in.Chat.Post(t.Context(), chat.PostParams{TimelineScope: "global", Source: "telegram", Content: "live from telegram"}); err != nil {
+	if _, _, err := in.Chat.Post(t.Context(), services.PostParams{TimelineScope: "global", Source: "telegram", Content: "live from telegram"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitForText(b, "live from telegram"); err != nil {

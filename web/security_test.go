@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/web"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // The owner's words and a pending pairing's name; no refused request may
@@ -59,7 +60,7 @@ func newSecured(t *testing.T, rl web.RateLimit) *secured {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })
 	s := &secured{srv: srv, URL: hs.URL, Chat: chatSvc}
-	if _, _, err := chatSvc.Post(ctx, chat.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: secretPhrase}); err != nil {
+	if _, _, err := chatSvc.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: secretPhrase}); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -387,7 +388,7 @@ func TestBodyAndMessageSizeLimits(t *testing.T) {
 	ws.untilReady()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	frame, _ := json.Marshal(web.WSFrame{Type: "post", Content: strings.Repeat("d", 32<<10+1)})
+	frame, _ := json.Marshal(wire.Frame{Type: "post", Content: strings.Repeat("d", 32<<10+1)})
 	if err := ws.conn.Write(ctx, websocket.MessageText, frame); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestBodyAndMessageSizeLimits(t *testing.T) {
 	if err != nil || f.Type != "error" || !strings.Contains(f.Error, "limit") {
 		t.Fatalf("32 KiB + 1 post frame: %+v %v", f, err)
 	}
-	frame, _ = json.Marshal(web.WSFrame{Type: "post", Content: strings.Repeat("e", 70<<10)})
+	frame, _ = json.Marshal(wire.Frame{Type: "post", Content: strings.Repeat("e", 70<<10)})
 	_ = ws.conn.Write(ctx, websocket.MessageText, frame)
 	_, err = ws.next(5 * time.Second)
 	if status := websocket.CloseStatus(err); status != websocket.StatusMessageTooBig {

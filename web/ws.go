@@ -13,48 +13,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
-// Websocket protocol (JSON text frames).
-//
-// Client → server:
-//
-//	{"type":"post","content":"…","client_key":"…","source":"tui"}   store a message
-//
-// Server → client:
-//
-//	{"type":"message","message":{…}}      a timeline message, in id order, each once
-//	{"type":"ready","last_id":N}           the backlog after ?after= has been sent
-//	{"type":"event","event":{…}}          a transient event (run status, streamed text)
-//	{"type":"error","error":"…","code":"…","client_key":"…"}   a rejected post (nothing stored)
-//	{"type":"error","code":"RATE_LIMITED","retry_after":N,…}  a post over the owner's rate limit
-//
-// Connect with ?after=<last seen id> to receive every message after it
-// before live ones; without it only live messages follow. When the server
-// closes with StatusSlowConsumer the client reconnects with its last id.
+// The websocket protocol is package wire's (web/wire).
 const (
 	wsWriteTimeout = 10 * time.Second
 	wsPingEvery    = 30 * time.Second
 	wsReadLimit    = 64 << 10
 	// StatusSlowConsumer closes a connection that fell behind; reconnect with ?after=.
-	StatusSlowConsumer websocket.StatusCode = 4008
+	StatusSlowConsumer websocket.StatusCode = wire.StatusSlowConsumer
 )
-
-// WSFrame is one websocket frame in either direction.
-type WSFrame struct {
-	Type    string          `json:"type"`
-	Message *MessageJSON    `json:"message,omitempty"`
-	Event   *services.Event `json:"event,omitempty"`
-	LastID  int64           `json:"last_id,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	// Code is an error frame's machine-readable kind (RATE_LIMITED, …);
-	// RetryAfter the seconds to wait before posting again.
-	Code       string `json:"code,omitempty"`
-	RetryAfter int    `json:"retry_after,omitempty"`
-	Content    string `json:"content,omitempty"`
-	ClientKey  string `json:"client_key,omitempty"`
-	Source     string `json:"source,omitempty"`
-}
 
 func (s *Server) handleWS(c echo.Context) error {
 	after, err := queryID(c, "after")
@@ -88,7 +57,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 	defer s.opts.Hub.Unsubscribe(sub)
 
-	out := make(chan WSFrame, 64)
+	out := make(chan wire.Frame, 64)
 	go s.wsReader(ctx, cancel, conn, out)
 
 	cursor := sub.StartID
@@ -104,7 +73,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			}
 			for _, m := range page.Messages {
 				mj := toJSON(m)
-				if err := wsWrite(ctx, conn, WSFrame{Type: "message", Message: &mj}); err != nil {
+				if err := wsWrite(ctx, conn, wire.Frame{Type: "message", Message: &mj}); err != nil {
 					return nil
 				}
 				cursor = m.ID
@@ -114,7 +83,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			}
 		}
 	}
-	if err := wsWrite(ctx, conn, WSFrame{Type: "ready", LastID: cursor}); err != nil {
+	if err := wsWrite(ctx, conn, wire.Frame{Type: "ready", LastID: cursor}); err != nil {
 		return nil
 	}
 	ping := time.NewTicker(wsPingEvery)
@@ -133,7 +102,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				conn.Close(StatusSlowConsumer, "too slow: reconnect with after=last id")
 				return nil
 			}
-			var f WSFrame
+			var f wire.Frame
 			switch {
 			case it.Message != nil:
 				if it.Message.ID <= cursor {
@@ -141,9 +110,9 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				cursor = it.Message.ID
 				mj := toJSON(*it.Message)
-				f = WSFrame{Type: "message", Message: &mj}
+				f = wire.Frame{Type: "message", Message: &mj}
 			case it.Event != nil:
-				f = WSFrame{Type: "event", Event: it.Event}
+				f = wire.Frame{Type: wire.FrameEvent, Event: wireEvent(it.Event)}
 			}
 			if err := wsWrite(ctx, conn, f); err != nil {
 				return nil
@@ -160,7 +129,7 @@ func (s *Server) handleWS(c echo.Context) error {
 }
 
 // wsReader handles client frames; only "post" is accepted.
-func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, out chan<- WSFrame) {
+func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, out chan<- wire.Frame) {
 	defer cancel()
 	for {
 		typ, data, err := conn.Read(ctx)
@@ -175,7 +144,7 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 			s.wsReply(ctx, out, "frame is not valid UTF-8 (at byte "+strconv.Itoa(invalidUTF8At(data))+"); nothing stored")
 			continue
 		}
-		var f WSFrame
+		var f wire.Frame
 		if err := json.Unmarshal(data, &f); err != nil {
 			s.wsReply(ctx, out, "invalid JSON frame: "+err.Error())
 			continue
@@ -188,7 +157,7 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 		if s.ownerLimit != nil {
 			if ok, wait := s.ownerLimit.allow("owner"); !ok {
 				secs := retrySeconds(wait)
-				s.wsSend(ctx, out, WSFrame{Type: "error", Code: "RATE_LIMITED", RetryAfter: secs,
+				s.wsSend(ctx, out, wire.Frame{Type: "error", Code: "RATE_LIMITED", RetryAfter: secs,
 					Error: "too many requests; this post was not stored; retry in " + strconv.Itoa(secs) + " s", ClientKey: f.ClientKey})
 				continue
 			}
@@ -201,23 +170,23 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 			_, _, err = s.opts.Chat.Post(ctx, p)
 		}
 		if err != nil {
-			s.wsSend(ctx, out, WSFrame{Type: "error", Error: services.ErrorMessage(err), Code: services.ErrorCode(err), ClientKey: f.ClientKey})
+			s.wsSend(ctx, out, wire.Frame{Type: "error", Error: services.ErrorMessage(err), Code: services.ErrorCode(err), ClientKey: f.ClientKey})
 		}
 	}
 }
 
-func (s *Server) wsReply(ctx context.Context, out chan<- WSFrame, msg string) {
-	s.wsSend(ctx, out, WSFrame{Type: "error", Error: msg})
+func (s *Server) wsReply(ctx context.Context, out chan<- wire.Frame, msg string) {
+	s.wsSend(ctx, out, wire.Frame{Type: "error", Error: msg})
 }
 
-func (s *Server) wsSend(ctx context.Context, out chan<- WSFrame, f WSFrame) {
+func (s *Server) wsSend(ctx context.Context, out chan<- wire.Frame, f wire.Frame) {
 	select {
 	case out <- f:
 	case <-ctx.Done():
 	}
 }
 
-func wsWrite(ctx context.Context, conn *websocket.Conn, f WSFrame) error {
+func wsWrite(ctx context.Context, conn *websocket.Conn, f wire.Frame) error {
 	b, err := json.Marshal(f)
 	if err != nil {
 		return err

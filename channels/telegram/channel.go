@@ -10,7 +10,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,7 +23,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 )
 
 // Access policies for senders who are not the owner.
@@ -45,7 +43,7 @@ const DefaultAPIURL = "https://api.telegram.org"
 
 // Poster stores messages: ChatService.
 type Poster interface {
-	Post(ctx context.Context, p chat.PostParams) (services.Message, bool, error)
+	Post(ctx context.Context, p services.PostParams) (services.Message, bool, error)
 }
 
 // Pairing is a non-owner user's request to talk to the bot, pending (with a
@@ -298,34 +296,25 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 	if edited {
 		content = "(edited) " + text
 	}
-	meta := map[string]any{
-		"chat_id":    msg.Chat.ID,
-		"chat_type":  string(msg.Chat.Type),
-		"message_id": msg.ID,
-		"from_id":    msg.From.ID,
-	}
-	if msg.From.Username != "" {
-		meta["from_username"] = msg.From.Username
-	}
+	meta := services.MessageMeta{TelegramMeta: services.TelegramMeta{
+		ChatID: msg.Chat.ID, ChatType: string(msg.Chat.Type), MessageID: msg.ID,
+		FromID: msg.From.ID, FromUsername: msg.From.Username,
+	}}
 	if msg.ReplyToMessage != nil {
-		meta["reply_to_message_id"] = msg.ReplyToMessage.ID
+		meta.ReplyToMessageID = msg.ReplyToMessage.ID
 	}
 	if edited {
-		meta["edited"] = true
-		meta["edit_date"] = msg.EditDate
+		meta.Edited, meta.EditDate = true, msg.EditDate
 	}
 	if caption {
-		meta["caption"] = true
-		if kind := mediaKind(msg); kind != "" {
-			meta["media"] = kind
-		}
+		meta.Caption, meta.Media = true, mediaKind(msg)
 	}
-	if name, _, isCmd := chat.ParseCommand(text); isCmd {
+	if name, _, isCmd := services.ParseCommand(text); isCmd {
 		// Post only marks commands when it builds the metadata itself.
-		meta["command"] = name
+		meta.Command = name
 	}
-	metaJSON, _ := json.Marshal(meta)
-	stored, created, err := b.opts.Chat.Post(ctx, chat.PostParams{
+	metaJSON := meta.Encode()
+	stored, created, err := b.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: timeline,
 		Source:        services.SourceTelegram,
 		Content:       content,

@@ -15,7 +15,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 )
 
 const testToken = "4242:test-token"
@@ -23,7 +22,7 @@ const testToken = "4242:test-token"
 // fakes is the channel's collaborators, in memory.
 type fakes struct {
 	mu       sync.Mutex
-	posts    []chat.PostParams
+	posts    []services.PostParams
 	keys     map[string]bool
 	out      []services.Outbound
 	pairings map[int64]Pairing
@@ -32,7 +31,7 @@ type fakes struct {
 	offset   int64
 }
 
-func (f *fakes) Post(_ context.Context, p chat.PostParams) (services.Message, bool, error) {
+func (f *fakes) Post(_ context.Context, p services.PostParams) (services.Message, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.keys[p.TimelineScope+p.DedupeKey] {

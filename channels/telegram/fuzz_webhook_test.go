@@ -10,7 +10,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 )
 
 // FuzzWebhookUpdate feeds arbitrary bodies to the webhook handler (with the
@@ -54,7 +53,7 @@ func FuzzWebhookUpdate(f *testing.F) {
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body.String())
 		}
 		fk.mu.Lock()
-		posts := append([]chat.PostParams(nil), fk.posts[before:]...)
+		posts := append([]services.PostParams(nil), fk.posts[before:]...)
 		fk.mu.Unlock()
 		if len(posts) == 0 {
 			return

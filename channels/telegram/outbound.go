@@ -46,13 +46,7 @@ var _ services.ReplyRouter = Router{}
 // (enqueueing it again after a crash does nothing). EINVALID when to carries
 // no Telegram chat id.
 func (r Router) RouteReply(ctx context.Context, to services.Message, reply services.Message) error {
-	var meta struct {
-		ChatID    int64 `json:"chat_id"`
-		MessageID int   `json:"message_id"`
-	}
-	if len(to.Metadata) > 0 {
-		_ = json.Unmarshal(to.Metadata, &meta)
-	}
+	meta, _ := services.DecodeMeta(to.Metadata)
 	if meta.ChatID == 0 {
 		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
 	}

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -63,10 +62,8 @@ func (t *Typing) RunStarted(_ context.Context, run services.Run, trigger service
 	if trigger.Source != services.SourceTelegram {
 		return
 	}
-	var meta struct {
-		ChatID int64 `json:"chat_id"`
-	}
-	if json.Unmarshal(trigger.Metadata, &meta) != nil || meta.ChatID == 0 {
+	meta, err := services.DecodeMeta(trigger.Metadata)
+	if err != nil || meta.ChatID == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxTyping)

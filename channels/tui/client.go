@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // ErrUnauthorized is returned when the server answers 401.
@@ -71,7 +72,7 @@ type TimelineQuery struct {
 }
 
 // Timeline fetches a page of the owner's timeline, ascending by id.
-func (c *Client) Timeline(ctx context.Context, q TimelineQuery) (Page, error) {
+func (c *Client) Timeline(ctx context.Context, q TimelineQuery) (wire.Page, error) {
 	v := url.Values{}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -82,17 +83,17 @@ func (c *Client) Timeline(ctx context.Context, q TimelineQuery) (Page, error) {
 	if q.After > 0 {
 		v.Set("after", strconv.FormatInt(q.After, 10))
 	}
-	var page Page
+	var page wire.Page
 	err := c.do(ctx, http.MethodGet, "/api/timeline?"+v.Encode(), nil, &page)
 	return page, err
 }
 
 // Post stores content in the timeline with source tui. A retry with the same
 // clientKey returns the message stored first instead of storing another.
-func (c *Client) Post(ctx context.Context, content, clientKey string) (Message, error) {
+func (c *Client) Post(ctx context.Context, content, clientKey string) (wire.Message, error) {
 	body, _ := json.Marshal(map[string]string{"content": content, "client_key": clientKey, "source": SourceTUI})
 	var out struct {
-		Message Message `json:"message"`
+		Message wire.Message `json:"message"`
 	}
 	err := c.do(ctx, http.MethodPost, "/api/messages", body, &out)
 	return out.Message, err

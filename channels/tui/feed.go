@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // Messages the Feed sends to the model.
 type (
 	// MessageMsg is a timeline message from the websocket.
-	MessageMsg struct{ Message Message }
+	MessageMsg struct{ Message wire.Message }
 	// EventMsg is a run status or streamed text event.
-	EventMsg struct{ Event Event }
+	EventMsg struct{ Event wire.Event }
 	// ConnMsg reports the websocket's state.
 	ConnMsg struct {
 		State ConnState
 		// Err is why the connection is offline (nil when live).
 		Err error
 	}
-	// ProtocolErrorMsg reports a frame the client could not understand; the
+	// ProtocolErrorMsg reports a wire.Frame the client could not understand; the
 	// feed skips it and keeps reading.
 	ProtocolErrorMsg struct{ Err error }
 	// ServerErrorMsg is an error frame: the server rejected something we sent.
@@ -110,7 +111,7 @@ func (f *Feed) session(ctx context.Context, last *int64) (ready bool, err error)
 			f.Send(ProtocolErrorMsg{Err: errors.New("the server sent a binary frame")})
 			continue
 		}
-		var fr frame
+		var fr wire.Frame
 		if err := json.Unmarshal(data, &fr); err != nil {
 			f.Send(ProtocolErrorMsg{Err: fmt.Errorf("bad JSON frame: %v", err)})
 			continue
@@ -118,7 +119,7 @@ func (f *Feed) session(ctx context.Context, last *int64) (ready bool, err error)
 		switch fr.Type {
 		case "message":
 			if fr.Message == nil || fr.Message.ID <= 0 {
-				f.Send(ProtocolErrorMsg{Err: errors.New("message frame without a message")})
+				f.Send(ProtocolErrorMsg{Err: errors.New("message wire.Frame without a message")})
 				continue
 			}
 			if fr.Message.ID <= *last {
@@ -131,14 +132,14 @@ func (f *Feed) session(ctx context.Context, last *int64) (ready bool, err error)
 			f.Send(ConnMsg{State: Live})
 		case "event":
 			if fr.Event == nil {
-				f.Send(ProtocolErrorMsg{Err: errors.New("event frame without an event")})
+				f.Send(ProtocolErrorMsg{Err: errors.New("event wire.Frame without an event")})
 				continue
 			}
 			f.Send(EventMsg{Event: *fr.Event})
 		case "error":
 			f.Send(ServerErrorMsg{Text: fr.Error})
 		default:
-			// A newer server's frame type: ignore it, as the protocol allows.
+			// A newer server's wire.Frame type: ignore it, as the protocol allows.
 		}
 	}
 }

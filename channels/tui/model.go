@@ -14,15 +14,17 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // Backend is what the model asks of the server; *Client implements it.
 // Calls run inside tea.Cmd goroutines, never in Update.
 type Backend interface {
 	// Post stores content with source tui; the same clientKey stores once.
-	Post(ctx context.Context, content, clientKey string) (Message, error)
+	Post(ctx context.Context, content, clientKey string) (wire.Message, error)
 	// Timeline fetches a page (the model asks for older pages only).
-	Timeline(ctx context.Context, q TimelineQuery) (Page, error)
+	Timeline(ctx context.Context, q TimelineQuery) (wire.Page, error)
 }
 
 var _ Backend = (*Client)(nil)
@@ -47,12 +49,12 @@ Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scr
 // Messages the model sends itself from its commands.
 type (
 	olderMsg struct {
-		page Page
+		page wire.Page
 		err  error
 	}
 	postDoneMsg struct {
 		key string
-		msg Message
+		msg wire.Message
 		err error
 	}
 	retryPostMsg struct{}
@@ -77,7 +79,7 @@ type note struct {
 // Options configures a Model.
 type Options struct {
 	// Initial is the first page, as loaded before the program starts.
-	Initial Page
+	Initial wire.Page
 	// ServerURL is shown in the status line.
 	ServerURL string
 	// Now and Location set the clock (tests); default time.Now and time.Local.
@@ -129,7 +131,7 @@ func NewModel(b Backend, opts Options) *Model {
 		opts.Location = time.Local
 	}
 	ta := textarea.New()
-	ta.Placeholder = "Message the agent (Enter sends, /help lists commands)"
+	ta.Placeholder = "wire.Message the agent (Enter sends, /help lists commands)"
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
 	ta.CharLimit = 32 << 10
@@ -230,7 +232,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case ConnMsg:
 		cmds = append(cmds, m.setConn(msg))
 	case ProtocolErrorMsg:
-		m.setNotice("protocol error, frame skipped: " + msg.Err.Error())
+		m.setNotice("protocol error, wire.Frame skipped: " + msg.Err.Error())
 	case ServerErrorMsg:
 		m.setNotice("server: " + msg.Text)
 	case olderMsg:
@@ -343,9 +345,9 @@ func (m *Model) statusLine() string {
 	working, queued := false, false
 	for _, st := range m.runs {
 		switch st {
-		case RunRunning:
+		case string(services.RunRunning):
 			working = true
-		case RunQueued:
+		case string(services.RunQueued):
 			queued = true
 		}
 	}
@@ -388,7 +390,7 @@ func (m *Model) setNotice(s string) {
 	m.notice, m.noticeN = s, 1
 }
 
-func (m *Model) addMessage(msg Message) {
+func (m *Model) addMessage(msg wire.Message) {
 	if !m.tl.add(msg) {
 		return
 	}
@@ -397,7 +399,7 @@ func (m *Model) addMessage(msg Message) {
 	if m.posting && len(m.outbox) > 0 && msg.Source == "tui" && msg.Content == m.outbox[0].content {
 		m.outbox[0].stored = true
 	}
-	md := msg.meta()
+	md := meta(msg)
 	if md.RunID > 0 && msg.Role != "user" && md.Kind != "handoff" {
 		// The final answer replaces the streamed bubble of its run.
 		delete(m.streams, md.RunID)
@@ -406,13 +408,13 @@ func (m *Model) addMessage(msg Message) {
 	}
 }
 
-func (m *Model) applyEvent(e Event) {
+func (m *Model) applyEvent(e wire.Event) {
 	switch e.Type {
-	case EventDelta:
+	case wire.EventDelta:
 		if e.RunID == 0 || m.finished[e.RunID] {
 			return // a late delta of an answer already shown
 		}
-		var d deltaData
+		var d wire.DeltaData
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			m.setNotice("protocol error, bad delta event: " + err.Error())
 			return
@@ -424,22 +426,22 @@ func (m *Model) applyEvent(e Event) {
 		}
 		s.text.WriteString(d.Text)
 		if _, ok := m.runs[e.RunID]; !ok {
-			m.runs[e.RunID] = RunRunning
+			m.runs[e.RunID] = string(services.RunRunning)
 		}
-	case EventRun:
-		var d runData
+	case wire.EventRun:
+		var d wire.RunData
 		if err := json.Unmarshal(e.Data, &d); err != nil || d.Status == "" {
 			m.setNotice("protocol error, bad run event")
 			return
 		}
 		switch d.Status {
-		case RunQueued, RunRunning:
+		case string(services.RunQueued), string(services.RunRunning):
 			if !m.finished[e.RunID] {
 				m.runs[e.RunID] = d.Status
 			}
 		default:
 			delete(m.runs, e.RunID)
-			if d.Status != RunOK {
+			if d.Status != string(services.RunOK) {
 				m.setNotice(fmt.Sprintf("agent run %d ended: %s", e.RunID, d.Status))
 				if s := m.streams[e.RunID]; s != nil {
 					s.ended = d.Status

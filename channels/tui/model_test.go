@@ -13,6 +13,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // fakeBackend records posts and answers them from a script.
@@ -21,26 +22,26 @@ type fakeBackend struct {
 	posts   []fakePost
 	fail    []error // errors for the next posts, in order; then success
 	nextID  int64
-	older   map[int64]Page // before id → page
+	older   map[int64]wire.Page // before id → page
 	befores []int64
 }
 
 type fakePost struct{ content, key string }
 
-func (b *fakeBackend) Post(_ context.Context, content, key string) (Message, error) {
+func (b *fakeBackend) Post(_ context.Context, content, key string) (wire.Message, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.posts = append(b.posts, fakePost{content, key})
 	if len(b.fail) > 0 {
 		err := b.fail[0]
 		b.fail = b.fail[1:]
-		return Message{}, err
+		return wire.Message{}, err
 	}
 	b.nextID++
-	return Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
+	return wire.Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
 }
 
-func (b *fakeBackend) Timeline(_ context.Context, q TimelineQuery) (Page, error) {
+func (b *fakeBackend) Timeline(_ context.Context, q TimelineQuery) (wire.Page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.befores = append(b.befores, q.Before)
@@ -52,7 +53,7 @@ var (
 	testLoc = time.FixedZone("UTC+2", 2*3600)
 )
 
-func newTestModel(t *testing.T, b Backend, initial Page, w, h int) *Model {
+func newTestModel(t *testing.T, b Backend, initial wire.Page, w, h int) *Model {
 	t.Helper()
 	if b == nil {
 		b = &fakeBackend{}
@@ -62,8 +63,8 @@ func newTestModel(t *testing.T, b Backend, initial Page, w, h int) *Model {
 	return m
 }
 
-func msgAt(id int64, source, role, content string) Message {
-	return Message{ID: id, Timeline: "global", Role: role, Source: source, Content: content,
+func msgAt(id int64, source, role, content string) wire.Message {
+	return wire.Message{ID: id, Timeline: "global", Role: role, Source: source, Content: content,
 		CreatedAt: time.Date(2026, 11, 21, 20, 1, 0, 0, time.UTC)}
 }
 
@@ -121,7 +122,7 @@ func linesWith(view, s string) []string {
 
 func TestModelRendersLabelsRolesAndLocalTime(t *testing.T) {
 	t.Parallel()
-	page := Page{Messages: []Message{
+	page := wire.Page{Messages: []wire.Message{
 		msgAt(1, "telegram", "user", "from the phone"),
 		msgAt(2, "web", "user", "from the browser"),
 		msgAt(3, "tui", "user", "from the terminal"),
@@ -155,7 +156,7 @@ func TestModelRendersLabelsRolesAndLocalTime(t *testing.T) {
 
 func TestModelOrdersAndDeduplicates(t *testing.T) {
 	t.Parallel()
-	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(2, "web", "user", "two")}}, 80, 20)
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(2, "web", "user", "two")}}, 80, 20)
 	for _, id := range []int64{5, 3, 2, 5, 4, 3, 1} {
 		send(t, m, MessageMsg{Message: msgAt(id, "web", "user", fmt.Sprintf("msg-%d", id))})
 	}
@@ -182,27 +183,27 @@ func TestModelOrdersAndDeduplicates(t *testing.T) {
 
 func event(typ string, run int64, d any) EventMsg {
 	b, _ := json.Marshal(d)
-	return EventMsg{Event: Event{Type: typ, TimelineScope: "global", RunID: run, Data: b}}
+	return EventMsg{Event: wire.Event{Type: typ, Timeline: "global", RunID: run, Data: b}}
 }
 
 func TestModelStreamsDeltasThenFinalMessageReplacesThem(t *testing.T) {
 	t.Parallel()
-	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "tui", "user", "question")}}, 80, 20)
-	send(t, m, ConnMsg{State: Live}, event(EventRun, 7, map[string]string{"status": "queued"}))
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(1, "tui", "user", "question")}}, 80, 20)
+	send(t, m, ConnMsg{State: Live}, event(wire.EventRun, 7, map[string]string{"status": "queued"}))
 	if v := screen(m); !strings.Contains(v, "agent run queued") {
 		t.Fatalf("queued run not shown:\n%s", v)
 	}
-	send(t, m, event(EventRun, 7, map[string]string{"status": "running"}),
-		event(EventDelta, 7, map[string]string{"text": "The answer "}),
-		event(EventDelta, 7, map[string]string{"text": "is forty-two"}))
+	send(t, m, event(wire.EventRun, 7, map[string]string{"status": "running"}),
+		event(wire.EventDelta, 7, map[string]string{"text": "The answer "}),
+		event(wire.EventDelta, 7, map[string]string{"text": "is forty-two"}))
 	v := screen(m)
 	if !strings.Contains(v, "[agent] assistant: The answer is forty-two▍") || !strings.Contains(v, "agent is working…") {
 		t.Fatalf("streaming bubble or working status missing:\n%s", v)
 	}
 	final := msgAt(2, "agent", "assistant", "The answer is forty-two.")
 	final.Metadata = json.RawMessage(`{"run_id":7}`)
-	send(t, m, MessageMsg{Message: final}, event(EventRun, 7, map[string]string{"status": "ok"}),
-		event(EventDelta, 7, map[string]string{"text": " (late)"}))
+	send(t, m, MessageMsg{Message: final}, event(wire.EventRun, 7, map[string]string{"status": "ok"}),
+		event(wire.EventDelta, 7, map[string]string{"text": " (late)"}))
 	v = screen(m)
 	if strings.Contains(v, "▍") || strings.Contains(v, "late") || strings.Count(v, "The answer is forty-two") != 1 {
 		t.Fatalf("final message did not replace the bubble:\n%s", v)
@@ -212,7 +213,7 @@ func TestModelStreamsDeltasThenFinalMessageReplacesThem(t *testing.T) {
 	}
 
 	// A run that fails keeps what it streamed, marked, and says so.
-	send(t, m, event(EventDelta, 8, map[string]string{"text": "half an"}), event(EventRun, 8, map[string]string{"status": "timeout"}))
+	send(t, m, event(wire.EventDelta, 8, map[string]string{"text": "half an"}), event(wire.EventRun, 8, map[string]string{"status": "timeout"}))
 	v = screen(m)
 	if !strings.Contains(v, "half an [timeout]") || !strings.Contains(v, "agent run 8 ended: timeout") {
 		t.Fatalf("failed run:\n%s", v)
@@ -224,7 +225,7 @@ func TestModelHandoffMarker(t *testing.T) {
 	h := msgAt(3, "agent", "assistant", "Found three papers on compaction.\n\n## Details\nlong text")
 	h.AgentID = "researcher"
 	h.Metadata = json.RawMessage(`{"kind":"handoff","run_id":12}`)
-	m := newTestModel(t, nil, Page{}, 80, 20)
+	m := newTestModel(t, nil, wire.Page{}, 80, 20)
 	send(t, m, MessageMsg{Message: h})
 	v := screen(m)
 	if !strings.Contains(v, "22:01 ⇄ handoff from researcher: Found three papers on compaction.") {
@@ -243,7 +244,7 @@ func TestModelHandoffMarker(t *testing.T) {
 func TestModelResize(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("word ", 40)
-	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "web", "user", long)}}, 40, 20)
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(1, "web", "user", long)}}, 40, 20)
 	narrow := len(linesWith(screen(m), "word"))
 	for _, l := range strings.Split(screen(m), "\n") {
 		if w := ansi.StringWidth(l); w > 40 {
@@ -272,7 +273,7 @@ func statusOf(m *Model) string {
 
 func TestModelConnectionStatusLine(t *testing.T) {
 	t.Parallel()
-	m := newTestModel(t, nil, Page{}, 80, 20)
+	m := newTestModel(t, nil, wire.Page{}, 80, 20)
 	if s := statusOf(m); !strings.Contains(s, "connecting…") {
 		t.Fatalf("initial status %q", s)
 	}
@@ -288,9 +289,9 @@ func TestModelConnectionStatusLine(t *testing.T) {
 	if s := statusOf(m); !strings.Contains(s, "● live") || strings.Contains(s, "offline") {
 		t.Fatalf("back live %q", s)
 	}
-	// A bad frame is reported once, counted, and nothing else changes.
+	// A bad wire.Frame is reported once, counted, and nothing else changes.
 	send(t, m, ProtocolErrorMsg{Err: errors.New("bad JSON frame: x")}, ProtocolErrorMsg{Err: errors.New("bad JSON frame: x")})
-	if s := statusOf(m); !strings.Contains(s, "protocol error, frame skipped: bad JSON frame: x (×2)") || !strings.Contains(s, "live") {
+	if s := statusOf(m); !strings.Contains(s, "protocol error, wire.Frame skipped: bad JSON frame: x (×2)") || !strings.Contains(s, "live") {
 		t.Fatalf("protocol error status %q", s)
 	}
 }
@@ -299,7 +300,7 @@ func TestModelPostsWithSourceTUIAndRetriesWithTheSameKey(t *testing.T) {
 	t.Parallel()
 	refused := &ReachError{URL: "http://test", Reason: "connection refused", Err: syscall.ECONNREFUSED}
 	b := &fakeBackend{fail: []error{refused, &APIError{Status: 503, Message: "database unavailable"}}, nextID: 10}
-	m := newTestModel(t, b, Page{}, 120, 20)
+	m := newTestModel(t, b, wire.Page{}, 120, 20)
 	send(t, m, ConnMsg{State: Offline, Err: errors.New("connection refused")})
 	typeText(t, m, "typed while offline")
 	v := screen(m)
@@ -324,7 +325,7 @@ func TestModelPostsWithSourceTUIAndRetriesWithTheSameKey(t *testing.T) {
 		t.Fatalf("after success: %q\n%s", got, v)
 	}
 	// The same message arriving on the websocket is not shown twice.
-	send(t, m, MessageMsg{Message: Message{ID: 11, Role: "user", Source: "tui", Content: "typed while offline", CreatedAt: testNow}})
+	send(t, m, MessageMsg{Message: wire.Message{ID: 11, Role: "user", Source: "tui", Content: "typed while offline", CreatedAt: testNow}})
 	if n := strings.Count(screen(m), "typed while offline"); n != 1 {
 		t.Fatalf("shown %d times", n)
 	}
@@ -341,7 +342,7 @@ func TestModelPostsWithSourceTUIAndRetriesWithTheSameKey(t *testing.T) {
 func TestModelRejectedPostGoesBackToTheComposer(t *testing.T) {
 	t.Parallel()
 	b := &fakeBackend{fail: []error{&APIError{Status: 413, Message: "message is over 32768 bytes"}}}
-	m := newTestModel(t, b, Page{}, 80, 20)
+	m := newTestModel(t, b, wire.Page{}, 80, 20)
 	typeText(t, m, "too big")
 	if m.Draft() != "too big" || len(m.Unsent()) != 0 {
 		t.Fatalf("draft %q, unsent %v", m.Draft(), m.Unsent())
@@ -354,7 +355,7 @@ func TestModelRejectedPostGoesBackToTheComposer(t *testing.T) {
 func TestModelLocalCommands(t *testing.T) {
 	t.Parallel()
 	b := &fakeBackend{}
-	m := newTestModel(t, b, Page{}, 90, 40)
+	m := newTestModel(t, b, wire.Page{}, 90, 40)
 	typeText(t, m, "/help")
 	v := screen(m)
 	for _, c := range []string{"/new", "/stop", "/status", "/context", "/compact [focus]", "/subagents", "/quit"} {
@@ -382,15 +383,15 @@ func TestModelLocalCommands(t *testing.T) {
 
 func TestModelScrollbackLoadsOlderPages(t *testing.T) {
 	t.Parallel()
-	var newest, older []Message
+	var newest, older []wire.Message
 	for i := int64(51); i <= 100; i++ {
 		newest = append(newest, msgAt(i, "web", "user", fmt.Sprintf("m%03d", i)))
 	}
 	for i := int64(30); i <= 50; i++ {
 		older = append(older, msgAt(i, "telegram", "user", fmt.Sprintf("m%03d", i)))
 	}
-	b := &fakeBackend{older: map[int64]Page{51: {Messages: older, HasOlder: false}}}
-	m := newTestModel(t, b, Page{Messages: newest, HasOlder: true}, 80, 20)
+	b := &fakeBackend{older: map[int64]wire.Page{51: {Messages: older, HasOlder: false}}}
+	m := newTestModel(t, b, wire.Page{Messages: newest, HasOlder: true}, 80, 20)
 	if v := screen(m); !strings.Contains(v, "m100") || strings.Contains(v, "m051") {
 		t.Fatalf("not following the newest:\n%s", v)
 	}
@@ -428,7 +429,7 @@ func TestModelScrollbackLoadsOlderPages(t *testing.T) {
 
 func TestSanitizeStripsTerminalEscapes(t *testing.T) {
 	t.Parallel()
-	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "telegram", "user", "evil\x1b]0;pwned\x07\x1b[2Jtext\ttab")}}, 80, 10)
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(1, "telegram", "user", "evil\x1b]0;pwned\x07\x1b[2Jtext\ttab")}}, 80, 10)
 	v := m.View()
 	if strings.Contains(v, "\x1b]0") || strings.Contains(v, "\x1b[2J") || !strings.Contains(ansi.Strip(v), "evil]0;pwned[2Jtext tab") {
 		t.Fatalf("escape sequences reached the terminal: %q", v)
@@ -442,7 +443,7 @@ func FuzzRenderMessage(f *testing.F) {
 		if width < 0 || width > 500 {
 			return
 		}
-		m := Message{ID: 1, Role: "user", Source: "web", Content: content, Metadata: json.RawMessage(meta), CreatedAt: testNow}
+		m := wire.Message{ID: 1, Role: "user", Source: "web", Content: content, Metadata: json.RawMessage(meta), CreatedAt: testNow}
 		out := renderMessage(m, width, testNow, testLoc)
 		if strings.ContainsRune(ansi.Strip(out), '\x1b') {
 			t.Fatalf("escape in output: %q", out)
@@ -459,10 +460,10 @@ func FuzzRenderMessage(f *testing.F) {
 // answer: the pending line must give way at once, not show the text twice.
 func TestModelStoredCopyOvertakesThePostAnswer(t *testing.T) {
 	t.Parallel()
-	m := newTestModel(t, &fakeBackend{nextID: 10}, Page{}, 120, 20)
+	m := newTestModel(t, &fakeBackend{nextID: 10}, wire.Page{}, 120, 20)
 	m.posting = true
 	m.outbox = []pendingPost{{content: "racing post", key: "k1"}}
-	send(t, m, MessageMsg{Message: Message{ID: 11, Role: "user", Source: "tui", Content: "racing post", CreatedAt: testNow}})
+	send(t, m, MessageMsg{Message: wire.Message{ID: 11, Role: "user", Source: "tui", Content: "racing post", CreatedAt: testNow}})
 	if n := strings.Count(screen(m), "racing post"); n != 1 {
 		t.Fatalf("shown %d times while the POST answer is on its way:\n%s", n, screen(m))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 // Styles of the timeline and status line. Colours degrade to plain text on
@@ -98,10 +99,10 @@ func entry(header, text string, width int) string {
 }
 
 // renderMessage renders a stored message; handoffs are one compact line.
-func renderMessage(m Message, width int, now time.Time, loc *time.Location) string {
+func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location) string {
 	ts := timeStyle.Render(clock(m.CreatedAt, now, loc))
 	content := sanitize(m.Content)
-	md := m.meta()
+	md := meta(m)
 	if md.Kind == "handoff" {
 		agent := m.AgentID
 		if agent == "" {

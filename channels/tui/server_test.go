@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -49,7 +50,7 @@ func (s *server) crash() { s.in.Crash() }
 
 func (s *server) post(t *testing.T, source, content string) services.Message {
 	t.Helper()
-	m, _, err := s.Chat.Post(context.Background(), chat.PostParams{TimelineScope: services.DefaultTimeline, Source: source, Content: content})
+	m, _, err := s.Chat.Post(context.Background(), services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.Source(source), Content: content})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestFeedAndModelRenderStreamingFromFakeServer(t *testing.T) {
 	hs := httptest.NewServer(fake)
 	defer hs.Close()
 
-	m := newTestModel(t, nil, Page{Messages: []Message{msgAt(1, "tui", "user", "first")}}, 100, 30)
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(1, "tui", "user", "first")}}, 100, 30)
 	col := newCollector()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -305,7 +306,7 @@ func TestFeedAndModelRenderStreamingFromFakeServer(t *testing.T) {
 	isDelta := func(text string) func(any) bool {
 		return func(x any) bool {
 			e, ok := x.(EventMsg)
-			return ok && e.Event.Type == EventDelta && strings.Contains(string(e.Event.Data), text)
+			return ok && e.Event.Type == wire.EventDelta && strings.Contains(string(e.Event.Data), text)
 		}
 	}
 	apply(col.until(t, "second delta", isDelta("lo th")))
@@ -313,8 +314,8 @@ func TestFeedAndModelRenderStreamingFromFakeServer(t *testing.T) {
 	if !strings.Contains(v, "[web] user: hi") || !strings.Contains(v, "[agent] assistant: Hello th▍") || !strings.Contains(v, "agent is working…") {
 		t.Fatalf("streaming:\n%s", v)
 	}
-	if s := statusOf(m); !strings.Contains(s, "protocol error, frame skipped: bad JSON frame") || !strings.Contains(s, "live") {
-		t.Fatalf("bad frame not reported once in the status line: %q", s)
+	if s := statusOf(m); !strings.Contains(s, "protocol error, wire.Frame skipped: bad JSON frame") || !strings.Contains(s, "live") {
+		t.Fatalf("bad wire.Frame not reported once in the status line: %q", s)
 	}
 	// The fake server hangs up; the feed reconnects after the newest id.
 	apply(col.until(t, "offline", isConn(Offline)))
@@ -345,7 +346,7 @@ func TestFeedStreamsRealServerEvents(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.Schema(t)
 	srv := startServer(t, pool, "127.0.0.1:0")
-	m := newTestModel(t, nil, Page{}, 100, 30)
+	m := newTestModel(t, nil, wire.Page{}, 100, 30)
 	col := newCollector()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -355,13 +356,13 @@ func TestFeedStreamsRealServerEvents(t *testing.T) {
 	}
 	srv.Hub.Notify(services.Event{Type: services.EventRun, TimelineScope: "global", RunID: 4, Data: json.RawMessage(`{"status":"running"}`)})
 	srv.Hub.Notify(services.Event{Type: services.EventDelta, TimelineScope: "global", RunID: 4, Data: json.RawMessage(`{"text":"stream"}`)})
-	for _, msg := range col.until(t, "delta", func(x any) bool { e, ok := x.(EventMsg); return ok && e.Event.Type == EventDelta }) {
+	for _, msg := range col.until(t, "delta", func(x any) bool { e, ok := x.(EventMsg); return ok && e.Event.Type == wire.EventDelta }) {
 		send(t, m, msg)
 	}
 	if v := screen(m); !strings.Contains(v, "[agent] assistant: stream▍") || !strings.Contains(v, "agent is working…") {
 		t.Fatalf("real-server stream:\n%s", v)
 	}
-	_, _, err := srv.Chat.Post(ctx, chat.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant",
+	_, _, err := srv.Chat.Post(ctx, services.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant",
 		Content: "streamed answer", Metadata: json.RawMessage(`{"run_id":4}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,21 @@
 package tui
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/switchboard/switchboard/web/wire"
+)
 
 // timeline is the messages the TUI holds: in id order, each id once, however
 // they arrive (initial page, older pages, live frames, replayed backlog after
 // a reconnect, the answer to our own POST).
 type timeline struct {
-	msgs []Message
+	msgs []wire.Message
 	seen map[int64]struct{}
 }
 
 // add inserts m in id order; false when its id is already there.
-func (t *timeline) add(m Message) bool {
+func (t *timeline) add(m wire.Message) bool {
 	if t.seen == nil {
 		t.seen = make(map[int64]struct{})
 	}
@@ -25,7 +29,7 @@ func (t *timeline) add(m Message) bool {
 		return true
 	}
 	i := sort.Search(n, func(i int) bool { return t.msgs[i].ID > m.ID })
-	t.msgs = append(t.msgs, Message{})
+	t.msgs = append(t.msgs, wire.Message{})
 	copy(t.msgs[i+1:], t.msgs[i:])
 	t.msgs[i] = m
 	return true

@@ -29,8 +29,8 @@ import (
 	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/browsertest"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
 const (
@@ -58,7 +58,7 @@ func (a *answering) StartTurn(_ context.Context, _ services.Store, msg services.
 		text = a.answer(msg)
 	}
 	return func(ctx context.Context) {
-		_, _, _ = a.chat.Post(ctx, chat.PostParams{
+		_, _, _ = a.chat.Post(ctx, services.PostParams{
 			TimelineScope: msg.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
 			Content: text, ReplyTo: msg.ID,
 		})
@@ -143,7 +143,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // wsMessages follows the owner's timeline over the websocket.
-func wsMessages(t *testing.T, base string) <-chan web.MessageJSON {
+func wsMessages(t *testing.T, base string) <-chan wire.Message {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -153,7 +153,7 @@ func wsMessages(t *testing.T, base string) <-chan web.MessageJSON {
 		t.Fatal(err)
 	}
 	conn.SetReadLimit(1 << 20)
-	out := make(chan web.MessageJSON, 100)
+	out := make(chan wire.Message, 100)
 	ready := make(chan struct{})
 	go func() {
 		defer conn.CloseNow()
@@ -162,7 +162,7 @@ func wsMessages(t *testing.T, base string) <-chan web.MessageJSON {
 			if err != nil {
 				return
 			}
-			var f web.WSFrame
+			var f wire.Frame
 			_ = json.Unmarshal(b, &f)
 			switch {
 			case f.Type == "ready":

@@ -50,7 +50,7 @@ type Options struct {
 	// PollInterval is River's fallback poll (LISTEN/NOTIFY wakes it sooner).
 	PollInterval time.Duration
 	// Outbound delivers the payloads of each channel (e.g. "telegram").
-	Outbound map[string]services.OutboundHandler
+	Outbound map[services.Source]services.OutboundHandler
 }
 
 // Queue is the River client with Switchboard's workers.
@@ -61,7 +61,7 @@ type Queue struct {
 	exec     services.RunExecutor
 	log      *slog.Logger
 	opts     Options
-	handlers map[string]services.OutboundHandler
+	handlers map[services.Source]services.OutboundHandler
 }
 
 // Enqueuer inserts jobs, in the caller's transaction when it has one. It
@@ -175,7 +175,7 @@ func (e *Enqueuer) EnqueueOutbound(ctx context.Context, o services.Outbound) err
 	if o.Channel == "" || o.Key == "" {
 		return services.Errorf(services.EINVALID, "outbound delivery needs a channel and a key")
 	}
-	args := OutboundArgs{Channel: o.Channel, Key: o.Key, Payload: o.Payload}
+	args := OutboundArgs{Channel: string(o.Channel), Key: o.Key, Payload: o.Payload}
 	opts := &river.InsertOpts{Queue: queueOutbound, MaxAttempts: 20, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 	var err error
 	if tx := services.TxFrom(ctx); tx != nil {
@@ -210,7 +210,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 250 * time.Millisecond
 	}
-	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[string]services.OutboundHandler{}}
+	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}}
 	for ch, h := range opts.Outbound {
 		q.handlers[ch] = h
 	}
@@ -466,7 +466,7 @@ type outboundWorker struct {
 }
 
 func (w *outboundWorker) Work(ctx context.Context, job *river.Job[OutboundArgs]) error {
-	h := w.q.handlers[job.Args.Channel]
+	h := w.q.handlers[services.Source(job.Args.Channel)]
 	if h == nil {
 		return river.JobSnooze(5 * time.Second) // channel not started on this instance yet
 	}

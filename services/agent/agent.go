@@ -101,7 +101,7 @@ func New(opts Options) *Service {
 // commit with the message; after commit the run is announced. Other
 // commands are answered at once after commit.
 func (s *Service) StartTurn(ctx context.Context, tx services.Store, msg services.Message) (func(context.Context), error) {
-	if name, args, ok := chat.ParseCommand(msg.Content); ok && name != "compact" {
+	if name, args, ok := services.ParseCommand(msg.Content); ok && name != "compact" {
 		return func(ctx context.Context) {
 			if err := s.command(ctx, msg, name, args); err != nil {
 				s.log.Error("answer command", "message_id", msg.ID, "command", name, "err", err)
@@ -146,7 +146,7 @@ func (s *Service) CancelRun(runID int64) bool {
 	return false
 }
 
-func (s *Service) publishRun(ctx context.Context, run services.Run, status string) {
+func (s *Service) publishRun(ctx context.Context, run services.Run, status services.RunStatus) {
 	if s.opts.Publisher == nil {
 		return
 	}

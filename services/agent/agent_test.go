@@ -53,7 +53,7 @@ func setupBench(b *testing.B, flags agent.Flags) *bundle {
 }
 
 func (b *bundle) sayB(tb testing.TB, text string) {
-	if _, _, err := b.chat.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: text}); err != nil {
+	if _, _, err := b.chat.Post(context.Background(), services.PostParams{TimelineScope: "global", Source: "web", Content: text}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -149,7 +149,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 
 func (b *bundle) say(t *testing.T, text string) services.Message {
 	t.Helper()
-	m, _, err := b.chat.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: text})
+	m, _, err := b.chat.Post(context.Background(), services.PostParams{TimelineScope: "global", Source: "web", Content: text})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
 		if time.Now().After(deadline) {
 			var got []string
 			for _, m := range page.Messages {
-				got = append(got, m.Role+"/"+m.Source+": "+m.Content)
+				got = append(got, string(m.Role)+"/"+string(m.Source)+": "+m.Content)
 			}
 			t.Fatalf("timeline has %d visible messages, want %d:\n%s", len(page.Messages), n, strings.Join(got, "\n"))
 		}
@@ -201,7 +201,7 @@ func stepKinds(t *testing.T, s *repository.Store, run int64) string {
 	}
 	var k []string
 	for _, st := range steps {
-		k = append(k, st.Kind)
+		k = append(k, string(st.Kind))
 	}
 	return strings.Join(k, ",")
 }
@@ -267,7 +267,7 @@ func TestMultiStepToolUse(t *testing.T) {
 			if m.ContextScope != "main" {
 				t.Fatalf("step stored outside main: %+v", m)
 			}
-			hidden = append(hidden, m.Role)
+			hidden = append(hidden, string(m.Role))
 		}
 	}
 	if strings.Join(hidden, ",") != "assistant,tool,assistant,tool" {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
@@ -37,10 +36,10 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	if err != nil {
 		reply = "That command failed: " + services.ErrorMessage(err)
 	}
-	_, _, perr := s.opts.Chat.Post(ctx, chat.PostParams{
+	_, _, perr := s.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: msg.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: reply, DedupeKey: fmt.Sprintf("cmd:%d", msg.ID), ReplyTo: msg.ID,
-		Metadata: mustJSON(map[string]any{"command": name, "reply_to": msg.ID}),
+		Metadata: services.MessageMeta{Command: name, ReplyTo: msg.ID}.Encode(),
 	})
 	return perr
 }
@@ -68,7 +67,7 @@ func (s *Service) cmdNew(ctx context.Context, msg services.Message) (string, err
 // cancel its running one.
 func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, error) {
 	stopped := 0
-	for _, status := range []string{services.RunQueued, services.RunRunning} {
+	for _, status := range []services.RunStatus{services.RunQueued, services.RunRunning} {
 		runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Status: status, Limit: 100})
 		if err != nil {
 			return "", err

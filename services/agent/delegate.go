@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -79,15 +78,15 @@ type PayloadBudget struct {
 // Handoff is the structured result a child returns to its parent's scope.
 // Its status comes from the runtime, not from the model's text.
 type Handoff struct {
-	Version    int      `json:"version"`
-	Kind       string   `json:"kind"`
-	RunID      int64    `json:"run_id,omitempty"`
-	AgentID    string   `json:"agent_id"`
-	Mode       string   `json:"mode"` // "subagent" or "inline"
-	Status     string   `json:"status"`
-	Summary    string   `json:"summary"`
-	Result     string   `json:"result,omitempty"`
-	References []string `json:"references,omitempty"`
+	Version    int                `json:"version"`
+	Kind       string             `json:"kind"`
+	RunID      int64              `json:"run_id,omitempty"`
+	AgentID    string             `json:"agent_id"`
+	Mode       string             `json:"mode"` // "subagent" or "inline"
+	Status     services.RunStatus `json:"status"`
+	Summary    string             `json:"summary"`
+	Result     string             `json:"result,omitempty"`
+	References []string           `json:"references,omitempty"`
 	Usage      struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
@@ -274,12 +273,11 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 // marker) in one transaction: exactly once, also across a crash.
 func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run, h Handoff, u usage, call tools.Call) error {
 	body := mustJSON(h)
-	marker := chat.PostParams{
+	marker := services.PostParams{
 		TimelineScope: parent.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant, AgentID: h.AgentID,
 		Content:   fmt.Sprintf("%s finished (%s): %s", h.AgentID, h.Status, h.Summary),
 		DedupeKey: fmt.Sprintf("handoff-marker:%d", child.ID),
-		Metadata: mustJSON(map[string]any{"kind": "handoff", "run_id": parent.ID, "child_run_id": child.ID,
-			"agent_id": h.AgentID, "status": h.Status, "reply_to": parent.TriggerMessageID}),
+		Metadata:  services.MessageMeta{Kind: services.MetaHandoff, RunID: parent.ID, ChildRunID: child.ID, AgentID: h.AgentID, HandoffStatus: h.Status, ReplyTo: parent.TriggerMessageID}.Encode(),
 	}
 	var msg services.Message
 	var created bool
@@ -292,8 +290,7 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 			TimelineScope: parent.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
 			Content: string(body), Visible: false, DedupeKey: fmt.Sprintf("handoff:%d", child.ID),
 			TokenCount: s.opts.Tokenizer.Count(string(body)),
-			Metadata: mustJSON(map[string]any{"run_id": parent.ID, "reply_to": parent.TriggerMessageID, "tool_call_id": call.CallID,
-				"tool_name": "delegate", "kind": "handoff", "child_run_id": child.ID, "is_error": h.Status != services.RunOK}),
+			Metadata:   services.MessageMeta{RunID: parent.ID, ReplyTo: parent.TriggerMessageID, ToolCallID: call.CallID, ToolName: "delegate", Kind: services.MetaHandoff, ChildRunID: child.ID, IsError: h.Status != services.RunOK}.Encode(),
 		}); err != nil {
 			return err
 		}
@@ -407,7 +404,7 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 	}
 	l.rec = rec
 	if err := rec.record(ctx, services.NewMessage{Role: services.RoleUser, Content: l.req.Messages[0].Content,
-		Metadata: mustJSON(map[string]any{"run_id": child.ID, "kind": "task_payload"})}); err != nil {
+		Metadata: services.MessageMeta{RunID: child.ID, Kind: services.MetaTaskPayload}.Encode()}); err != nil {
 		return "", nil, usage{}, nil, err
 	}
 	text, u, err := s.toolLoop(ctx, l)

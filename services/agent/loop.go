@@ -27,7 +27,7 @@ type recorder interface {
 	// assistant stores the model's message that calls tools.
 	assistant(ctx context.Context, resp *llm.Response) error
 	// toolResult stores one call's result.
-	toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error
+	toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error
 	// answer stores the final answer.
 	answer(ctx context.Context, text string) error
 }
@@ -124,7 +124,7 @@ func (s *Service) stepPayload(l loopSpec, m map[string]any) json.RawMessage {
 // runCalls runs one step's tool calls: in parallel in a main run (delegated
 // tasks run side by side), in order in delegated work. Each call and its
 // result are recorded together.
-func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []llm.ToolCall) ([]llm.Message, error) {
+func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []services.ToolCall) ([]llm.Message, error) {
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
 	if l.kind == kindMain {
@@ -147,7 +147,7 @@ func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []llm.ToolCall
 }
 
 // runCall executes one call and records it.
-func (s *Service) runCall(ctx context.Context, l loopSpec, call llm.ToolCall) (llm.Message, error) {
+func (s *Service) runCall(ctx context.Context, l loopSpec, call services.ToolCall) (llm.Message, error) {
 	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(l, map[string]any{
 		"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
 		return llm.Message{}, err
@@ -179,12 +179,12 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleAssistant,
 		Source: services.SourceAgent, Content: text, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(text) + 20*len(resp.ToolCalls),
-		Metadata:   mustJSON(map[string]any{"run_id": r.run.ID, "reply_to": r.run.TriggerMessageID, "tool_calls": resp.ToolCalls}),
+		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCalls: resp.ToolCalls}.Encode(),
 	})
 	return err
 }
 
-func (r mainRecorder) toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error {
+func (r mainRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
 	if res.Stored { // the tool stored its result itself (a handoff)
 		return nil
 	}
@@ -192,8 +192,7 @@ func (r mainRecorder) toolResult(ctx context.Context, call llm.ToolCall, res too
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
-		Metadata: mustJSON(map[string]any{"run_id": r.run.ID, "reply_to": r.run.TriggerMessageID, "tool_call_id": call.ID, "tool_name": call.Name,
-			"is_error": res.IsError}),
+		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError}.Encode(),
 	})
 	return err
 }
@@ -223,12 +222,12 @@ func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error
 
 func (r *childRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 	return r.record(ctx, services.NewMessage{Role: services.RoleAssistant, Content: chat.CleanAnswer(resp.Text),
-		Metadata: mustJSON(map[string]any{"run_id": r.childID, "tool_calls": resp.ToolCalls})})
+		Metadata: services.MessageMeta{RunID: r.childID, ToolCalls: resp.ToolCalls}.Encode()})
 }
 
-func (r *childRecorder) toolResult(ctx context.Context, call llm.ToolCall, res tools.Result) error {
+func (r *childRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
 	if err := r.record(ctx, services.NewMessage{Role: services.RoleTool, Content: res.Content,
-		Metadata: mustJSON(map[string]any{"run_id": r.childID, "tool_call_id": call.ID, "tool_name": call.Name, "is_error": res.IsError})}); err != nil {
+		Metadata: services.MessageMeta{RunID: r.childID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError}.Encode()}); err != nil {
 		return err
 	}
 	if call.Name == "write_file" || call.Name == "read_file" {
@@ -245,7 +244,7 @@ func (r *childRecorder) toolResult(ctx context.Context, call llm.ToolCall, res t
 
 func (r *childRecorder) answer(ctx context.Context, text string) error {
 	if err := r.record(ctx, services.NewMessage{Role: services.RoleAssistant, Content: chat.CleanAnswer(text),
-		Metadata: mustJSON(map[string]any{"run_id": r.childID})}); err != nil {
+		Metadata: services.MessageMeta{RunID: r.childID}.Encode()}); err != nil {
 		return err
 	}
 	r.transcript = append(r.transcript, "answer: "+text)

@@ -77,7 +77,7 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 	ag := agent.New(agent.Options{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
 		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})})
 	svc := base.WithTurns(ag)
-	_, _, err = svc.Post(context.Background(), chat.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
+	_, _, err = svc.Post(context.Background(), services.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
 	if !services.IsKind(err, services.EUNAVAILABLE) {
 		t.Fatalf("post with the queue down: %v; want EUNAVAILABLE", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
@@ -47,7 +46,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(ctx, run, services.RunRunning)
-	if name, args, ok := chat.ParseCommand(trigger.Content); ok && name == "compact" {
+	if name, args, ok := services.ParseCommand(trigger.Content); ok && name == "compact" {
 		return s.executeCompact(ctx, run, trigger, args)
 	}
 	for _, o := range s.opts.Observers {
@@ -112,10 +111,10 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
 	// answered, finished one, never an answer without a closed run.
-	post := chat.PostParams{
+	post := services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
 		Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-		Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID}),
+		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID}.Encode(),
 	}
 	if runErr != nil {
 		post = noticeParams(run, trigger, notice, fin.Status)
@@ -157,18 +156,18 @@ func stepLimitNotice(e *stepLimitError) string {
 }
 
 // noticeParams is a visible notice about a run that ended without an answer.
-func noticeParams(run services.Run, trigger services.Message, text, status string) chat.PostParams {
-	return chat.PostParams{
+func noticeParams(run services.Run, trigger services.Message, text string, status services.RunStatus) services.PostParams {
+	return services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("run:%d:end", run.ID), ReplyTo: trigger.ID,
-		Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID, "run_status": status}),
+		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, RunStatus: status}.Encode(),
 	}
 }
 
 // finish stores the run's last visible message and closes the run in one
 // transaction, then announces the message. A run already closed (by /stop
 // or the reaper racing us) keeps its end and gets no second message.
-func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post chat.PostParams) (services.Run, error) {
+func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams) (services.Run, error) {
 	var msg services.Message
 	var created bool
 	var done services.Run
@@ -201,7 +200,7 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 // one (the run was stopped, timed out or its worker died mid-call), saying
 // what happened, so that no prompt ever carries an unanswered call. It runs
 // in the transaction that closes the run.
-func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run services.Run, status string) error {
+func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run services.Run, status services.RunStatus) error {
 	if run.ParentRunID != 0 {
 		return nil // a child's scope is never prompted again
 	}
@@ -210,16 +209,11 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 	if err != nil {
 		return err
 	}
-	type rowMeta struct {
-		RunID      int64          `json:"run_id"`
-		ToolCalls  []llm.ToolCall `json:"tool_calls"`
-		ToolCallID string         `json:"tool_call_id"`
-	}
-	var open []llm.ToolCall
+	var open []services.ToolCall
 	answered := map[string]bool{}
 	for _, m := range rows {
-		var meta rowMeta
-		if json.Unmarshal(m.Metadata, &meta) != nil || meta.RunID != run.ID {
+		meta, err := services.DecodeMeta(m.Metadata)
+		if err != nil || meta.RunID != run.ID {
 			continue
 		}
 		open = append(open, meta.ToolCalls...)
@@ -236,8 +230,7 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 			TimelineScope: run.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
 			Content: text, Visible: false, DedupeKey: fmt.Sprintf("run:%d:open-call:%s", run.ID, c.ID),
 			TokenCount: s.opts.Tokenizer.Count(text),
-			Metadata: mustJSON(map[string]any{"run_id": run.ID, "reply_to": run.TriggerMessageID, "tool_call_id": c.ID,
-				"tool_name": c.Name, "is_error": true, "closed_by": status}),
+			Metadata:   services.MessageMeta{RunID: run.ID, ReplyTo: run.TriggerMessageID, ToolCallID: c.ID, ToolName: c.Name, IsError: true, ClosedBy: status}.Encode(),
 		}); err != nil {
 			return err
 		}
@@ -247,7 +240,7 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 
 // openCallResult is the stored result of a tool call cut off by the end of
 // its run.
-func openCallResult(status string) string {
+func openCallResult(status services.RunStatus) string {
 	why := "the run ended before it finished"
 	switch status {
 	case services.RunInterrupted:
@@ -257,7 +250,7 @@ func openCallResult(status string) string {
 	case services.RunTimeout:
 		why = "the run reached its time limit before it finished"
 	}
-	return string(mustJSON(map[string]string{"status": status, "error": "This call has no result: " + why + "."}))
+	return string(mustJSON(map[string]string{"status": string(status), "error": "This call has no result: " + why + "."}))
 }
 
 // InterruptRun closes a run whose worker died and tells the user.
@@ -297,7 +290,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", obs, usage{}, err
 	}
-	if _, err := s.opts.Store.AppendStep(ctx, run.ID, "prompt", mustJSON(obs)); err != nil {
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepPrompt, mustJSON(obs)); err != nil {
 		return "", obs, usage{}, err
 	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
@@ -363,11 +356,11 @@ func (s *Service) autoCompact(ctx context.Context, run services.Run, trigger ser
 		return
 	}
 	s.log.Warn("compaction failed", "run_id", run.ID, "err", err)
-	_, _, perr := s.opts.Chat.Post(ctx, chat.PostParams{
+	_, _, perr := s.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content:   "I could not archive older messages into a summary (" + services.ErrorMessage(err) + "). Nothing was lost; replies use the recent turns only until the next try.",
 		DedupeKey: fmt.Sprintf("run:%d:compact", run.ID),
-		Metadata:  mustJSON(map[string]any{"run_id": run.ID, "reply_to": trigger.ID, "notice": "compaction_failed"}),
+		Metadata:  services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Notice: "compaction_failed"}.Encode(),
 	})
 	if perr != nil {
 		s.log.Error("post compaction notice", "err", perr)

@@ -4,7 +4,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strings"
 	"unicode/utf8"
@@ -41,7 +40,7 @@ type Options struct {
 	LogContent bool
 	// Routers deliver replies to external channels, by the source of the
 	// message being answered (e.g. "telegram").
-	Routers map[string]services.ReplyRouter
+	Routers map[services.Source]services.ReplyRouter
 }
 
 // Service is ChatService.
@@ -62,26 +61,9 @@ func New(opts Options) *Service {
 	return &Service{opts: opts, log: log}
 }
 
-var channelSources = map[string]bool{
+var channelSources = map[services.Source]bool{
 	services.SourceTelegram: true, services.SourceWeb: true, services.SourceTUI: true,
 	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true,
-}
-
-// PostParams is one inbound (or agent-written) visible message.
-type PostParams struct {
-	TimelineScope string
-	Source        string
-	// Role defaults to user.
-	Role    string
-	Content string
-	// DedupeKey makes a retried delivery return the stored row (created=false).
-	DedupeKey string
-	Metadata  json.RawMessage
-	// AgentID marks a message written by an agent.
-	AgentID string
-	// ReplyTo is the id of the message this one answers; its channel's
-	// ReplyRouter (if any) delivers this message there.
-	ReplyTo int64
 }
 
 // Post validates and stores a visible message in its timeline, publishes it
@@ -90,7 +72,7 @@ type PostParams struct {
 // neither publishes nor starts a turn again.
 // Errors: EINVALID (empty or non-UTF-8 text, unknown source, no timeline),
 // ETOOLARGE (text over the limit), EUNAVAILABLE (database down).
-func (s *Service) Post(ctx context.Context, p PostParams) (services.Message, bool, error) {
+func (s *Service) Post(ctx context.Context, p services.PostParams) (services.Message, bool, error) {
 	var msg services.Message
 	var created bool
 	var after func(context.Context)
@@ -127,7 +109,7 @@ func (s *Service) WithTurns(h TurnHandler) *Service {
 // answer and the end of its run commit together), and schedules a reply's
 // delivery to its channel in the same transaction. After commit the caller
 // calls Announce.
-func (s *Service) PostTx(ctx context.Context, tx services.Store, p PostParams) (services.Message, bool, error) {
+func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.PostParams) (services.Message, bool, error) {
 	if p.Role == "" {
 		p.Role = services.RoleUser
 	}
@@ -138,8 +120,8 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p PostParams) (
 		return services.Message{}, false, err
 	}
 	if p.Role == services.RoleUser && len(p.Metadata) == 0 {
-		if name, _, ok := ParseCommand(p.Content); ok {
-			p.Metadata, _ = json.Marshal(map[string]string{"command": name})
+		if name, _, ok := services.ParseCommand(p.Content); ok {
+			p.Metadata = services.MessageMeta{Command: name}.Encode()
 		}
 	}
 	nm := services.NewMessage{
@@ -230,7 +212,7 @@ func (s *Service) publish(ctx context.Context, e services.Event) {
 	}
 }
 
-func (s *Service) validate(p PostParams) error {
+func (s *Service) validate(p services.PostParams) error {
 	if p.TimelineScope == "" {
 		return services.Errorf(services.EINVALID, "message has no timeline")
 	}

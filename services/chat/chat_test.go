@@ -50,7 +50,7 @@ func TestPostStoresPublishesAndHandsTurnOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, rec, _ := setup(t, true)
-	p := chat.PostParams{TimelineScope: "global", Source: "telegram", Content: "hello there", DedupeKey: "tg:update:5"}
+	p := services.PostParams{TimelineScope: "global", Source: "telegram", Content: "hello there", DedupeKey: "tg:update:5"}
 	m, created, err := svc.Post(ctx, p)
 	if err != nil || !created {
 		t.Fatal(created, err)
@@ -69,7 +69,7 @@ func TestPostStoresPublishesAndHandsTurnOnce(t *testing.T) {
 		t.Fatalf("turns: %v (a duplicate must not start a second run)", rec.turns)
 	}
 	// Assistant messages publish but start no turn.
-	if _, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "hi"}); err != nil {
+	if _, _, err := svc.Post(ctx, services.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.turns) != 1 || len(rec.events) != 2 {
@@ -82,14 +82,14 @@ func TestPostValidation(t *testing.T) {
 	ctx := context.Background()
 	svc, rec, _ := setup(t, false)
 	for _, tc := range []struct {
-		p    chat.PostParams
+		p    services.PostParams
 		kind string
 	}{
-		{chat.PostParams{Source: "web", Content: "x"}, services.EINVALID},
-		{chat.PostParams{TimelineScope: "global", Source: "fax", Content: "x"}, services.EINVALID},
-		{chat.PostParams{TimelineScope: "global", Source: "web", Content: " \n\t"}, services.EINVALID},
-		{chat.PostParams{TimelineScope: "global", Source: "web", Content: "\xff\xfe"}, services.EINVALID},
-		{chat.PostParams{TimelineScope: "global", Source: "web", Content: string(make([]byte, chat.DefaultMaxContentBytes+1))}, services.ETOOLARGE},
+		{services.PostParams{Source: "web", Content: "x"}, services.EINVALID},
+		{services.PostParams{TimelineScope: "global", Source: "fax", Content: "x"}, services.EINVALID},
+		{services.PostParams{TimelineScope: "global", Source: "web", Content: " \n\t"}, services.EINVALID},
+		{services.PostParams{TimelineScope: "global", Source: "web", Content: "\xff\xfe"}, services.EINVALID},
+		{services.PostParams{TimelineScope: "global", Source: "web", Content: string(make([]byte, chat.DefaultMaxContentBytes+1))}, services.ETOOLARGE},
 	} {
 		if _, _, err := svc.Post(ctx, tc.p); !services.IsKind(err, tc.kind) {
 			t.Errorf("%+.30v: want %s, got %v", tc.p, tc.kind, err)
@@ -105,7 +105,7 @@ func TestTimelinesNeverSeeEachOther(t *testing.T) {
 	ctx := context.Background()
 	svc, _, _ := setup(t, false)
 	for _, tl := range []string{"global", "tg:1", "global", "tg:2"} {
-		if _, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: tl, Source: "telegram", Content: "to " + tl}); err != nil {
+		if _, _, err := svc.Post(ctx, services.PostParams{TimelineScope: tl, Source: "telegram", Content: "to " + tl}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,12 +146,12 @@ func TestReplyAndItsDeliveryCommitTogether(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.Store(t)
 	router := &txRouter{fail: services.Errorf(services.EUNAVAILABLE, "queue down")}
-	svc := chat.New(chat.Options{Store: store, Routers: map[string]services.ReplyRouter{"telegram": router}})
-	q, _, err := svc.Post(ctx, chat.PostParams{TimelineScope: "global", Source: "telegram", Content: "question"})
+	svc := chat.New(chat.Options{Store: store, Routers: map[services.Source]services.ReplyRouter{"telegram": router}})
+	q, _, err := svc.Post(ctx, services.PostParams{TimelineScope: "global", Source: "telegram", Content: "question"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := chat.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "answer", ReplyTo: q.ID, DedupeKey: "run:1:answer"}
+	reply := services.PostParams{TimelineScope: "global", Source: "agent", Role: "assistant", Content: "answer", ReplyTo: q.ID, DedupeKey: "run:1:answer"}
 	if _, _, err := svc.Post(ctx, reply); !services.IsKind(err, services.EUNAVAILABLE) {
 		t.Fatalf("reply whose delivery cannot be scheduled: %v; want EUNAVAILABLE", err)
 	}

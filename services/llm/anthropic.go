@@ -260,7 +260,7 @@ func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.B
 			if !ok {
 				return nil, malformedToolCall(ProviderAnthropic, p.model, block.Name, raw)
 			}
-			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: block.ID, Name: block.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, services.ToolCall{ID: block.ID, Name: block.Name, Arguments: args})
 		}
 	}
 	resp.Text = text.String()

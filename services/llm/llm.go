@@ -13,6 +13,8 @@ package llm
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/switchboard/switchboard/services"
 )
 
 // Provider names, as accepted by LLM_PROVIDER and returned by Provider.Name.
@@ -83,7 +85,7 @@ type Message struct {
 	// tool for a tool message.
 	Content string
 	// ToolCalls are the calls an assistant message made.
-	ToolCalls []ToolCall
+	ToolCalls []services.ToolCall
 	// ToolCallID names the call a tool message answers.
 	ToolCallID string
 	// IsError marks a tool message whose tool failed.
@@ -99,16 +101,6 @@ type ToolDef struct {
 	JSONSchema json.RawMessage
 }
 
-// ToolCall is one call of a tool by the model.
-type ToolCall struct {
-	// ID is the provider's call id, echoed back in the tool message.
-	ID   string
-	Name string
-	// Arguments is a JSON object; providers reject malformed arguments with
-	// CodeMalformedToolCall, so callers may unmarshal it directly.
-	Arguments json.RawMessage
-}
-
 // Stop reasons, normalised across providers.
 const (
 	StopEnd       = "end"        // the model finished its answer
@@ -121,7 +113,7 @@ const (
 type Response struct {
 	// Text is the reply's text; with streaming, the join of every delta.
 	Text      string
-	ToolCalls []ToolCall
+	ToolCalls []services.ToolCall
 	// StopReason is one of StopEnd, StopToolCalls, StopMaxTokens, StopOther.
 	StopReason string
 	Usage      Usage

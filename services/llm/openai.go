@@ -228,7 +228,7 @@ func (p *OpenAI) response(cc *openai.ChatCompletion) (*Response, error) {
 			// Some compatible servers omit ids; the tool message needs one.
 			id = fmt.Sprintf("call_%d", i)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+		resp.ToolCalls = append(resp.ToolCalls, services.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
 	}
 	switch choice.FinishReason {
 	case "stop":

@@ -182,7 +182,7 @@ func (m *Metrics) RunFinished(ctx context.Context, run services.Run, trigger ser
 	if run.FinishedAt == nil {
 		return
 	}
-	status := label(run.Status)
+	status := label(string(run.Status))
 	m.runsFinished.WithLabelValues(status).Inc()
 	if d := run.FinishedAt.Sub(run.StartedAt); d >= 0 {
 		m.runDuration.WithLabelValues(status).Observe(d.Seconds())

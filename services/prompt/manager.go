@@ -2,13 +2,13 @@ package prompt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/services/markdown"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/switchboard/switchboard/services/markdown"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm"
@@ -411,12 +411,10 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 		case services.RoleUser:
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
 		case services.RoleAssistant:
-			var meta stepMeta
-			_ = json.Unmarshal(m.Metadata, &meta)
+			meta, _ := services.DecodeMeta(m.Metadata)
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
 		case services.RoleTool:
-			var meta stepMeta
-			_ = json.Unmarshal(m.Metadata, &meta)
+			meta, _ := services.DecodeMeta(m.Metadata)
 			content := m.Content
 			if !current {
 				content = Compress(meta.ToolName, content, rule(meta.ToolName))
@@ -458,27 +456,16 @@ func RepairToolCalls(msgs []llm.Message) []llm.Message {
 	return out
 }
 
-// stepMeta is the metadata the runner stores on hidden step messages.
-type stepMeta struct {
-	Command    string         `json:"command"`
-	Kind       string         `json:"kind"`
-	ToolCalls  []llm.ToolCall `json:"tool_calls"`
-	ToolCallID string         `json:"tool_call_id"`
-	ToolName   string         `json:"tool_name"`
-	IsError    bool           `json:"is_error"`
-}
-
 // promptable reports whether a stored row belongs in prompts: chat commands
 // and the service's own notices do not.
 func promptable(m services.Message) bool {
 	if m.Source == services.SourceSystem {
 		return false
 	}
-	var meta stepMeta
-	_ = json.Unmarshal(m.Metadata, &meta)
+	meta, _ := services.DecodeMeta(m.Metadata)
 	// The visible marker of a handoff is for people; the main agent reads
 	// the handoff itself (the delegate call's hidden result).
-	if meta.Kind == "handoff" && m.Visible {
+	if meta.Kind == services.MetaHandoff && m.Visible {
 		return false
 	}
 	return meta.Command == ""
@@ -569,9 +556,6 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 
 // replyTo is the user message a stored row answers (0 when not recorded).
 func replyTo(m services.Message) int64 {
-	var meta struct {
-		ReplyTo int64 `json:"reply_to"`
-	}
-	_ = json.Unmarshal(m.Metadata, &meta)
+	meta, _ := services.DecodeMeta(m.Metadata)
 	return meta.ReplyTo
 }

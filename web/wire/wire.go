@@ -15,7 +15,8 @@
 //	{"type":"message","message":{…}}      a timeline message, in id order, each once
 //	{"type":"ready","last_id":N}           the backlog after ?after= has been sent
 //	{"type":"event","event":{…}}           a transient event (run status, streamed text)
-//	{"type":"error","error":"…"}           a rejected post (retry_after: seconds, when rate limited)
+//	{"type":"error","error":"…","code":"…","client_key":"…"}   a rejected post
+//	                                       (retry_after: seconds, when rate limited)
 //
 // Connect with ?after=<last seen id> to receive every message after it
 // before live ones; without it only live messages follow. When the server
@@ -90,9 +91,10 @@ type Frame struct {
 	Event   *Event   `json:"event,omitempty"`
 	LastID  int64    `json:"last_id,omitempty"`
 	Error   string   `json:"error,omitempty"`
-	// RetryAfter, on an error frame, is how many seconds to wait before
-	// posting again (the rate limit was reached).
-	RetryAfter int `json:"retry_after,omitempty"`
+	// Code is an error frame's machine-readable kind (RATE_LIMITED, …);
+	// RetryAfter the seconds to wait before posting again.
+	Code       string `json:"code,omitempty"`
+	RetryAfter int    `json:"retry_after,omitempty"`
 	// Post frames.
 	Content   string `json:"content,omitempty"`
 	ClientKey string `json:"client_key,omitempty"`

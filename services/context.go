@@ -1,0 +1,101 @@
+package services
+
+import (
+	"context"
+	"time"
+)
+
+// ContextQuery selects the messages of one (timeline, context scope) after a
+// summary cursor, ascending by id.
+type ContextQuery struct {
+	TimelineScope string
+	ContextScope  string
+	AfterID       int64
+	Limit         int
+	// BeforeID, when set, selects the newest Limit rows with id < BeforeID
+	// (still returned ascending): how prompts read history backwards.
+	BeforeID int64
+	// ByTimelineOnly ignores ContextScope and reads visible rows of the
+	// timeline: the legacy read path (AGENT_CONTEXT_SCOPED_READ=0).
+	ByTimelineOnly bool
+}
+
+// Summary is the summary cursor row of one (timeline, scope): the id of the
+// last message covered by archived summaries and the latest summary text.
+type Summary struct {
+	TimelineScope  string
+	Scope          string
+	UntilMessageID int64
+	SummaryText    string
+	UpdatedAt      time.Time
+}
+
+// Segment kinds.
+const (
+	SegmentSummary = "summary"
+	SegmentReset   = "reset"
+)
+
+// Segment is one archived summary of a (timeline, scope), or a reset marker
+// (/new) after which earlier segments are no longer sent.
+type Segment struct {
+	ID             int64
+	TimelineScope  string
+	Scope          string
+	Kind           string
+	FromMessageID  int64
+	UntilMessageID int64
+	SummaryText    string
+	TokenCount     int
+	Focus          string
+	CreatedAt      time.Time
+}
+
+// Constraint is one of the owner's rules for a timeline.
+type Constraint struct {
+	ID            int64
+	TimelineScope string
+	Text          string
+	Hard          bool
+	Version       int
+	UpdatedAt     time.Time
+}
+
+// MemoryItem is one remembered preference.
+type MemoryItem struct {
+	ID            int64
+	TimelineScope string
+	Key           string
+	Value         string
+	Confidence    float64
+	Source        string
+	Version       int
+	UpdatedAt     time.Time
+}
+
+// ContextStore persists what the ContextManager compiles besides messages.
+type ContextStore interface {
+	// ListSegments returns the segments of (timeline, scope) after the last
+	// reset, oldest first.
+	ListSegments(ctx context.Context, timelineScope, scope string) ([]Segment, error)
+	// AppendSegment stores a segment and moves the (timeline, scope) cursor
+	// to its UntilMessageID in one transaction; ECONFLICT when the cursor is
+	// already past it.
+	AppendSegment(ctx context.Context, s Segment) (Segment, error)
+	// ListConstraints returns a timeline's rules, oldest first.
+	ListConstraints(ctx context.Context, timelineScope string) ([]Constraint, error)
+	// CreateConstraint stores a rule; EINVALID for empty or oversized text.
+	CreateConstraint(ctx context.Context, c Constraint) (Constraint, error)
+	// UpdateConstraint changes a rule if its version is c.Version; ECONFLICT
+	// (code CONTEXT_BUDGET_CONFLICT) when stale, ENOTFOUND when absent.
+	UpdateConstraint(ctx context.Context, c Constraint) (Constraint, error)
+	// DeleteConstraint removes a rule at the given version (same errors).
+	DeleteConstraint(ctx context.Context, timelineScope string, id int64, version int) error
+	// ListMemory returns a timeline's remembered items, highest confidence first.
+	ListMemory(ctx context.Context, timelineScope string) ([]MemoryItem, error)
+	// UpsertMemory stores an item by key. With Version > 0 the write applies
+	// only at that version (ECONFLICT, CONTEXT_BUDGET_CONFLICT, when stale).
+	UpsertMemory(ctx context.Context, m MemoryItem) (MemoryItem, error)
+	// DeleteMemory removes an item at the given version.
+	DeleteMemory(ctx context.Context, timelineScope string, id int64, version int) error
+}

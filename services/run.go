@@ -1,0 +1,158 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is where a run is: queued, running, or how it ended.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunQueued      RunStatus = "queued"
+	RunRunning     RunStatus = "running"
+	RunOK          RunStatus = "ok"
+	RunError       RunStatus = "error"
+	RunTimeout     RunStatus = "timeout"
+	RunCancelled   RunStatus = "cancelled"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// Run is one agent execution (agent_runs).
+type Run struct {
+	ID                    int64
+	TimelineScope         string
+	ContextScope          string
+	AgentID               string
+	ParentRunID           int64 // 0 for a main run
+	TriggerMessageID      int64
+	Source                Source
+	Status                RunStatus
+	Model                 string
+	StartedAt             time.Time
+	FinishedAt            *time.Time
+	HeartbeatAt           *time.Time
+	Error                 string
+	PromptTokenBudget     int
+	EstimatedPromptTokens int
+	ModelContextWindow    int
+	PromptTokens          int
+	CompletionTokens      int
+	CachedTokens          int
+}
+
+// NewRun is what CreateRun stores.
+type NewRun struct {
+	TimelineScope    string
+	ContextScope     string
+	AgentID          string
+	ParentRunID      int64
+	TriggerMessageID int64
+	Source           Source
+	Status           RunStatus
+	Model            string
+}
+
+// RunFinish closes a run: final status, error text and observed usage.
+type RunFinish struct {
+	Status                RunStatus
+	Error                 string
+	PromptTokenBudget     int
+	EstimatedPromptTokens int
+	ModelContextWindow    int
+	PromptTokens          int
+	CompletionTokens      int
+	CachedTokens          int
+}
+
+// RunQuery lists runs, newest first.
+type RunQuery struct {
+	TimelineScope string
+	ContextScope  string
+	Status        RunStatus
+	ParentRunID   int64
+	BeforeID      int64
+	Limit         int
+}
+
+// StepKind is what a recorded step holds.
+type StepKind string
+
+// Step kinds.
+const (
+	StepPrompt     StepKind = "prompt"
+	StepModelCall  StepKind = "model_call"
+	StepToolCall   StepKind = "tool_call"
+	StepToolResult StepKind = "tool_result"
+	StepHandoff    StepKind = "handoff"
+	StepError      StepKind = "error"
+)
+
+// Step is one recorded step of a run (agent_run_steps).
+type Step struct {
+	ID        int64
+	RunID     int64
+	Index     int
+	Kind      StepKind
+	Payload   json.RawMessage
+	CreatedAt time.Time
+}
+
+// RunStore persists agent runs and their steps.
+type RunStore interface {
+	// CreateRun inserts a run; EINVALID for an empty source.
+	CreateRun(ctx context.Context, r NewRun) (Run, error)
+	// GetRun returns one run; ENOTFOUND when absent.
+	GetRun(ctx context.Context, id int64) (Run, error)
+	// SetRunStatus changes a run's status (e.g. queued → running); ENOTFOUND when absent.
+	SetRunStatus(ctx context.Context, id int64, status RunStatus) error
+	// FinishRun closes an unfinished run; ENOTFOUND when absent, ECONFLICT when
+	// it was already finished.
+	FinishRun(ctx context.Context, id int64, f RunFinish) (Run, error)
+	// ListRuns lists runs newest first.
+	ListRuns(ctx context.Context, q RunQuery) ([]Run, error)
+	// AppendStep records the next step of a run with the next index.
+	AppendStep(ctx context.Context, runID int64, kind StepKind, payload json.RawMessage) (Step, error)
+	// ListSteps returns a run's steps in order.
+	ListSteps(ctx context.Context, runID int64) ([]Step, error)
+	// NextQueuedRun returns the oldest queued main run of a timeline;
+	// ENOTFOUND when none is queued.
+	NextQueuedRun(ctx context.Context, timelineScope string) (Run, error)
+	// SetRunObservation records the prompt budget, estimate and window of a
+	// run as soon as its prompt is built.
+	SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error
+	// SetRunContextScope sets a run's context scope; ENOTFOUND when absent.
+	SetRunContextScope(ctx context.Context, id int64, scope string) error
+}
+
+// RunQueue schedules durable execution of queued runs.
+type RunQueue interface {
+	// EnqueueRunTx schedules run for execution in tx, a Store given by
+	// Transact: the job commits (or rolls back) with the run row, so no
+	// queued run is ever without its job. While a job for the run is
+	// waiting or running, enqueuing it again does nothing.
+	EnqueueRunTx(ctx context.Context, tx Store, run Run) error
+}
+
+// RunExecutor executes runs for the queue's workers.
+type RunExecutor interface {
+	// ExecuteRun takes a queued run to its end (ok, error, timeout,
+	// cancelled), recording its steps and answer.
+	ExecuteRun(ctx context.Context, run Run) error
+	// InterruptRun closes a run whose worker died mid-run as interrupted and
+	// tells the user.
+	InterruptRun(ctx context.Context, run Run) error
+}
+
+// ToolCall is one tool call a model asked for. It is stored in the step
+// rows' metadata with these (untagged) field names.
+type ToolCall struct {
+	// ID is the provider's call id, echoed back in the tool message.
+	ID   string
+	Name string
+	// Arguments is a JSON object; providers reject malformed arguments, so
+	// callers may unmarshal it directly.
+	Arguments json.RawMessage
+}

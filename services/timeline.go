@@ -1,0 +1,201 @@
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Well-known scope names.
+const (
+	// DefaultTimeline is the owner's timeline, shared by every channel.
+	DefaultTimeline = "global"
+	// MainScope is the main agent's context scope.
+	MainScope = "main"
+	// GlobalSummaryScope is the legacy summary scope read when
+	// AGENT_CONTEXT_SCOPED_READ is off.
+	GlobalSummaryScope = "global"
+)
+
+// Source is the channel a message came through, or the internal writer.
+type Source string
+
+// Message sources (channels and internal writers).
+const (
+	SourceTelegram Source = "telegram"
+	SourceWeb      Source = "web"
+	SourceTUI      Source = "tui"
+	SourceAPI      Source = "api"
+	SourceSystem   Source = "system"
+	SourceAgent    Source = "agent"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+	RoleTool      Role = "tool"
+)
+
+// Message is one row of chat_messages: a user-visible timeline entry
+// (Visible) or an internal step of an agent's context scope.
+type Message struct {
+	ID            int64
+	TimelineScope string
+	ContextScope  string
+	AgentID       string
+	Role          Role
+	Source        Source
+	Content       string
+	Visible       bool
+	Metadata      json.RawMessage
+	DedupeKey     string
+	TokenCount    int
+	CreatedAt     time.Time
+}
+
+// NewMessage is what InsertMessage stores. Empty TimelineScope and
+// ContextScope take the column defaults ('global', 'main'), which is what
+// legacy callers relied on.
+type NewMessage struct {
+	TimelineScope string
+	ContextScope  string
+	AgentID       string
+	Role          Role
+	Source        Source
+	Content       string
+	Visible       bool
+	Metadata      json.RawMessage
+	// DedupeKey, when set, makes the insert idempotent per (timeline, source, key).
+	DedupeKey  string
+	TokenCount int
+}
+
+// TimelineQuery selects a page of a timeline by keyset: rows with id > AfterID
+// (ascending) or, when BeforeID is set, rows with id < BeforeID (newest first
+// in the query, returned ascending).
+type TimelineQuery struct {
+	TimelineScope string
+	AfterID       int64
+	BeforeID      int64
+	Limit         int
+	// IncludeHidden also returns visible = 0 rows (debug views only).
+	IncludeHidden bool
+}
+
+// ChatStore persists timeline messages and summary cursors.
+type ChatStore interface {
+	// InsertMessage stores a message. With a DedupeKey already stored for the
+	// same (timeline, source) it returns the existing row and created=false.
+	// Returns EINVALID for a bad role or empty source.
+	InsertMessage(ctx context.Context, m NewMessage) (msg Message, created bool, err error)
+	// GetMessage returns one message; ENOTFOUND when absent.
+	GetMessage(ctx context.Context, id int64) (Message, error)
+	// ListTimeline returns a page of a timeline in ascending id order.
+	ListTimeline(ctx context.Context, q TimelineQuery) ([]Message, error)
+	// ListContext returns the messages of a context scope after a cursor.
+	ListContext(ctx context.Context, q ContextQuery) ([]Message, error)
+	// GetSummary returns the summary cursor of (timeline, scope); ENOTFOUND when absent.
+	GetSummary(ctx context.Context, timelineScope, scope string) (Summary, error)
+	// UpsertSummary creates or moves the summary cursor of (timeline, scope).
+	UpsertSummary(ctx context.Context, s Summary) (Summary, error)
+}
+
+// PostParams is one inbound (or agent-written) visible message.
+type PostParams struct {
+	TimelineScope string
+	Source        Source
+	// Role defaults to user.
+	Role    Role
+	Content string
+	// DedupeKey makes a retried delivery return the stored row (created=false).
+	DedupeKey string
+	Metadata  json.RawMessage
+	// AgentID marks a message written by an agent.
+	AgentID string
+	// ReplyTo is the id of the message this one answers; its channel's
+	// ReplyRouter (if any) delivers this message there.
+	ReplyTo int64
+}
+
+// MessageMeta is the one encoding of chat_messages.metadata: what a row is
+// besides its text. Writers set the fields they know and store Encode();
+// readers use DecodeMeta. A new kind of message is a new field here.
+type MessageMeta struct {
+	// RunID is the run that wrote the row (answers, notices, steps).
+	RunID int64 `json:"run_id,omitempty"`
+	// ReplyTo is the id of the message this one answers.
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	// Command is the chat command a user message is ("status", …).
+	Command string `json:"command,omitempty"`
+	// Kind marks a special row: MetaHandoff, MetaTaskPayload.
+	Kind string `json:"kind,omitempty"`
+	// ChildRunID and AgentID are the sub-agent run a handoff comes from
+	// and its agent.
+	ChildRunID int64  `json:"child_run_id,omitempty"`
+	AgentID    string `json:"agent_id,omitempty"`
+	// HandoffStatus is how that sub-agent run ended (a handoff's marker).
+	HandoffStatus RunStatus `json:"status,omitempty"`
+	// RunStatus is how the run ended, on the notice that says so.
+	RunStatus RunStatus `json:"run_status,omitempty"`
+	// Notice names a notice that is not an answer (e.g. "compaction_failed").
+	Notice string `json:"notice,omitempty"`
+	// ToolCalls are the calls of an assistant step.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID, ToolName and IsError describe a tool result row.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+	// ClosedBy is the end of the run that closed a tool call left open.
+	ClosedBy RunStatus `json:"closed_by,omitempty"`
+	// Telegram is where a Telegram message came from (flattened: the keys
+	// stand at the top level of the JSON).
+	TelegramMeta
+}
+
+// TelegramMeta is the Telegram origin of an inbound message.
+type TelegramMeta struct {
+	ChatID           int64  `json:"chat_id,omitempty"`
+	ChatType         string `json:"chat_type,omitempty"`
+	MessageID        int    `json:"message_id,omitempty"`
+	FromID           int64  `json:"from_id,omitempty"`
+	FromUsername     string `json:"from_username,omitempty"`
+	ReplyToMessageID int    `json:"reply_to_message_id,omitempty"`
+	UpdateID         int64  `json:"update_id,omitempty"`
+	Edited           bool   `json:"edited,omitempty"`
+	EditDate         int    `json:"edit_date,omitempty"`
+	Caption          bool   `json:"caption,omitempty"`
+	Media            string `json:"media,omitempty"`
+}
+
+// Kinds of special rows (MessageMeta.Kind).
+const (
+	MetaHandoff     = "handoff"
+	MetaTaskPayload = "task_payload"
+)
+
+// Encode is the stored JSON of m.
+func (m MessageMeta) Encode() json.RawMessage {
+	b, err := json.Marshal(m)
+	if err != nil { // only plain fields: cannot happen
+		panic(err)
+	}
+	return b
+}
+
+// DecodeMeta reads a row's metadata. Rows written before a field existed
+// decode with it zero; a malformed one decodes as empty with an error.
+func DecodeMeta(raw json.RawMessage) (MessageMeta, error) {
+	var m MessageMeta
+	if len(raw) == 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return MessageMeta{}, Errorf(EINVALID, "message metadata: %v", err)
+	}
+	return m, nil
+}
