@@ -233,7 +233,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	outbound := map[services.Source]services.OutboundHandler{}
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
-		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, telegramStore{tstore}, telegramLeases{tstore}, enqueuer, log
+		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
 			return nil, err
@@ -256,7 +256,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash, b.Web.Sessions = log, a.chat, a.hub, tokenHash, a.store
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs = a.store, a.agent, a.store
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
-	b.Web.Debug, b.Web.Pairings = debugSource{a.store}, webPairings{tstore}
+	b.Web.Debug, b.Web.Pairings = a.store, tstore
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}

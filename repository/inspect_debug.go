@@ -3,26 +3,15 @@ package repository
 import (
 	"context"
 	"fmt"
-	"time"
-)
 
-// SummaryCursor is the summary cursor of one (timeline, scope) with its lag:
-// the messages of that scope stored after the cursor.
-type SummaryCursor struct {
-	TimelineScope  string
-	Scope          string
-	UntilMessageID int64
-	SummaryText    string
-	LagMessages    int64
-	LagTokens      int64
-	UpdatedAt      time.Time
-}
+	"github.com/switchboard/switchboard/services"
+)
 
 // SummaryCursors lists the summary cursors of a timeline (every timeline
 // when timelineScope is empty) with their lag, computed like the
 // summary_cursor_lag query of repository/inspect.sql: the legacy 'global'
 // summary covers the visible timeline, any other scope its own rows.
-func (s *Store) SummaryCursors(ctx context.Context, timelineScope string) ([]SummaryCursor, error) {
+func (s *Store) SummaryCursors(ctx context.Context, timelineScope string) ([]services.SummaryCursor, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT s.timeline_scope, s.scope, s.until_message_id, s.summary_text, lag.messages, lag.tokens, s.updated_at
 		FROM chat_context_summaries s
@@ -40,9 +29,9 @@ func (s *Store) SummaryCursors(ctx context.Context, timelineScope string) ([]Sum
 		return nil, wrapErr(fmt.Sprintf("summary cursors of %q", timelineScope), err)
 	}
 	defer rows.Close()
-	var out []SummaryCursor
+	var out []services.SummaryCursor
 	for rows.Next() {
-		var c SummaryCursor
+		var c services.SummaryCursor
 		if err := rows.Scan(&c.TimelineScope, &c.Scope, &c.UntilMessageID, &c.SummaryText, &c.LagMessages, &c.LagTokens, &c.UpdatedAt); err != nil {
 			return nil, wrapErr("summary cursors", err)
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/switchboard/switchboard/services"
 )
 
 // TelegramStore keeps the Telegram channel's state: the polling offset and
@@ -62,34 +62,20 @@ func (s *TelegramStore) SetCommandsHash(ctx context.Context, botID int64, hash s
 	return wrapErr("set telegram commands hash", err)
 }
 
-// TelegramPairing is one row of telegram_pairings: a non-owner Telegram user
-// waiting for approval (ApprovedAt nil, Code valid until ExpiresAt) or
-// approved to talk in their own timeline.
-type TelegramPairing struct {
-	UserID        int64
-	ChatID        int64
-	DisplayName   string
-	Code          string
-	TimelineScope string
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
-	ApprovedAt    *time.Time
-}
-
 const pairingColumns = `user_id, chat_id, display_name, code, timeline_scope, created_at, expires_at, approved_at`
 
-func scanPairing(row pgx.Row) (TelegramPairing, error) {
-	var p TelegramPairing
+func scanPairing(row pgx.Row) (services.Pairing, error) {
+	var p services.Pairing
 	err := row.Scan(&p.UserID, &p.ChatID, &p.DisplayName, &p.Code, &p.TimelineScope, &p.CreatedAt, &p.ExpiresAt, &p.ApprovedAt)
 	return p, err
 }
 
-// RequestTelegramPairing returns the user's pairing, creating it with p's
+// RequestPairing returns the user's pairing, creating it with p's
 // code and expiry when the user has none or only an expired one. A pending
 // unexpired pairing keeps its code (the user asking again gets the same
 // one); an approved pairing is returned as is. ECONFLICT when p.Code is
 // already another user's (draw a new code and retry).
-func (s *TelegramStore) RequestTelegramPairing(ctx context.Context, p TelegramPairing) (TelegramPairing, error) {
+func (s *TelegramStore) RequestPairing(ctx context.Context, p services.Pairing) (services.Pairing, error) {
 	row := s.pool.QueryRow(ctx, `
 		INSERT INTO telegram_pairings (user_id, chat_id, display_name, code, timeline_scope, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
@@ -108,27 +94,30 @@ func (s *TelegramStore) RequestTelegramPairing(ctx context.Context, p TelegramPa
 	return got, wrapErr("request telegram pairing", err)
 }
 
-// TelegramPairingByUser returns a user's pairing; ENOTFOUND when none.
-func (s *TelegramStore) TelegramPairingByUser(ctx context.Context, userID int64) (TelegramPairing, error) {
+// PairingByUser returns a user's pairing; ENOTFOUND when none.
+func (s *TelegramStore) PairingByUser(ctx context.Context, userID int64) (services.Pairing, error) {
 	p, err := scanPairing(s.pool.QueryRow(ctx, `SELECT `+pairingColumns+` FROM telegram_pairings WHERE user_id = $1`, userID))
 	return p, wrapErr("get telegram pairing", err)
 }
 
-// ApproveTelegramPairing approves the pending, unexpired pairing with code
+// ApprovePairing approves the pending, unexpired pairing with code
 // (case-insensitive); ENOTFOUND when there is none (unknown, expired or
 // already approved).
-func (s *TelegramStore) ApproveTelegramPairing(ctx context.Context, code string) (TelegramPairing, error) {
+func (s *TelegramStore) ApprovePairing(ctx context.Context, code string) (services.Pairing, error) {
 	code = strings.ToUpper(strings.TrimSpace(code))
 	p, err := scanPairing(s.pool.QueryRow(ctx, `
 		UPDATE telegram_pairings SET approved_at = now()
 		WHERE code = $1 AND approved_at IS NULL AND expires_at > now()
 		RETURNING `+pairingColumns, code))
+	if err != nil && errors.Is(err, pgx.ErrNoRows) {
+		return services.Pairing{}, services.Errorf(services.ENOTFOUND, "no pending pairing with code %q (unknown, expired or already approved)", code)
+	}
 	return p, wrapErr("approve telegram pairing", err)
 }
 
-// ListTelegramPairings returns approved pairings and unexpired pending ones,
+// ListPairings returns approved pairings and unexpired pending ones,
 // oldest first.
-func (s *TelegramStore) ListTelegramPairings(ctx context.Context) ([]TelegramPairing, error) {
+func (s *TelegramStore) ListPairings(ctx context.Context) ([]services.Pairing, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+pairingColumns+` FROM telegram_pairings
 		WHERE approved_at IS NOT NULL OR expires_at > now()
@@ -138,7 +127,7 @@ func (s *TelegramStore) ListTelegramPairings(ctx context.Context) ([]TelegramPai
 		return nil, wrapErr("list telegram pairings", err)
 	}
 	defer rows.Close()
-	var out []TelegramPairing
+	var out []services.Pairing
 	for rows.Next() {
 		p, err := scanPairing(rows)
 		if err != nil {

@@ -42,47 +42,47 @@ func TestTelegramPairingLifecycle(t *testing.T) {
 	pool, _ := dbtest.Schema(t)
 	s := repository.NewTelegramStore(pool)
 	ctx := t.Context()
-	req := repository.TelegramPairing{UserID: 9, ChatID: 9, DisplayName: "Ann", Code: "ABC234", TimelineScope: "tg:9", ExpiresAt: time.Now().Add(time.Hour)}
-	p, err := s.RequestTelegramPairing(ctx, req)
+	req := services.Pairing{UserID: 9, ChatID: 9, DisplayName: "Ann", Code: "ABC234", TimelineScope: "tg:9", ExpiresAt: time.Now().Add(time.Hour)}
+	p, err := s.RequestPairing(ctx, req)
 	if err != nil || p.Code != "ABC234" || p.ApprovedAt != nil {
 		t.Fatalf("request: %+v %v", p, err)
 	}
 	// Asking again keeps the code.
 	req.Code = "ZZZ999"
-	if p, _ := s.RequestTelegramPairing(ctx, req); p.Code != "ABC234" {
+	if p, _ := s.RequestPairing(ctx, req); p.Code != "ABC234" {
 		t.Fatalf("second request changed the code: %+v", p)
 	}
 	// Another user drawing a taken code conflicts.
-	other := repository.TelegramPairing{UserID: 10, ChatID: 10, Code: "ABC234", TimelineScope: "tg:10", ExpiresAt: time.Now().Add(time.Hour)}
-	if _, err := s.RequestTelegramPairing(ctx, other); !services.IsKind(err, services.ECONFLICT) {
+	other := services.Pairing{UserID: 10, ChatID: 10, Code: "ABC234", TimelineScope: "tg:10", ExpiresAt: time.Now().Add(time.Hour)}
+	if _, err := s.RequestPairing(ctx, other); !services.IsKind(err, services.ECONFLICT) {
 		t.Fatalf("code collision: %v", err)
 	}
-	if _, err := s.ApproveTelegramPairing(ctx, "NOPE22"); !services.IsKind(err, services.ENOTFOUND) {
+	if _, err := s.ApprovePairing(ctx, "NOPE22"); !services.IsKind(err, services.ENOTFOUND) {
 		t.Fatalf("unknown code: %v", err)
 	}
-	p, err = s.ApproveTelegramPairing(ctx, " abc234 ")
+	p, err = s.ApprovePairing(ctx, " abc234 ")
 	if err != nil || p.ApprovedAt == nil || p.TimelineScope != "tg:9" {
 		t.Fatalf("approve: %+v %v", p, err)
 	}
-	if _, err := s.ApproveTelegramPairing(ctx, "ABC234"); !services.IsKind(err, services.ENOTFOUND) {
+	if _, err := s.ApprovePairing(ctx, "ABC234"); !services.IsKind(err, services.ENOTFOUND) {
 		t.Fatalf("approved twice: %v", err)
 	}
-	if p, _ := s.TelegramPairingByUser(ctx, 9); p.ApprovedAt == nil {
+	if p, _ := s.PairingByUser(ctx, 9); p.ApprovedAt == nil {
 		t.Fatalf("by user: %+v", p)
 	}
 	// An expired code cannot be approved, and asking again gives a new one.
-	exp := repository.TelegramPairing{UserID: 11, ChatID: 11, Code: "OLD222", TimelineScope: "tg:11", ExpiresAt: time.Now().Add(-time.Minute)}
-	if _, err := s.RequestTelegramPairing(ctx, exp); err != nil {
+	exp := services.Pairing{UserID: 11, ChatID: 11, Code: "OLD222", TimelineScope: "tg:11", ExpiresAt: time.Now().Add(-time.Minute)}
+	if _, err := s.RequestPairing(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApproveTelegramPairing(ctx, "OLD222"); !services.IsKind(err, services.ENOTFOUND) {
+	if _, err := s.ApprovePairing(ctx, "OLD222"); !services.IsKind(err, services.ENOTFOUND) {
 		t.Fatalf("expired approved: %v", err)
 	}
 	exp.Code, exp.ExpiresAt = "NEW333", time.Now().Add(time.Hour)
-	if p, _ := s.RequestTelegramPairing(ctx, exp); p.Code != "NEW333" {
+	if p, _ := s.RequestPairing(ctx, exp); p.Code != "NEW333" {
 		t.Fatalf("expired code not renewed: %+v", p)
 	}
-	list, err := s.ListTelegramPairings(ctx)
+	list, err := s.ListPairings(ctx)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list: %+v %v", list, err)
 	}

@@ -99,3 +99,15 @@ type ContextStore interface {
 	// DeleteMemory removes an item at the given version.
 	DeleteMemory(ctx context.Context, timelineScope string, id int64, version int) error
 }
+
+// SummaryCursor is the summary cursor of one (timeline, scope) with its lag:
+// the messages of that scope stored after the cursor (the debug page, inspect).
+type SummaryCursor struct {
+	TimelineScope  string
+	Scope          string
+	UntilMessageID int64
+	SummaryText    string
+	LagMessages    int64
+	LagTokens      int64
+	UpdatedAt      time.Time
+}

@@ -159,7 +159,7 @@ func (s *Server) handleTimeline(c echo.Context) error {
 }
 
 func (s *Server) handleWhoami(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags})
+	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags.Map()})
 }
 
 // wireEvent is the client's form of an internal event.

@@ -12,18 +12,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-// SummaryCursor is the summary cursor of one (timeline, scope) with its lag
-// (the messages of that scope after the cursor), as the debug page shows it.
-type SummaryCursor struct {
-	TimelineScope  string
-	Scope          string
-	UntilMessageID int64
-	SummaryText    string
-	LagMessages    int64
-	LagTokens      int64
-	UpdatedAt      time.Time
-}
-
 // DebugSource is what the owner's debug page reads: runs and their steps in
 // every scope (sub-agent steps included, which no prompt ever sees), summary
 // cursors and segments.
@@ -35,7 +23,7 @@ type DebugSource interface {
 	// ListSteps returns a run's steps in order.
 	ListSteps(ctx context.Context, runID int64) ([]services.Step, error)
 	// SummaryCursors lists the cursors of a timeline (all when empty).
-	SummaryCursors(ctx context.Context, timelineScope string) ([]SummaryCursor, error)
+	SummaryCursors(ctx context.Context, timelineScope string) ([]services.SummaryCursor, error)
 	// ListSegments returns the summary segments of (timeline, scope) after
 	// the last reset, oldest first.
 	ListSegments(ctx context.Context, timelineScope, scope string) ([]services.Segment, error)
@@ -138,15 +126,8 @@ type DebugRunDetail struct {
 	Prompt   json.RawMessage `json:"prompt"`
 }
 
-// promptStepKind is the step holding a run's prompt inspection.
-const promptStepKind = "prompt"
-
 func (s *Server) handleDebugFlags(c echo.Context) error {
-	flags := s.opts.Flags
-	if flags == nil {
-		flags = map[string]string{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"flags": flags, "owner_timeline": s.opts.OwnerTimeline})
+	return c.JSON(http.StatusOK, map[string]any{"flags": s.opts.Flags.Map(), "owner_timeline": s.opts.OwnerTimeline})
 }
 
 func (s *Server) handleDebugRuns(c echo.Context) error {
@@ -223,14 +204,14 @@ func (s *Server) handleDebugRun(c echo.Context) error {
 			payload = json.RawMessage("{}")
 		}
 		out.Steps = append(out.Steps, DebugStep{ID: st.ID, Index: st.Index, Kind: st.Kind, Payload: payload, CreatedAt: st.CreatedAt})
-		if st.Kind == promptStepKind && string(out.Prompt) == "null" {
+		if st.Kind == services.StepPrompt && string(out.Prompt) == "null" {
 			out.Prompt = payload
 		}
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// debugCursor is SummaryCursor in JSON.
+// debugCursor is services.SummaryCursor in JSON.
 type debugCursor struct {
 	Timeline       string    `json:"timeline"`
 	Scope          string    `json:"scope"`

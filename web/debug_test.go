@@ -56,19 +56,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// debugAdapter is cmd/switchboard's debugSource: the store with the web
-// package's cursor type.
-type debugAdapter struct{ *repository.Store }
-
-func (d debugAdapter) SummaryCursors(ctx context.Context, tl string) ([]web.SummaryCursor, error) {
-	cs, err := d.Store.SummaryCursors(ctx, tl)
-	out := make([]web.SummaryCursor, len(cs))
-	for i, c := range cs {
-		out[i] = web.SummaryCursor(c)
-	}
-	return out, err
-}
-
 const testMetricsToken = "scraper-token-0123456789abcdef"
 
 func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
@@ -84,8 +71,8 @@ func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 	meter := metrics.New(metrics.Options{Source: store, Runs: store, Logger: log, CacheFor: time.Nanosecond})
 	srv := web.New(web.Options{Logger: log, Chat: chatSvc, Hub: hb, TokenHash: web.HashToken(testToken),
 		OwnerTimeline: services.DefaultTimeline,
-		Flags:         map[string]string{"AGENT_CONTEXT_SCOPED_WRITE": "1", "AGENT_CONTEXT_SCOPED_READ": "1", "AGENT_SUBAGENTS": "1", "mode": "scoped"},
-		Debug:         debugAdapter{store},
+		Flags:         services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Debug:         store,
 		Metrics:       web.Metrics{Handler: meter.Handler(), ScrapeTokenHash: web.HashToken(testMetricsToken), Requests: meter, Websockets: meter}})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); hs.Close() })

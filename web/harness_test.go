@@ -16,7 +16,7 @@ import (
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
-	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -53,14 +53,14 @@ func newInstanceWithModel(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 }
 
 // newInstanceWithAgent is newInstanceWithModel with rollout flags.
-func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, flags agent.Flags) *instance {
+func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, flags services.Flags) *instance {
 	return newStack(t, pool, stackOpts{model: model, flags: flags})
 }
 
 // stackOpts shape a test instance: with a model, the agent answers.
 type stackOpts struct {
 	model          *llmtest.Server
-	flags          agent.Flags
+	flags          services.Flags
 	apiTurnTimeout time.Duration
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 
 	"github.com/switchboard/switchboard/web/browsertest"
@@ -182,7 +181,7 @@ func TestHandoffMarkerOnThePage(t *testing.T) {
 		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "delegate", Arguments: `{"task":"find sources"}`}}}
 	})
 	pool, _ := dbtest.Schema(t)
-	in := newInstanceWithAgent(t, pool, model, agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true})
+	in := newInstanceWithAgent(t, pool, model, services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true})
 	browser := browsertest.Browser(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,

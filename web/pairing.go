@@ -1,33 +1,16 @@
 package web
 
 import (
-	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/web/wire"
 )
 
-// PairingView is a Telegram user's pairing as the owner sees it. Pending
-// pairings do not show their code: the owner types the code the user was
-// given, so nobody is approved by a stray click.
-type PairingView struct {
-	UserID     int64      `json:"user_id"`
-	Name       string     `json:"name"`
-	Timeline   string     `json:"timeline"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	ApprovedAt *time.Time `json:"approved_at,omitempty"`
-}
-
-// Pairings lists and approves Telegram pairings.
-type Pairings interface {
-	// ListPairings returns approved pairings and unexpired pending ones.
-	ListPairings(ctx context.Context) ([]PairingView, error)
-	// ApprovePairing approves the pending pairing with code; ENOTFOUND when
-	// there is none (unknown, expired or already approved).
-	ApprovePairing(ctx context.Context, code string) (PairingView, error)
+func pairingView(p services.Pairing) wire.Pairing {
+	return wire.Pairing{UserID: p.UserID, Name: p.DisplayName, Timeline: p.TimelineScope, ExpiresAt: p.ExpiresAt, ApprovedAt: p.ApprovedAt}
 }
 
 // registerPairingRoutes adds the pairing page and API and the Telegram
@@ -62,16 +45,9 @@ func (s *Server) handleTelegramWebhook(c echo.Context) error {
 	return nil
 }
 
-// PairingsResponse is GET /api/pairings's body.
-type PairingsResponse struct {
-	Enabled  bool          `json:"enabled"`
-	Pending  []PairingView `json:"pending"`
-	Approved []PairingView `json:"approved"`
-}
-
 func (s *Server) handleListPairings(c echo.Context) error {
 	p := s.opts.Pairings
-	out := PairingsResponse{Pending: []PairingView{}, Approved: []PairingView{}}
+	out := wire.Pairings{Pending: []wire.Pairing{}, Approved: []wire.Pairing{}}
 	if p == nil {
 		return c.JSON(http.StatusOK, out)
 	}
@@ -81,10 +57,10 @@ func (s *Server) handleListPairings(c echo.Context) error {
 	}
 	out.Enabled = true
 	for _, v := range list {
-		if v.ApprovedAt != nil {
-			out.Approved = append(out.Approved, v)
+		if v.Approved() {
+			out.Approved = append(out.Approved, pairingView(v))
 		} else {
-			out.Pending = append(out.Pending, v)
+			out.Pending = append(out.Pending, pairingView(v))
 		}
 	}
 	return c.JSON(http.StatusOK, out)
@@ -111,5 +87,5 @@ func (s *Server) handleApprovePairing(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"pairing": v})
+	return c.JSON(http.StatusOK, map[string]any{"pairing": pairingView(v)})
 }

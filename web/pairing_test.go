@@ -15,20 +15,20 @@ import (
 
 type fakePairings struct{ approved []string }
 
-func (f *fakePairings) ListPairings(context.Context) ([]web.PairingView, error) {
+func (f *fakePairings) ListPairings(context.Context) ([]services.Pairing, error) {
 	now := time.Now()
-	return []web.PairingView{
-		{UserID: 9, Name: "Ann", Timeline: "tg:9", ExpiresAt: now.Add(time.Hour)},
-		{UserID: 8, Name: "Bob", Timeline: "tg:8", ExpiresAt: now, ApprovedAt: &now},
+	return []services.Pairing{
+		{UserID: 9, DisplayName: "Ann", TimelineScope: "tg:9", ExpiresAt: now.Add(time.Hour)},
+		{UserID: 8, DisplayName: "Bob", TimelineScope: "tg:8", ExpiresAt: now, ApprovedAt: &now},
 	}, nil
 }
 
-func (f *fakePairings) ApprovePairing(_ context.Context, code string) (web.PairingView, error) {
+func (f *fakePairings) ApprovePairing(_ context.Context, code string) (services.Pairing, error) {
 	if code != "ABC234" {
-		return web.PairingView{}, services.Errorf(services.ENOTFOUND, "no pending pairing with code %q", code)
+		return services.Pairing{}, services.Errorf(services.ENOTFOUND, "no pending pairing with code %q", code)
 	}
 	f.approved = append(f.approved, code)
-	return web.PairingView{UserID: 9, Timeline: "tg:9"}, nil
+	return services.Pairing{UserID: 9, TimelineScope: "tg:9"}, nil
 }
 
 func TestPairingRoutes(t *testing.T) {

@@ -77,12 +77,12 @@ func (s *secured) count(t *testing.T) int {
 
 type secretPairings struct{}
 
-func (secretPairings) ListPairings(context.Context) ([]web.PairingView, error) {
-	return []web.PairingView{{UserID: 42, Name: secretPairing, Timeline: "tg:42", ExpiresAt: time.Now().Add(time.Hour)}}, nil
+func (secretPairings) ListPairings(context.Context) ([]services.Pairing, error) {
+	return []services.Pairing{{UserID: 42, DisplayName: secretPairing, TimelineScope: "tg:42", ExpiresAt: time.Now().Add(time.Hour)}}, nil
 }
 
-func (secretPairings) ApprovePairing(context.Context, string) (web.PairingView, error) {
-	return web.PairingView{UserID: 42, Name: secretPairing, Timeline: "tg:42"}, nil
+func (secretPairings) ApprovePairing(context.Context, string) (services.Pairing, error) {
+	return services.Pairing{UserID: 42, DisplayName: secretPairing, TimelineScope: "tg:42"}, nil
 }
 
 // publicRoutes answer without the owner's credentials on purpose.

@@ -40,7 +40,7 @@ type Options struct {
 	// OwnerTimeline is the timeline web and TUI clients read and write.
 	OwnerTimeline string
 	// Flags are shown to the owner (debug page, /api/whoami).
-	Flags map[string]string
+	Flags services.Flags
 	// SecureCookies sets the Secure attribute (PUBLIC_URL is https).
 	SecureCookies bool
 	// AllowedOrigins are extra websocket origins (host patterns); the
@@ -70,7 +70,7 @@ type Options struct {
 	// channel shows as not configured). TelegramWebhook is mounted at
 	// POST /telegram/webhook in webhook mode (nil: the route answers 404).
 	// See pairing.go.
-	Pairings        Pairings
+	Pairings        services.Pairings
 	TelegramWebhook http.Handler
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.

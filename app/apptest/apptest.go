@@ -37,7 +37,7 @@ type Options struct {
 	Model *llmtest.Server
 	// Turns answers user messages instead of the agent runtime.
 	Turns chat.TurnHandler
-	Flags agent.Flags
+	Flags services.Flags
 	// Token is the owner's login token (default Token).
 	Token  string
 	Logger *slog.Logger

@@ -46,18 +46,6 @@ type Poster interface {
 	Post(ctx context.Context, p services.PostParams) (services.Message, bool, error)
 }
 
-// Pairing is a non-owner user's request to talk to the bot, pending (with a
-// code valid until ExpiresAt) or approved.
-type Pairing struct {
-	UserID      int64
-	ChatID      int64
-	DisplayName string
-	Code        string
-	Timeline    string
-	ExpiresAt   time.Time
-	Approved    bool
-}
-
 // Store is the channel's state in the database.
 type Store interface {
 	// LastUpdateID is the last update stored for the bot (0 when none).
@@ -68,12 +56,9 @@ type Store interface {
 	CommandsHash(ctx context.Context, botID int64) (string, error)
 	// SetCommandsHash records the hash of the command menu just set.
 	SetCommandsHash(ctx context.Context, botID int64, hash string) error
-	// PairingByUser returns a user's pairing; ENOTFOUND when none.
-	PairingByUser(ctx context.Context, userID int64) (Pairing, error)
-	// RequestPairing returns the user's current pairing, creating a pending
-	// one with p's code when there is none or only an expired one; ECONFLICT
-	// when the code is taken by another user.
-	RequestPairing(ctx context.Context, p Pairing) (Pairing, error)
+	// PairingByUser and RequestPairing keep the pairings of other senders.
+	PairingByUser(ctx context.Context, userID int64) (services.Pairing, error)
+	RequestPairing(ctx context.Context, p services.Pairing) (services.Pairing, error)
 	// SentChunks returns which chunks of an outbound delivery were sent.
 	SentChunks(ctx context.Context, outboundKey string) (map[int]bool, error)
 	// MarkChunkSent records a chunk as sent.
@@ -389,8 +374,8 @@ func (b *Bot) access(ctx context.Context, msg *models.Message, group, edited boo
 		return "", false, nil
 	}
 	p, err := b.opts.Store.PairingByUser(ctx, uid)
-	if err == nil && p.Approved {
-		return p.Timeline, true, nil
+	if err == nil && p.Approved() {
+		return p.TimelineScope, true, nil
 	}
 	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
 		return "", false, err
@@ -403,8 +388,8 @@ func (b *Bot) access(ctx context.Context, msg *models.Message, group, edited boo
 	if err != nil {
 		return "", false, err
 	}
-	if p.Approved { // approved between the two reads
-		return p.Timeline, true, nil
+	if p.Approved() { // approved between the two reads
+		return p.TimelineScope, true, nil
 	}
 	b.log.Info("pairing code sent to an unknown sender", "from_id", uid, "chat_id", msg.Chat.ID)
 	text := fmt.Sprintf("Hi! This bot is private. To talk to it, ask its owner to approve the code `%s` "+
@@ -413,23 +398,23 @@ func (b *Bot) access(ctx context.Context, msg *models.Message, group, edited boo
 	return "", false, b.notice(ctx, msg, "pairing:"+dedupeKey(msg, false), text)
 }
 
-func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (Pairing, error) {
+func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (services.Pairing, error) {
 	name := strings.TrimSpace(msg.From.FirstName + " " + msg.From.LastName)
 	if msg.From.Username != "" {
 		name = strings.TrimSpace(name + " @" + msg.From.Username)
 	}
 	var lastErr error
 	for range 5 {
-		p, err := b.opts.Store.RequestPairing(ctx, Pairing{
+		p, err := b.opts.Store.RequestPairing(ctx, services.Pairing{
 			UserID: msg.From.ID, ChatID: msg.Chat.ID, DisplayName: name, Code: NewPairingCode(),
-			Timeline: UserTimeline(msg.From.ID), ExpiresAt: time.Now().Add(b.opts.PairingTTL),
+			TimelineScope: UserTimeline(msg.From.ID), ExpiresAt: time.Now().Add(b.opts.PairingTTL),
 		})
 		if !services.IsKind(err, services.ECONFLICT) {
 			return p, err
 		}
 		lastErr = err // code collision: draw another
 	}
-	return Pairing{}, lastErr
+	return services.Pairing{}, lastErr
 }
 
 // notice schedules a short reply to msg that does not come from the agent.

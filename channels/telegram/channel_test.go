@@ -25,7 +25,7 @@ type fakes struct {
 	posts    []services.PostParams
 	keys     map[string]bool
 	out      []services.Outbound
-	pairings map[int64]Pairing
+	pairings map[int64]services.Pairing
 	sent     map[string]map[int]bool
 	hash     string
 	offset   int64
@@ -64,16 +64,16 @@ func (f *fakes) SetCommandsHash(_ context.Context, _ int64, h string) error {
 	f.hash = h
 	return nil
 }
-func (f *fakes) PairingByUser(_ context.Context, id int64) (Pairing, error) {
+func (f *fakes) PairingByUser(_ context.Context, id int64) (services.Pairing, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.pairings[id]
 	if !ok {
-		return Pairing{}, services.Errorf(services.ENOTFOUND, "no pairing")
+		return services.Pairing{}, services.Errorf(services.ENOTFOUND, "no pairing")
 	}
 	return p, nil
 }
-func (f *fakes) RequestPairing(_ context.Context, p Pairing) (Pairing, error) {
+func (f *fakes) RequestPairing(_ context.Context, p services.Pairing) (services.Pairing, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if old, ok := f.pairings[p.UserID]; ok {
@@ -148,7 +148,7 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func setup(t *testing.T, mod func(*Options)) (*Bot, *fakes, *fakeAPI) {
 	t.Helper()
-	f := &fakes{keys: map[string]bool{}, pairings: map[int64]Pairing{}, sent: map[string]map[int]bool{}}
+	f := &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}}
 	api := &fakeAPI{}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -292,7 +292,8 @@ func TestPolicies(t *testing.T) {
 			t.Fatalf("code %q not in %+v", code, n)
 		}
 		p := f.pairings[9]
-		p.Approved = true
+		now := time.Now()
+		p.ApprovedAt = &now
 		f.pairings[9] = p
 		u.Message.ID = 12
 		_ = b.HandleUpdate(t.Context(), u)

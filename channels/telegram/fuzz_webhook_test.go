@@ -18,7 +18,7 @@ import (
 // other than the owner (user 1) is stored: under the default pairing
 // policy, with no approvals, strangers never reach the agent.
 func FuzzWebhookUpdate(f *testing.F) {
-	fk := &fakes{keys: map[string]bool{}, pairings: map[int64]Pairing{}, sent: map[string]map[int]bool{}}
+	fk := &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}}
 	srv := httptest.NewServer(&fakeAPI{})
 	f.Cleanup(srv.Close)
 	b, err := New(context.Background(), Options{

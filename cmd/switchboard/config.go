@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 )
 
@@ -29,9 +30,7 @@ type Config struct {
 	LogLevel   string
 	LogContent bool
 
-	ScopedWrite bool
-	ScopedRead  bool
-	SubAgents   bool
+	Flags services.Flags
 
 	LLMProvider      string
 	LLMBaseURL       string
@@ -148,11 +147,11 @@ func envTable() []envVar {
 		{Name: "LOG_CONTENT", Default: "0", Help: "Log message text (1) or never (0).",
 			set: func(c *Config, v string) (err error) { c.LogContent, err = parseBool(v); return }},
 		{Name: "AGENT_CONTEXT_SCOPED_WRITE", Default: "0", Help: "Write explicit context scopes and dual-write summaries (global + main). See docs/ROLLOUT.md.",
-			set: func(c *Config, v string) (err error) { c.ScopedWrite, err = parseBool(v); return }},
+			set: func(c *Config, v string) (err error) { c.Flags.ScopedWrite, err = parseBool(v); return }},
 		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "0", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1.",
-			set: func(c *Config, v string) (err error) { c.ScopedRead, err = parseBool(v); return }},
+			set: func(c *Config, v string) (err error) { c.Flags.ScopedRead, err = parseBool(v); return }},
 		{Name: "AGENT_SUBAGENTS", Default: "1", Help: "Run delegated tasks as sub-agents in their own scopes (needs READ=1); 0 runs them inline in main.",
-			set: func(c *Config, v string) (err error) { c.SubAgents, err = parseBool(v); return }},
+			set: func(c *Config, v string) (err error) { c.Flags.SubAgents, err = parseBool(v); return }},
 		{Name: "LLM_PROVIDER", Default: "offline", Help: "Model provider: openai (any OpenAI-compatible server), anthropic, or offline (answers how to configure one).",
 			set: func(c *Config, v string) error { return oneOf(&c.LLMProvider, v, "offline", "openai", "anthropic") }},
 		{Name: "LLM_BASE_URL", Help: "Provider base URL, e.g. http://127.0.0.1:11434/v1 for Ollama. Default: the provider's own.",
@@ -300,8 +299,10 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			errs = append(errs, fmt.Sprintf("%s: %v", v.Name, err))
 		}
 	}
-	if len(errs) == 0 && c.ScopedRead && !c.ScopedWrite {
-		errs = append(errs, "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1: the scoped read path reads rows and summaries only the scoped write path produces (turn WRITE on first, see docs/ROLLOUT.md)")
+	if len(errs) == 0 {
+		if err := c.Flags.Validate(); err != nil {
+			errs = append(errs, services.ErrorMessage(err))
+		}
 	}
 	if len(errs) == 0 && c.TelegramBotToken != "" && c.TelegramMode == "webhook" {
 		if c.TelegramWebhookURL == "" {
@@ -318,18 +319,6 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		c.PublicURL = "http://" + c.HTTPAddr
 	}
 	return c, nil
-}
-
-// FlagMode names the flag combination of DESIGN.md's matrix.
-func (c *Config) FlagMode() string {
-	switch {
-	case c.ScopedWrite && c.ScopedRead:
-		return "scoped"
-	case c.ScopedWrite:
-		return "dual-write"
-	default:
-		return "legacy"
-	}
 }
 
 func oneOf(dst *string, v string, allowed ...string) error {

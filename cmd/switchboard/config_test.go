@@ -15,7 +15,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != "127.0.0.1:8080" || c.LLMProvider != "offline" || c.LocalPGPort != 55432 || c.FlagMode() != "legacy" || c.DataDir == "" {
+	if c.HTTPAddr != "127.0.0.1:8080" || c.LLMProvider != "offline" || c.LocalPGPort != 55432 || c.Flags.Mode() != "legacy" || c.DataDir == "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c.PublicURL != "http://127.0.0.1:8080" {
@@ -42,7 +42,7 @@ func TestLoadConfigFlagMatrix(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || c.FlagMode() != tc.mode {
+		if err != nil || c.Flags.Mode() != tc.mode {
 			t.Errorf("W=%s R=%s: mode %v err %v", tc.write, tc.read, c, err)
 		}
 	}

@@ -97,13 +97,13 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("log content (chat, agent, telegram)", []bool{b.Chat.LogContent, b.Agent.LogContent, b.Telegram.LogContent}, []bool{true, true, true})
 		}},
 		"AGENT_CONTEXT_SCOPED_WRITE": {"1", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("scoped write (chat, agent, compaction, web)", []any{b.Chat.ScopedWrite, b.Agent.Flags.ScopedWrite, b.Context.Compaction.ScopedWrite, b.Web.Flags["AGENT_CONTEXT_SCOPED_WRITE"]}, []any{true, true, true, "1"})
+			return want("scoped write (chat, agent, compaction, web)", []any{b.Chat.ScopedWrite, b.Agent.Flags.ScopedWrite, b.Context.Compaction.ScopedWrite, b.Web.Flags.Map()["AGENT_CONTEXT_SCOPED_WRITE"]}, []any{true, true, true, "1"})
 		}},
 		"AGENT_CONTEXT_SCOPED_READ": {"1", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("scoped read (context, agent, web)", []any{b.Context.ScopedRead, b.Agent.Flags.ScopedRead, b.Web.Flags["AGENT_CONTEXT_SCOPED_READ"]}, []any{true, true, "1"})
+			return want("scoped read (context, agent, web)", []any{b.Context.ScopedRead, b.Agent.Flags.ScopedRead, b.Web.Flags.Map()["AGENT_CONTEXT_SCOPED_READ"]}, []any{true, true, "1"})
 		}},
 		"AGENT_SUBAGENTS": {"0", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("sub-agents (agent, web)", []any{b.Agent.Flags.SubAgents, b.Web.Flags["AGENT_SUBAGENTS"]}, []any{false, "0"})
+			return want("sub-agents (agent, web)", []any{b.Agent.Flags.SubAgents, b.Web.Flags.Map()["AGENT_SUBAGENTS"]}, []any{false, "0"})
 		}},
 		"LLM_PROVIDER": {"openai", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("provider", b.LLM.Provider, "openai"), want("provider built", a.Provider().Name(), "openai"))

@@ -54,14 +54,14 @@ func (c *Config) LLMOptions() llm.Config {
 
 // ChatOptions configure ChatService.
 func (c *Config) ChatOptions() chat.Options {
-	return chat.Options{ScopedWrite: c.ScopedWrite, LogContent: c.LogContent}
+	return chat.Options{ScopedWrite: c.Flags.ScopedWrite, LogContent: c.LogContent}
 }
 
 // ContextOptions configure the context manager and its compaction.
 func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
-		ScopedRead: c.ScopedRead,
-		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.ScopedWrite},
+		ScopedRead: c.Flags.ScopedRead,
+		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite},
 	}
 }
 
@@ -75,7 +75,7 @@ func (c *Config) AgentOptions() agent.Options {
 		}
 	}
 	return agent.Options{
-		Flags:      agent.Flags{ScopedWrite: c.ScopedWrite, ScopedRead: c.ScopedRead, SubAgents: c.SubAgents},
+		Flags:      c.Flags,
 		MaxSteps:   c.AgentMaxSteps,
 		RunTimeout: c.AgentRunTimeout,
 		LogContent: c.LogContent,
@@ -99,7 +99,7 @@ func (c *Config) WebOptions() web.Options {
 	o := web.Options{
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(c.PublicURL, "https://"),
-		Flags:         c.flagMap(),
+		Flags:         c.Flags,
 		// The OpenAI-compatible channel waits a little longer than a run may
 		// take, so a run's own timeout notice reaches the client first.
 		APITurnTimeout: c.AgentRunTimeout + 30*time.Second,
@@ -127,19 +127,4 @@ func (c *Config) TelegramOptions() app.TelegramOptions {
 // when DATABASE_URL is unset.
 func (c *Config) LocalPGOptions() (dir string, port int) {
 	return filepath.Join(c.DataDir, "postgres"), c.LocalPGPort
-}
-
-func (c *Config) flagMap() map[string]string {
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return map[string]string{
-		"AGENT_CONTEXT_SCOPED_WRITE": b(c.ScopedWrite),
-		"AGENT_CONTEXT_SCOPED_READ":  b(c.ScopedRead),
-		"AGENT_SUBAGENTS":            b(c.SubAgents),
-		"mode":                       c.FlagMode(),
-	}
 }

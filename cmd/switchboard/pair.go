@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"text/tabwriter"
 
-	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/repository"
 )
 
 // runPair handles `switchboard pair list` and `switchboard pair approve
@@ -22,13 +22,13 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 		return err
 	}
 	defer closeDB()
-	pairings := app.NewPairings(pool)
+	pairings := repository.NewTelegramStore(pool)
 	if args[0] == "approve" {
 		p, err := pairings.ApprovePairing(ctx, args[1])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Approved %s (Telegram user %d): they talk in timeline %s.\n", p.Name, p.UserID, p.Timeline)
+		fmt.Fprintf(stdout, "Approved %s (Telegram user %d): they talk in timeline %s.\n", p.DisplayName, p.UserID, p.TimelineScope)
 		return nil
 	}
 	list, err := pairings.ListPairings(ctx)
@@ -46,7 +46,7 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 		if p.ApprovedAt != nil {
 			status = "approved " + p.ApprovedAt.Local().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.UserID, p.Name, p.Timeline, status)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.UserID, p.DisplayName, p.TimelineScope, status)
 	}
 	return tw.Flush()
 }

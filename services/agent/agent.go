@@ -17,13 +17,6 @@ import (
 	"github.com/switchboard/switchboard/services/tools"
 )
 
-// Flags are the rollout flags of DESIGN.md's matrix.
-type Flags struct {
-	ScopedWrite bool
-	ScopedRead  bool
-	SubAgents   bool
-}
-
 // Options are the runtime's collaborators and limits.
 type Options struct {
 	Store services.Store
@@ -40,7 +33,7 @@ type Options struct {
 	Tokenizer    prompt.Tokenizer
 	Observers    []services.RunObserver
 	Logger       *slog.Logger
-	Flags        Flags
+	Flags        services.Flags
 	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
 	MaxSteps   int
 	RunTimeout time.Duration

@@ -40,14 +40,14 @@ type setupOpts struct {
 	runTimeout time.Duration
 	maxSteps   int
 	maxRetries int
-	flags      agent.Flags
+	flags      services.Flags
 	window     int
 	keepTurns  int
 	limits     agent.SubAgentLimits
 }
 
 // setupBench is setup for benchmarks.
-func setupBench(b *testing.B, flags agent.Flags) *bundle {
+func setupBench(b *testing.B, flags services.Flags) *bundle {
 	pool, _ := dbtest.Schema(b)
 	return setupOn(b, pool, nil, setupOpts{flags: flags, window: 128000})
 }
@@ -240,7 +240,7 @@ func TestPlainAnswer(t *testing.T) {
 
 func TestMultiStepToolUse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{flags: agent.Flags{ScopedWrite: true, ScopedRead: true}})
+	b := setup(t, setupOpts{flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
 	b.model.Enqueue(
 		llmtest.Call("write_file", `{"path":"notes/todo.md","content":"- buy milk\n"}`),
 		llmtest.Call("read_file", `{"path":"notes/todo.md"}`),

@@ -124,7 +124,7 @@ func (s *Service) registerDelegate(reg *tools.Registry) error {
 // inline reports whether delegated tasks run in main ("main agent
 // single-space execution"): sub-agents off, or the scoped read path off.
 func (s *Service) inline() bool {
-	return !s.opts.Flags.SubAgents || !s.opts.Flags.ScopedRead
+	return !s.opts.Flags.SubAgentsOn()
 }
 
 func (s *Service) handleDelegate(ctx context.Context, call tools.Call) (tools.Result, error) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -23,10 +22,10 @@ import (
 func BenchmarkDelegatedResearch(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
-		flags agent.Flags
+		flags services.Flags
 	}{
-		{"subagents", agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}},
-		{"inline", agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}},
+		{"subagents", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}},
+		{"inline", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -38,7 +37,7 @@ func BenchmarkDelegatedResearch(b *testing.B) {
 	}
 }
 
-func delegatedWorkload(b *testing.B, flags agent.Flags) (float64, int) {
+func delegatedWorkload(b *testing.B, flags services.Flags) (float64, int) {
 	bd := setupBench(b, flags)
 	ws := filepath.Join(bd.ws, "global")
 	_ = os.MkdirAll(ws, 0o700)

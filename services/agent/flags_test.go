@@ -10,7 +10,6 @@ import (
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -68,10 +67,10 @@ func converse(t *testing.T, b *bundle, from, to int) {
 
 func TestFlagMatrix(t *testing.T) {
 	t.Parallel()
-	legacy := agent.Flags{SubAgents: true}
-	dual := agent.Flags{ScopedWrite: true, SubAgents: true}
-	scoped := agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
-	run := func(flags agent.Flags) (*bundle, *scriptedModel) {
+	legacy := services.Flags{SubAgents: true}
+	dual := services.Flags{ScopedWrite: true, SubAgents: true}
+	scoped := services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
+	run := func(flags services.Flags) (*bundle, *scriptedModel) {
 		sm := &scriptedModel{}
 		b := setup(t, setupOpts{flags: flags, keepTurns: 2})
 		b.model.SetDefault(sm.reply)

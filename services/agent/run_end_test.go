@@ -23,7 +23,7 @@ import (
 // with the earlier tool results in the prompt.
 func TestStepLimitTellsTheOwnerHowToGoOn(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{maxSteps: 2, flags: agent.Flags{ScopedWrite: true, ScopedRead: true}})
+	b := setup(t, setupOpts{maxSteps: 2, flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
 	b.model.Enqueue(
 		llmtest.Reply{Text: "Found the first two files.", ToolCalls: []llmtest.ToolCall{{Name: "list_files", Arguments: `{}`}}},
 		llmtest.Reply{Text: "Still looking at the third.", ToolCalls: []llmtest.ToolCall{{Name: "list_files", Arguments: `{}`}}},
@@ -98,7 +98,7 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 // OpenAI does, and is answered.
 func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{flags: agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}})
+	b := setup(t, setupOpts{flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}})
 	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		switch {
 		case isChildCall(r):

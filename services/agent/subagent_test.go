@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -27,7 +26,7 @@ func delegateCalls(tasks ...string) llmtest.Reply {
 	return llmtest.Reply{ToolCalls: calls}
 }
 
-var scopedOn = agent.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
+var scopedOn = services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
 
 func childRuns(t *testing.T, b *bundle, parent int64) []services.Run {
 	kids, err := b.store.ListRuns(context.Background(), services.RunQuery{ParentRunID: parent, Limit: 100})
@@ -209,7 +208,7 @@ func TestStopCancelsTheTree(t *testing.T) {
 
 func TestInlineWhenSubAgentsOff(t *testing.T) {
 	t.Parallel()
-	for _, flags := range []agent.Flags{{ScopedWrite: true, ScopedRead: true, SubAgents: false}, {ScopedWrite: true, SubAgents: true}} {
+	for _, flags := range []services.Flags{{ScopedWrite: true, ScopedRead: true, SubAgents: false}, {ScopedWrite: true, SubAgents: true}} {
 		b := setup(t, setupOpts{flags: flags})
 		b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 			switch {

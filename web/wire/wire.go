@@ -115,3 +115,21 @@ type PostResponse struct {
 	Message Message `json:"message"`
 	Created bool    `json:"created"`
 }
+
+// Pairing is a Telegram user's pairing as the owner sees it. Pending
+// pairings do not show their code: the owner types the code the user was
+// given, so nobody is approved by a stray click.
+type Pairing struct {
+	UserID     int64      `json:"user_id"`
+	Name       string     `json:"name"`
+	Timeline   string     `json:"timeline"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	ApprovedAt *time.Time `json:"approved_at,omitempty"`
+}
+
+// Pairings is GET /api/pairings's body.
+type Pairings struct {
+	Enabled  bool      `json:"enabled"`
+	Pending  []Pairing `json:"pending"`
+	Approved []Pairing `json:"approved"`
+}

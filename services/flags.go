@@ -1,0 +1,58 @@
+package services
+
+// Flags are the rollout flags, read once at start:
+//
+//	WRITE READ
+//	  0    0   legacy: scope columns take their defaults; only the global summary
+//	  1    0   dual-write: explicit scopes, summaries to global and main; prompts as legacy
+//	  1    1   scoped: main prompts read the main scope and summary; sub-agents allowed
+//	  0    1   refused (Validate)
+//
+// SubAgents runs delegated tasks as sub-agents in their own scopes; off (or
+// with ScopedRead off) they run inline in main.
+type Flags struct {
+	ScopedWrite bool // AGENT_CONTEXT_SCOPED_WRITE
+	ScopedRead  bool // AGENT_CONTEXT_SCOPED_READ
+	SubAgents   bool // AGENT_SUBAGENTS
+}
+
+// Validate refuses the one combination that would read scopes nobody writes.
+func (f Flags) Validate() error {
+	if f.ScopedRead && !f.ScopedWrite {
+		return Errorf(EINVALID, "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1: the scoped read path reads rows and summaries only the scoped write path produces (turn WRITE on first, see docs/ROLLOUT.md)")
+	}
+	return nil
+}
+
+// Mode names the combination: legacy, dual-write or scoped.
+func (f Flags) Mode() string {
+	switch {
+	case f.ScopedWrite && f.ScopedRead:
+		return "scoped"
+	case f.ScopedWrite:
+		return "dual-write"
+	default:
+		return "legacy"
+	}
+}
+
+// SubAgentsOn reports whether delegated tasks run as sub-agents (in their
+// own scopes) rather than inline in main.
+func (f Flags) SubAgentsOn() bool { return f.SubAgents && f.ScopedRead }
+
+// Map is the flags as the owner sees them (/api/whoami, the debug page):
+// each variable's 0/1 and the mode.
+func (f Flags) Map() map[string]string {
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return map[string]string{
+		"AGENT_CONTEXT_SCOPED_WRITE": b(f.ScopedWrite),
+		"AGENT_CONTEXT_SCOPED_READ":  b(f.ScopedRead),
+		"AGENT_SUBAGENTS":            b(f.SubAgents),
+		"mode":                       f.Mode(),
+	}
+}
