@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -110,4 +111,17 @@ type SummaryCursor struct {
 	LagMessages    int64
 	LagTokens      int64
 	UpdatedAt      time.Time
+}
+
+// PromptInspector shows the owner what the main agent's prompts hold
+// (GET /api/context): the inspection of the last prompt as its run's prompt
+// step recorded it, and of the next one. Each is a JSON object (layers with
+// tokens and budgets, warnings, total, budget, window, prefix hash;
+// docs/CONTEXT.md).
+type PromptInspector interface {
+	// LastPrompt is the last main prompt's inspection and its run id (nil
+	// and 0 before the first run).
+	LastPrompt(ctx context.Context, timeline string) (inspection json.RawMessage, runID int64, err error)
+	// PreviewPrompt builds the next main prompt without an input.
+	PreviewPrompt(ctx context.Context, timeline string) (json.RawMessage, error)
 }

@@ -36,3 +36,30 @@ type Publisher interface {
 	// cannot be reached (the rows are stored; clients catch up on reconnect).
 	Publish(ctx context.Context, e Event) error
 }
+
+// TimelineItem is what a timeline's subscriber receives: a stored message,
+// or a transient event (run status, streamed text) with no row behind it.
+type TimelineItem struct {
+	Message *Message
+	Event   *Event
+}
+
+// Subscription is one subscriber's stream of a timeline.
+type Subscription interface {
+	// Items delivers the timeline's rows in id order, each once, and its
+	// events; it is closed when the subscriber is dropped or unsubscribed.
+	Items() <-chan TimelineItem
+	// StartID is the last id delivered before the subscription began: the
+	// subscriber reads its backlog up to it from the store.
+	StartID() int64
+	// Dropped reports whether the subscriber was dropped for being slow.
+	Dropped() bool
+}
+
+// Feed streams timelines to subscribers (the hub of each instance).
+type Feed interface {
+	// Subscribe starts a subscription with a buffer of n items.
+	Subscribe(ctx context.Context, timeline string, n int) (Subscription, error)
+	// Unsubscribe ends it; safe to call twice or after a drop.
+	Unsubscribe(Subscription)
+}

@@ -199,3 +199,25 @@ func DecodeMeta(raw json.RawMessage) (MessageMeta, error) {
 	}
 	return m, nil
 }
+
+// TimelinePage is a page of a timeline and whether older rows exist.
+type TimelinePage struct {
+	Messages  []Message
+	HasOlder  bool
+	NewestID  int64
+	OldestID  int64
+	Timeline  string
+	PageLimit int
+}
+
+// ChatService is the one entry for messages from every channel into a
+// timeline, and the timeline reads channels use (services/chat).
+type ChatService interface {
+	// Post validates and stores a visible message and publishes it after
+	// commit; a new user message also starts the agent's turn. A duplicate
+	// (same DedupeKey) returns the first row with created=false.
+	Post(ctx context.Context, p PostParams) (msg Message, created bool, err error)
+	// Timeline returns visible messages: after afterID (ascending), or the
+	// newest page before beforeID (0 = the latest).
+	Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (TimelinePage, error)
+}

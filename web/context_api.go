@@ -8,16 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/prompt"
 )
-
-// PromptInspector shows how prompts are compiled (the agent runtime).
-type PromptInspector interface {
-	// LastPrompt is the inspection of the timeline's last main prompt and its run id.
-	LastPrompt(ctx context.Context, timeline string) (prompt.Inspection, int64, error)
-	// PreviewPrompt builds the next main prompt without an input.
-	PreviewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error)
-}
 
 // registerContextRoutes: prompt inspection, the owner's rules and the
 // remembered settings of the owner's timeline.

@@ -26,7 +26,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
-	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/wire"
 )
@@ -50,12 +49,12 @@ func (s *countingStore) OwnerTokenHash(ctx context.Context) ([]byte, error) {
 // noInspector lets the context API run without an agent.
 type noInspector struct{}
 
-func (noInspector) LastPrompt(context.Context, string) (prompt.Inspection, int64, error) {
-	return prompt.Inspection{}, 0, nil
+func (noInspector) LastPrompt(context.Context, string) (json.RawMessage, int64, error) {
+	return nil, 0, nil
 }
 
-func (noInspector) PreviewPrompt(context.Context, string) (prompt.Inspection, error) {
-	return prompt.Inspection{}, nil
+func (noInspector) PreviewPrompt(context.Context, string) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
 }
 
 // served is a server on a real listener (127.0.0.1), as `serve` runs it:

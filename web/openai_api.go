@@ -18,7 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/hub"
 )
 
 // The OpenAI-compatible channel "api": POST /v1/chat/completions and GET
@@ -309,12 +308,12 @@ type turnWaiter struct {
 // wait reads sub until the reply arrives, ctx ends, or the subscription is
 // dropped; a dropped subscription is replaced and the reply looked up in
 // the timeline, so a slow reader loses nothing.
-func (w *turnWaiter) wait(ctx context.Context, sub *hub.Subscription) (turnResult, error) {
+func (w *turnWaiter) wait(ctx context.Context, sub services.Subscription) (turnResult, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return turnResult{}, ctx.Err()
-		case it, ok := <-sub.C:
+		case it, ok := <-sub.Items():
 			if !ok {
 				next, res, found, err := w.resubscribe(ctx)
 				if err != nil || found {
@@ -332,7 +331,7 @@ func (w *turnWaiter) wait(ctx context.Context, sub *hub.Subscription) (turnResul
 
 // resubscribe replaces a dropped subscription and looks for a reply stored
 // meanwhile. The caller unsubscribes the returned subscription.
-func (w *turnWaiter) resubscribe(ctx context.Context) (*hub.Subscription, turnResult, bool, error) {
+func (w *turnWaiter) resubscribe(ctx context.Context) (services.Subscription, turnResult, bool, error) {
 	sub, err := w.s.opts.Hub.Subscribe(ctx, w.timeline, 1024)
 	if err != nil {
 		return nil, turnResult{}, false, err
@@ -361,7 +360,7 @@ func (w *turnWaiter) resubscribe(ctx context.Context) (*hub.Subscription, turnRe
 }
 
 // item handles one subscription item; done when it is the reply.
-func (w *turnWaiter) item(ctx context.Context, it hub.Item) (turnResult, bool, error) {
+func (w *turnWaiter) item(ctx context.Context, it services.TimelineItem) (turnResult, bool, error) {
 	if it.Message != nil {
 		res, ok := w.reply(*it.Message)
 		return res, ok, nil
@@ -510,7 +509,7 @@ func chunk(id string, created int64, delta map[string]any, finish any) map[strin
 // answer, a chunk with finish_reason "stop", optionally a usage chunk, and
 // "data: [DONE]". Headers are sent with the first text, so a failure before
 // any output still gets a plain error status.
-func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWaiter, sub *hub.Subscription,
+func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWaiter, sub services.Subscription,
 	req ChatCompletionRequest, id string, created int64, timeout time.Duration) error {
 	resp := c.Response()
 	started := false

@@ -16,8 +16,6 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/hub"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -26,8 +24,8 @@ const MaxBodyBytes = 256 << 10
 // Options configures a Server.
 type Options struct {
 	Logger *slog.Logger
-	Chat   *chat.Service
-	Hub    *hub.Hub
+	Chat   services.ChatService
+	Hub    services.Feed
 	// TokenHash is the SHA-256 of the owner's login token.
 	TokenHash []byte
 	// Credentials, when set, is read on every authentication instead of
@@ -52,7 +50,7 @@ type Options struct {
 	// ContextStore and Inspector back the rules, memory and prompt
 	// inspection API (optional).
 	ContextStore services.ContextStore
-	Inspector    PromptInspector
+	Inspector    services.PromptInspector
 	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
 	RateLimit RateLimit
 	// Runs lets the OpenAI-compatible channel stream its run's text and

@@ -60,7 +60,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	out := make(chan wire.Frame, 64)
 	go s.wsReader(ctx, cancel, conn, out)
 
-	cursor := sub.StartID
+	cursor := sub.StartID()
 	if hasAfter {
 		cursor = after
 		// Backlog: every row after the client's id, up to (at least) where
@@ -97,7 +97,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			if err := wsWrite(ctx, conn, f); err != nil {
 				return nil
 			}
-		case it, ok := <-sub.C:
+		case it, ok := <-sub.Items():
 			if !ok {
 				conn.Close(StatusSlowConsumer, "too slow: reconnect with after=last id")
 				return nil

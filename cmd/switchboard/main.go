@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,9 +44,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// errUsage marks a bad command line; run prints the usage for it.
-var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	verb := "serve"

@@ -51,7 +51,7 @@ func TestRolloutAsDocumented(t *testing.T) {
 	model := llmtest.NewServer(t)
 	token := "rollout-token-0123456789"
 	base := []string{"WEB_AUTH_TOKEN=" + token, "LLM_PROVIDER=openai", "LLM_BASE_URL=" + model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini"}
-	flagLine := regexp.MustCompile("(?m)^(AGENT_CONTEXT_SCOPED_WRITE=\\d AGENT_CONTEXT_SCOPED_READ=\\d) switchboard serve$")
+	flagLine := regexp.MustCompile(`(?m)^(AGENT_CONTEXT_SCOPED_WRITE=\d AGENT_CONTEXT_SCOPED_READ=\d) switchboard serve$`)
 	phases := flagLine.FindAllStringSubmatch(string(doc), -1)
 	if len(phases) != 3 {
 		t.Fatalf("the doc has %d serve lines with flags, want dual-write, scoped and rollback", len(phases))

@@ -137,7 +137,7 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 // cmdContext shows the layer breakdown of the last prompt and of the next.
 func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string, error) {
 	var b strings.Builder
-	if next, err := s.PreviewPrompt(ctx, msg.TimelineScope); err == nil {
+	if next, err := s.previewPrompt(ctx, msg.TimelineScope); err == nil {
 		fmt.Fprintf(&b, "Next prompt (before your next message): %d of %d tokens; %s.\n", next.TotalTokens, next.Budget, layerLine(next))
 	}
 	last, err := s.lastPromptText(ctx, msg.TimelineScope)
@@ -158,31 +158,39 @@ func layerLine(ins prompt.Inspection) string {
 	return strings.Join(parts, ", ")
 }
 
-// PreviewPrompt builds the next main prompt without an input (for /context
-// and the inspect endpoint).
-func (s *Service) PreviewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
+// previewPrompt builds the next main prompt without an input.
+func (s *Service) previewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
 	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs()})
 	return p.Inspection, err
 }
 
-// LastPrompt returns the inspection of a timeline's last main prompt.
-func (s *Service) LastPrompt(ctx context.Context, timeline string) (prompt.Inspection, int64, error) {
+// PreviewPrompt is the inspection of the next main prompt, built without an
+// input (the /api/context endpoint).
+func (s *Service) PreviewPrompt(ctx context.Context, timeline string) (json.RawMessage, error) {
+	ins, err := s.previewPrompt(ctx, timeline)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(ins)
+}
+
+// LastPrompt returns the inspection of a timeline's last main prompt, as
+// its run's prompt step recorded it (nil and 0 before the first run).
+func (s *Service) LastPrompt(ctx context.Context, timeline string) (json.RawMessage, int64, error) {
 	run, ok, err := s.lastRun(ctx, timeline)
 	if err != nil || !ok {
-		return prompt.Inspection{}, 0, err
+		return nil, 0, err
 	}
 	steps, err := s.opts.Store.ListSteps(ctx, run.ID)
 	if err != nil {
-		return prompt.Inspection{}, 0, err
+		return nil, 0, err
 	}
 	for _, st := range steps {
-		if st.Kind == "prompt" {
-			var ins prompt.Inspection
-			err := json.Unmarshal(st.Payload, &ins)
-			return ins, run.ID, err
+		if st.Kind == services.StepPrompt {
+			return st.Payload, run.ID, nil
 		}
 	}
-	return prompt.Inspection{}, run.ID, nil
+	return nil, run.ID, nil
 }
 
 func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, error) {

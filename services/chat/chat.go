@@ -236,28 +236,18 @@ func (s *Service) validate(p services.PostParams) error {
 	return nil
 }
 
-// TimelinePage is a page of a timeline and whether older rows exist.
-type TimelinePage struct {
-	Messages  []services.Message
-	HasOlder  bool
-	NewestID  int64
-	OldestID  int64
-	Timeline  string
-	PageLimit int
-}
-
 // Timeline returns visible messages of a timeline: after AfterID
 // (ascending), or the newest page before BeforeID (0 = the latest).
 // Errors: EINVALID for a bad limit or no timeline.
-func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (TimelinePage, error) {
+func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (services.TimelinePage, error) {
 	if limit <= 0 {
 		limit = 50
 	}
 	if limit > 500 {
-		return TimelinePage{}, services.Errorf(services.EINVALID, "limit %d is over 500", limit)
+		return services.TimelinePage{}, services.Errorf(services.EINVALID, "limit %d is over 500", limit)
 	}
 	if beforeID < 0 || afterID < 0 {
-		return TimelinePage{}, services.Errorf(services.EINVALID, "before and after must be positive ids")
+		return services.TimelinePage{}, services.Errorf(services.EINVALID, "before and after must be positive ids")
 	}
 	q := services.TimelineQuery{TimelineScope: timeline, AfterID: afterID, Limit: limit + 1}
 	if afterID == 0 {
@@ -268,9 +258,9 @@ func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, after
 	}
 	msgs, err := s.opts.Store.ListTimeline(ctx, q)
 	if err != nil {
-		return TimelinePage{}, err
+		return services.TimelinePage{}, err
 	}
-	page := TimelinePage{Timeline: timeline, PageLimit: limit}
+	page := services.TimelinePage{Timeline: timeline, PageLimit: limit}
 	if len(msgs) > limit {
 		if q.BeforeID > 0 {
 			msgs = msgs[1:] // the extra row is the oldest: older rows exist

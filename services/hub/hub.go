@@ -21,13 +21,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-// Item is what a subscriber receives: a stored message, or a transient
-// event (run status, streamed text) with no row behind it.
-type Item struct {
-	Message *services.Message
-	Event   *services.Event
-}
-
 // Rows is where the hub reads visible timeline rows.
 type Rows interface {
 	// After returns visible rows of a timeline with id > afterID, ascending.
@@ -36,19 +29,27 @@ type Rows interface {
 	LatestID(ctx context.Context, timelineScope string) (int64, error)
 }
 
-// Subscription is one subscriber's stream. C is closed when the subscriber
-// is dropped (too slow) or unsubscribed.
+// Subscription is one subscriber's stream (services.Subscription).
 type Subscription struct {
-	C        <-chan Item
-	c        chan Item
+	c        chan services.TimelineItem
 	timeline string
 	id       uint64
-	// StartID is the hub's last delivered id for the timeline when the
-	// subscription began: the subscriber must fetch its backlog up to at
-	// least this id itself; everything after it arrives on C.
-	StartID int64
-	dropped atomic.Bool
+	startID  int64
+	dropped  atomic.Bool
 }
+
+var (
+	_ services.Subscription = (*Subscription)(nil)
+	_ services.Feed         = (*Hub)(nil)
+)
+
+// Items is closed when the subscriber is dropped (too slow) or unsubscribed.
+func (s *Subscription) Items() <-chan services.TimelineItem { return s.c }
+
+// StartID is the hub's last delivered id for the timeline when the
+// subscription began: the subscriber fetches its backlog up to at least
+// this id itself; everything after it arrives on Items.
+func (s *Subscription) StartID() int64 { return s.startID }
 
 // Dropped reports whether the hub dropped the subscription for being slow.
 func (s *Subscription) Dropped() bool { return s.dropped.Load() }
@@ -124,7 +125,7 @@ func (h *Hub) Resync() {
 }
 
 // Subscribe registers a subscriber of a timeline with a buffer of n items.
-func (h *Hub) Subscribe(ctx context.Context, timeline string, n int) (*Subscription, error) {
+func (h *Hub) Subscribe(ctx context.Context, timeline string, n int) (services.Subscription, error) {
 	if n <= 0 {
 		n = 256
 	}
@@ -136,15 +137,18 @@ func (h *Hub) Subscribe(ctx context.Context, timeline string, n int) (*Subscript
 	}
 	select {
 	case r := <-req.reply:
-		return r.sub, r.err
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.sub, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
 // Unsubscribe removes a subscription; safe to call twice or after a drop.
-func (h *Hub) Unsubscribe(s *Subscription) {
-	if s != nil {
+func (h *Hub) Unsubscribe(sub services.Subscription) {
+	if s, ok := sub.(*Subscription); ok && s != nil {
 		h.unsub <- s
 	}
 }
@@ -198,8 +202,8 @@ func (h *Hub) add(ctx context.Context, req subscribeReq) (*Subscription, error) 
 		h.tls[req.timeline] = st
 	}
 	h.nextID++
-	c := make(chan Item, req.buffer)
-	s := &Subscription{C: c, c: c, timeline: req.timeline, id: h.nextID, StartID: st.lastID}
+	c := make(chan services.TimelineItem, req.buffer)
+	s := &Subscription{c: c, timeline: req.timeline, id: h.nextID, startID: st.lastID}
 	st.subs[s.id] = s
 	h.count.Add(1)
 	return s, nil
@@ -226,7 +230,7 @@ func (h *Hub) handle(ctx context.Context, e services.Event) {
 		return
 	}
 	ev := e
-	h.deliver(e.TimelineScope, st, Item{Event: &ev})
+	h.deliver(e.TimelineScope, st, services.TimelineItem{Event: &ev})
 }
 
 // catchUp fetches the rows after the timeline's last delivered id, up to
@@ -246,7 +250,7 @@ func (h *Hub) catchUp(ctx context.Context, timeline string, st *timelineState, u
 				return
 			}
 			st.lastID = m.ID
-			h.deliver(timeline, st, Item{Message: &m})
+			h.deliver(timeline, st, services.TimelineItem{Message: &m})
 		}
 		if len(rows) < 500 {
 			return
@@ -254,7 +258,7 @@ func (h *Hub) catchUp(ctx context.Context, timeline string, st *timelineState, u
 	}
 }
 
-func (h *Hub) deliver(timeline string, st *timelineState, it Item) {
+func (h *Hub) deliver(timeline string, st *timelineState, it services.TimelineItem) {
 	for _, s := range st.subs {
 		select {
 		case s.c <- it:

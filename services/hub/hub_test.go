@@ -57,10 +57,10 @@ func startHub(t *testing.T, rows Rows) *Hub {
 	return h
 }
 
-func recv(t *testing.T, s *Subscription) Item {
+func recv(t *testing.T, s services.Subscription) services.TimelineItem {
 	t.Helper()
 	select {
-	case it, ok := <-s.C:
+	case it, ok := <-s.Items():
 		if !ok {
 			t.Fatal("subscription closed")
 		}
@@ -68,7 +68,7 @@ func recv(t *testing.T, s *Subscription) Item {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no item within 2s")
 	}
-	return Item{}
+	return services.TimelineItem{}
 }
 
 func TestHubDeliversInOrderPerTimeline(t *testing.T) {
@@ -80,8 +80,8 @@ func TestHubDeliversInOrderPerTimeline(t *testing.T) {
 	a, _ := h.Subscribe(ctx, "global", 16)
 	b, _ := h.Subscribe(ctx, "global", 16)
 	other, _ := h.Subscribe(ctx, "tg:1", 16)
-	if a.StartID != 1 {
-		t.Fatalf("StartID = %d, want 1", a.StartID)
+	if a.StartID() != 1 {
+		t.Fatalf("StartID = %d, want 1", a.StartID())
 	}
 	id2 := rows.add("global")
 	id3 := rows.add("global")
@@ -89,7 +89,7 @@ func TestHubDeliversInOrderPerTimeline(t *testing.T) {
 	h.Notify(services.Event{Type: services.EventMessage, TimelineScope: "global", ID: id3})
 	// An echo of an already delivered id is ignored.
 	h.Notify(services.Event{Type: services.EventMessage, TimelineScope: "global", ID: id2})
-	for _, s := range []*Subscription{a, b} {
+	for _, s := range []services.Subscription{a, b} {
 		if got := recv(t, s).Message.ID; got != id2 {
 			t.Fatalf("first = %d, want %d", got, id2)
 		}
@@ -102,7 +102,7 @@ func TestHubDeliversInOrderPerTimeline(t *testing.T) {
 		t.Fatalf("transient event: %+v", it)
 	}
 	select {
-	case it := <-other.C:
+	case it := <-other.Items():
 		t.Fatalf("other timeline got %+v", it)
 	case <-time.After(50 * time.Millisecond):
 	}
@@ -125,7 +125,7 @@ func TestHubDropsSlowSubscriberWithoutBlockingOthers(t *testing.T) {
 		}
 	}
 	n := 0
-	for range slow.C { // closed after its buffer
+	for range slow.Items() { // closed after its buffer
 		n++
 	}
 	if n != 2 || !slow.Dropped() {
