@@ -156,3 +156,60 @@ type ToolCall struct {
 	// callers may unmarshal it directly.
 	Arguments json.RawMessage
 }
+
+// TokenUsage is the token accounting the provider reported for one call.
+type TokenUsage struct {
+	// PromptTokens counts every input token, cached ones included (for
+	// Anthropic: input + cache read + cache write), so it is comparable
+	// across providers and with the context window.
+	PromptTokens     int
+	CompletionTokens int
+	// CachedTokens is the part of PromptTokens read from the prompt cache.
+	CachedTokens int
+	// CacheWriteTokens is the part of PromptTokens written to the prompt
+	// cache (Anthropic only).
+	CacheWriteTokens int
+}
+
+// StepOrigin marks the steps of delegated work (a sub-agent's, or a task
+// run inline in main); a main run's steps carry neither.
+type StepOrigin struct {
+	Child  bool `json:"child,omitempty"`
+	Inline bool `json:"inline,omitempty"`
+}
+
+// ModelCallStep is the payload of a model_call step.
+type ModelCallStep struct {
+	Model      string     `json:"model"`
+	StopReason string     `json:"stop_reason"`
+	Usage      TokenUsage `json:"usage"`
+	TextChars  int        `json:"text_chars"`
+	ToolCalls  int        `json:"tool_calls"`
+	StepOrigin
+}
+
+// ToolCallStep is the payload of a tool_call step.
+type ToolCallStep struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	StepOrigin
+}
+
+// ToolResultStep is the payload of a tool_result step (the result itself
+// is the hidden tool row; the step records its outcome and size).
+type ToolResultStep struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	IsError bool   `json:"is_error"`
+	Code    string `json:"code"`
+	Chars   int    `json:"chars"`
+	StepOrigin
+}
+
+// ErrorStep is the payload of an error step: why the run failed.
+type ErrorStep struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	StepOrigin
+}

@@ -58,14 +58,20 @@ const DefaultSubAgentPrompt = `You are a sub-agent working on one task for the m
 // task, constraints inherited from the owner's rules, relevant earlier
 // handoffs, the budget and, when it had to shrink, the downgrade chain.
 type TaskPayload struct {
-	Version      int            `json:"version"`
-	Task         string         `json:"task"`
-	AgentID      string         `json:"agent_id,omitempty"`
-	Constraints  []string       `json:"constraints"`
-	Observations []string       `json:"observations,omitempty"`
-	Budget       PayloadBudget  `json:"budget"`
-	Downgrade    []string       `json:"downgrade,omitempty"`
-	Parent       map[string]any `json:"parent"`
+	Version      int           `json:"version"`
+	Task         string        `json:"task"`
+	AgentID      string        `json:"agent_id,omitempty"`
+	Constraints  []string      `json:"constraints"`
+	Observations []string      `json:"observations,omitempty"`
+	Budget       PayloadBudget `json:"budget"`
+	Downgrade    []string      `json:"downgrade,omitempty"`
+	Parent       PayloadParent `json:"parent"`
+}
+
+// PayloadParent is the run that delegated the task.
+type PayloadParent struct {
+	RunID    int64  `json:"run_id"`
+	Timeline string `json:"timeline"`
 }
 
 // PayloadBudget is the child's token budget.
@@ -331,7 +337,7 @@ func agentName(p Profile) string {
 // taskPayload builds the child's payload within half the child's window,
 // shrinking it along a recorded downgrade chain when needed.
 func (s *Service) taskPayload(ctx context.Context, parent services.Run, profile Profile, task string, extra []string, window int) (TaskPayload, error) {
-	p := TaskPayload{Version: 1, Task: task, AgentID: profile.ID, Parent: map[string]any{"run_id": parent.ID, "timeline": parent.TimelineScope}}
+	p := TaskPayload{Version: 1, Task: task, AgentID: profile.ID, Parent: PayloadParent{RunID: parent.ID, Timeline: parent.TimelineScope}}
 	// Hard constraints of the owner must reach the child.
 	if s.opts.ContextStore != nil {
 		cs, err := s.opts.ContextStore.ListConstraints(ctx, parent.TimelineScope)

@@ -80,14 +80,14 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			stream.flush()
 		}
 		if err != nil {
-			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), l.stepRun, services.StepError, s.stepPayload(l, map[string]any{
-				"error": err.Error(), "code": services.ErrorCode(err)}))
+			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), l.stepRun, services.StepError, s.stepPayload(services.ErrorStep{
+				Error: err.Error(), Code: services.ErrorCode(err), StepOrigin: l.origin()}))
 			return "", u, err
 		}
 		u.add(resp.Usage)
-		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(l, map[string]any{
-			"model": resp.Model, "stop_reason": resp.StopReason, "usage": resp.Usage,
-			"text_chars": len(resp.Text), "tool_calls": len(resp.ToolCalls)})); err != nil {
+		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(services.ModelCallStep{
+			Model: resp.Model, StopReason: resp.StopReason, Usage: resp.Usage,
+			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})); err != nil {
 			return "", u, err
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -113,13 +113,13 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
 }
 
-// stepPayload marks the steps of delegated work with their kind.
-func (s *Service) stepPayload(l loopSpec, m map[string]any) json.RawMessage {
-	if l.kind != kindMain {
-		m["child"], m["inline"] = l.kind == kindChild, l.kind == kindInline
-	}
-	return mustJSON(m)
+// origin marks the steps of delegated work with their kind.
+func (l loopSpec) origin() services.StepOrigin {
+	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline}
 }
+
+// stepPayload is a step's stored JSON.
+func (s *Service) stepPayload(p any) json.RawMessage { return mustJSON(p) }
 
 // runCalls runs one step's tool calls: in parallel in a main run (delegated
 // tasks run side by side), in order in delegated work. Each call and its
@@ -148,16 +148,16 @@ func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []services.Too
 
 // runCall executes one call and records it.
 func (s *Service) runCall(ctx context.Context, l loopSpec, call services.ToolCall) (llm.Message, error) {
-	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(l, map[string]any{
-		"id": call.ID, "name": call.Name, "arguments": call.Arguments})); err != nil {
+	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(services.ToolCallStep{
+		ID: call.ID, Name: call.Name, Arguments: call.Arguments, StepOrigin: l.origin()})); err != nil {
 		return llm.Message{}, err
 	}
 	c := l.call
 	c.Arguments, c.CallID = call.Arguments, call.ID
 	res := s.opts.Tools.Execute(ctx, call.Name, c)
 	res.Content = chat.CleanAnswer(res.Content)
-	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(l, map[string]any{
-		"id": call.ID, "name": call.Name, "is_error": res.IsError, "code": res.ErrorCode, "chars": len(res.Content)})); err != nil {
+	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(services.ToolResultStep{
+		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})); err != nil {
 		return llm.Message{}, err
 	}
 	if err := l.rec.toolResult(ctx, call, res); err != nil {

@@ -20,7 +20,7 @@ var errStopped = errors.New("stopped by the owner")
 // usage sums a run's provider-reported usage.
 type usage struct{ prompt, completion, cached, last int }
 
-func (u *usage) add(x llm.Usage) {
+func (u *usage) add(x services.TokenUsage) {
 	u.last = x.PromptTokens
 	u.prompt += x.PromptTokens
 	u.completion += x.CompletionTokens

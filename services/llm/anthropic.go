@@ -236,7 +236,7 @@ func inputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
 func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.Builder) (*Response, error) {
 	resp := &Response{
 		Model: string(msg.Model),
-		Usage: Usage{
+		Usage: services.TokenUsage{
 			PromptTokens:     int(msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens),
 			CompletionTokens: int(msg.Usage.OutputTokens),
 			CachedTokens:     int(msg.Usage.CacheReadInputTokens),

@@ -116,23 +116,9 @@ type Response struct {
 	ToolCalls []services.ToolCall
 	// StopReason is one of StopEnd, StopToolCalls, StopMaxTokens, StopOther.
 	StopReason string
-	Usage      Usage
+	Usage      services.TokenUsage
 	// Model is the model that answered, as reported by the provider.
 	Model string
-}
-
-// Usage is the token accounting the provider reported for one call.
-type Usage struct {
-	// PromptTokens counts every input token, cached ones included (for
-	// Anthropic: input + cache read + cache write), so it is comparable
-	// across providers and with the context window.
-	PromptTokens     int
-	CompletionTokens int
-	// CachedTokens is the part of PromptTokens read from the prompt cache.
-	CachedTokens int
-	// CacheWriteTokens is the part of PromptTokens written to the prompt
-	// cache (Anthropic only).
-	CacheWriteTokens int
 }
 
 // DefaultMaxTokens is the reply bound sent to Anthropic when

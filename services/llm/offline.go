@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/switchboard/switchboard/services"
 )
 
 // Offline is the provider used when no model is configured. It answers every
@@ -79,7 +81,7 @@ func (o *Offline) Complete(ctx context.Context, req Request, onDelta func(string
 		Text:       text,
 		StopReason: StopEnd,
 		Model:      ProviderOffline,
-		Usage:      Usage{PromptTokens: (prompt + 3) / 4, CompletionTokens: (len(text) + 3) / 4},
+		Usage:      services.TokenUsage{PromptTokens: (prompt + 3) / 4, CompletionTokens: (len(text) + 3) / 4},
 	}, nil
 }
 

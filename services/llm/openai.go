@@ -206,7 +206,7 @@ func (p *OpenAI) response(cc *openai.ChatCompletion) (*Response, error) {
 	resp := &Response{
 		Text:  choice.Message.Content,
 		Model: cc.Model,
-		Usage: Usage{
+		Usage: services.TokenUsage{
 			PromptTokens:     int(cc.Usage.PromptTokens),
 			CompletionTokens: int(cc.Usage.CompletionTokens),
 			CachedTokens:     int(cc.Usage.PromptTokensDetails.CachedTokens),

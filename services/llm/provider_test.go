@@ -102,7 +102,7 @@ func TestPlainAnswer(t *testing.T) {
 				if resp.Model != "test-model" {
 					t.Errorf("Model = %q", resp.Model)
 				}
-				wantUsage := llm.Usage{PromptTokens: 120, CompletionTokens: 9, CachedTokens: 100}
+				wantUsage := services.TokenUsage{PromptTokens: 120, CompletionTokens: 9, CachedTokens: 100}
 				if api == llm.ProviderAnthropic {
 					wantUsage.CacheWriteTokens = 20 // OpenAI does not report cache writes
 				}
