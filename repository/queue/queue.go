@@ -426,9 +426,17 @@ func (q *Queue) Reap(ctx context.Context) {
 	}
 }
 
+// deadJobAfter: a turn job 'running' this long while nobody holds its
+// timeline's lock lost its worker (a live job holds the lock while it runs
+// a run and takes it again within milliseconds between two runs); its
+// queued runs are given to a new job rather than wait for River's stuck-job
+// rescue (AGENT_RUN_TIMEOUT + 2 min).
+const deadJobAfter = 10 * time.Second
+
 // unattended reports whether no worker holds the timeline and no job for it
-// waits or runs. It takes no lock, so it never makes a worker's job find
-// the timeline busy.
+// waits or runs (a job 'running' for deadJobAfter without the lock counts as
+// dead). It takes no lock, so it never makes a worker's job find the
+// timeline busy.
 func (q *Queue) unattended(ctx context.Context, timeline string) (bool, error) {
 	var busy bool
 	err := q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
@@ -436,8 +444,9 @@ func (q *Queue) unattended(ctx context.Context, timeline string) (bool, error) {
 			AND objid = hashtext(current_schema() || '/' || $2)::oid
 			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
 		OR EXISTS (SELECT 1 FROM river_job WHERE kind = $3 AND args->>'timeline' = $2
-			AND state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))`,
-		runLockKey, timeline, TurnArgs{}.Kind()).Scan(&busy)
+			AND (state IN ('available', 'pending', 'retryable', 'scheduled')
+				OR (state = 'running' AND attempted_at > now() - make_interval(secs => $4))))`,
+		runLockKey, timeline, TurnArgs{}.Kind(), deadJobAfter.Seconds()).Scan(&busy)
 	return !busy, err
 }
 
