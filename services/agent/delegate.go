@@ -389,7 +389,7 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 	if system == "" {
 		system = DefaultSubAgentPrompt
 	}
-	var defs []llm.ToolDef
+	var defs []services.ToolSpec
 	for _, t := range s.toolDefs() {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -301,13 +300,13 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	return text, obs, u, err
 }
 
-func (s *Service) toolDefs() []llm.ToolDef {
+func (s *Service) toolDefs() []services.ToolSpec {
 	if s.opts.Tools == nil {
 		return nil
 	}
-	var defs []llm.ToolDef
+	var defs []services.ToolSpec
 	for _, t := range s.opts.Tools.List() {
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, JSONSchema: t.Schema})
+		defs = append(defs, t.Spec())
 	}
 	return defs
 }

@@ -12,7 +12,6 @@ package llm
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -70,7 +69,7 @@ type Request struct {
 	// Messages is the conversation, oldest first.
 	Messages []Message
 	// Tools the model may call. Empty means no tools.
-	Tools []ToolDef
+	Tools []services.ToolSpec
 	// MaxTokens bounds the reply; 0 leaves the provider default (Anthropic,
 	// which requires a value, gets DefaultMaxTokens).
 	MaxTokens int
@@ -90,15 +89,6 @@ type Message struct {
 	ToolCallID string
 	// IsError marks a tool message whose tool failed.
 	IsError bool
-}
-
-// ToolDef describes a tool the model may call.
-type ToolDef struct {
-	Name        string
-	Description string
-	// JSONSchema is the JSON Schema of the tool's arguments (an object
-	// schema). Empty means the tool takes no arguments.
-	JSONSchema json.RawMessage
 }
 
 // Stop reasons, normalised across providers.

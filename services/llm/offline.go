@@ -75,7 +75,7 @@ func (o *Offline) Complete(ctx context.Context, req Request, onDelta func(string
 		prompt += len(m.Content)
 	}
 	for _, t := range req.Tools {
-		prompt += len(t.Name) + len(t.Description) + len(t.JSONSchema)
+		prompt += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	return &Response{
 		Text:       text,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm"
 )
 
@@ -18,7 +19,7 @@ func TestOfflineExplainsConfiguration(t *testing.T) {
 		t.Errorf("Name = %q, ContextWindow = %d", p.Name(), p.ContextWindow())
 	}
 	req := userRequest("please summarise my inbox")
-	req.Tools = []llm.ToolDef{readFileTool}
+	req.Tools = []services.ToolSpec{readFileTool}
 	var deltas []string
 	resp, err := p.Complete(context.Background(), req, func(s string) { deltas = append(deltas, s) })
 	if err != nil {

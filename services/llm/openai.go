@@ -264,12 +264,12 @@ func (p *OpenAI) failure(ctx context.Context, err error) error {
 }
 
 // schemaObject decodes a tool's JSON Schema, defaulting to an empty object.
-func schemaObject(t ToolDef) (map[string]any, error) {
-	if len(strings.TrimSpace(string(t.JSONSchema))) == 0 {
+func schemaObject(t services.ToolSpec) (map[string]any, error) {
+	if len(strings.TrimSpace(string(t.Parameters))) == 0 {
 		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
 	}
 	var schema map[string]any
-	if err := json.Unmarshal(t.JSONSchema, &schema); err != nil {
+	if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 		return nil, services.Errorf(services.EINVALID, "tool %q: JSON schema is not a JSON object: %v", t.Name, err)
 	}
 	return schema, nil

@@ -135,10 +135,10 @@ func TestPlainAnswer(t *testing.T) {
 	}
 }
 
-var readFileTool = llm.ToolDef{
+var readFileTool = services.ToolSpec{
 	Name:        "read_file",
 	Description: "Read a file from the workspace.",
-	JSONSchema:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
 }
 
 func TestToolCallRoundTrip(t *testing.T) {
@@ -153,7 +153,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 				// answers "tool result: <content>".
 
 				req := userRequest("what is in notes.md?")
-				req.Tools = []llm.ToolDef{readFileTool}
+				req.Tools = []services.ToolSpec{readFileTool}
 				first, _, err := complete(t, p, req, stream)
 				if err != nil {
 					t.Fatalf("first Complete: %v", err)
@@ -279,7 +279,7 @@ func TestAnthropicCacheControl(t *testing.T) {
 			p, srv := setup(t, llm.ProviderAnthropic, 0)
 			req := userRequest("hi")
 			req.CacheSystem = cache
-			req.Tools = []llm.ToolDef{{Name: "first"}, readFileTool}
+			req.Tools = []services.ToolSpec{{Name: "first"}, readFileTool}
 			if _, _, err := complete(t, p, req, true); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
@@ -315,7 +315,7 @@ func TestMalformedToolCall(t *testing.T) {
 				p, srv := setup(t, api, 2)
 				srv.Enqueue(llmtest.Call("read_file", `{"path": "notes`))
 				req := userRequest("read it")
-				req.Tools = []llm.ToolDef{readFileTool}
+				req.Tools = []services.ToolSpec{readFileTool}
 				resp, _, err := complete(t, p, req, stream)
 				if err == nil {
 					t.Fatalf("Complete succeeded with %+v, want an error", resp)

@@ -114,7 +114,7 @@ type BuildParams struct {
 	// TriggerID is the user message being answered: history ends with it.
 	// Zero previews the next prompt (no current input).
 	TriggerID int64
-	Tools     []llm.ToolDef
+	Tools     []services.ToolSpec
 	// Retrieved are extra items for the retrieved layer (handoffs), each
 	// with a score; lowest scores are trimmed first.
 	Retrieved []RetrievedItem
@@ -198,10 +198,10 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 
 	// Gather every layer at full size.
 	systemTokens := tok.Count(m.opts.SystemPrompt)
-	defs := make([]ToolDefinition, 0, len(p.Tools))
+	defs := make([]services.ToolSpec, 0, len(p.Tools))
 	for _, t := range p.Tools {
-		systemTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.JSONSchema)) + 8
-		defs = append(defs, ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.JSONSchema})
+		systemTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.Parameters)) + 8
+		defs = append(defs, t)
 	}
 	rules, err := m.rulesLayer(ctx, p.TimelineScope)
 	if err != nil {

@@ -10,23 +10,15 @@ import (
 	"io"
 	"slices"
 	"strings"
-)
 
-// ToolDefinition is one tool as offered to the model.
-type ToolDefinition struct {
-	Name        string
-	Description string
-	// Parameters is the JSON Schema of the arguments. It is hashed in canonical
-	// form (object keys sorted, insignificant whitespace removed), so two
-	// encodings of the same schema hash alike; invalid JSON is hashed as is.
-	Parameters json.RawMessage
-}
+	"github.com/switchboard/switchboard/services"
+)
 
 // PrefixParts is the stable prefix of a prompt: the layers that do not change
 // from one request to the next unless the owner changes them.
 type PrefixParts struct {
 	System   string
-	Tools    []ToolDefinition
+	Tools    []services.ToolSpec
 	Rules    string
 	Settings string
 }

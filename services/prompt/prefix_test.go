@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+
+	"github.com/switchboard/switchboard/services"
 )
 
 func samplePrefix() PrefixParts {
 	return PrefixParts{
 		System: "You are Switchboard.",
-		Tools: []ToolDefinition{
+		Tools: []services.ToolSpec{
 			{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 			{Name: "delegate", Description: "Start a sub-agent.", Parameters: json.RawMessage(`{"type":"object"}`)},
 			{Name: "grep", Description: "Search.", Parameters: nil},
@@ -52,7 +54,7 @@ func TestPrefixHashChanges(t *testing.T) {
 		"description":   func(p *PrefixParts) { p.Tools[1].Description = "Start a sub-agent!" },
 		"parameters":    func(p *PrefixParts) { p.Tools[1].Parameters = json.RawMessage(`{"type":"array"}`) },
 		"tool removed":  func(p *PrefixParts) { p.Tools = p.Tools[:2] },
-		"tool added":    func(p *PrefixParts) { p.Tools = append(p.Tools, ToolDefinition{Name: "x"}) },
+		"tool added":    func(p *PrefixParts) { p.Tools = append(p.Tools, services.ToolSpec{Name: "x"}) },
 		"invalid json":  func(p *PrefixParts) { p.Tools[2].Parameters = json.RawMessage(`{`) },
 		"moved between": func(p *PrefixParts) { p.System, p.Rules = p.System+p.Rules, "" },
 	}

@@ -108,6 +108,11 @@ type Tool struct {
 	History HistoryRule
 }
 
+// Spec is the tool as the model sees it.
+func (t Tool) Spec() services.ToolSpec {
+	return services.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Schema}
+}
+
 // Registry holds the tools available to agents. It is safe for concurrent use.
 type Registry struct {
 	logger *slog.Logger
