@@ -270,7 +270,7 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 	if err != nil || !ok {
 		return err
 	}
-	key := dedupeKey(msg, edited)
+	key := dedupeKey(upd.ID, msg, edited)
 	if strings.TrimSpace(text) == "" {
 		if kind := mediaKind(msg); kind != "" {
 			return b.notice(ctx, msg, "unsupported:"+key, fmt.Sprintf("Sorry, %s messages are not supported yet. Please send text.", kind))
@@ -289,7 +289,7 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 		meta.ReplyToMessageID = msg.ReplyToMessage.ID
 	}
 	if edited {
-		meta.Edited, meta.EditDate = true, msg.EditDate
+		meta.Edited, meta.EditDate, meta.UpdateID = true, msg.EditDate, upd.ID
 	}
 	if caption {
 		meta.Caption, meta.Media = true, mediaKind(msg)
@@ -325,10 +325,14 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 
 // dedupeKey identifies a Telegram message (and an edit of it) for
 // idempotent storing.
-func dedupeKey(msg *models.Message, edited bool) string {
+// dedupeKey is what makes a stored Telegram message unique: the message for
+// a new one (as it always was, so older rows keep matching), and for an
+// edit the update that carried it (Telegram numbers updates uniquely; two
+// edits within one second share an edit_date).
+func dedupeKey(updateID int64, msg *models.Message, edited bool) string {
 	k := fmt.Sprintf("tg:%d:%d", msg.Chat.ID, msg.ID)
 	if edited {
-		k += fmt.Sprintf(":edit:%d", msg.EditDate)
+		k += fmt.Sprintf(":edit:u%d", updateID)
 	}
 	return k
 }
@@ -395,7 +399,9 @@ func (b *Bot) access(ctx context.Context, msg *models.Message, group, edited boo
 	text := fmt.Sprintf("Hi! This bot is private. To talk to it, ask its owner to approve the code `%s` "+
 		"(valid until %s UTC). Nothing you send reaches the assistant until then.",
 		p.Code, p.ExpiresAt.UTC().Format("15:04"))
-	return "", false, b.notice(ctx, msg, "pairing:"+dedupeKey(msg, false), text)
+	// One reply per code: further messages while the code is valid (the
+	// pairing keeps it) are keyed alike and schedule nothing.
+	return "", false, b.notice(ctx, msg, fmt.Sprintf("pairing:%d:%s", uid, p.Code), text)
 }
 
 func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (services.Pairing, error) {

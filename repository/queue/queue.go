@@ -90,8 +90,9 @@ func (TurnArgs) Kind() string { return "agent_turn" }
 
 // OutboundArgs is the job of one outbound delivery.
 type OutboundArgs struct {
-	Channel string `json:"channel"`
-	Key     string `json:"key"`
+	// A delivery is unique by channel and key, whatever its payload.
+	Channel string `json:"channel" river:"unique"`
+	Key     string `json:"key" river:"unique"`
 	Payload []byte `json:"payload"`
 }
 
