@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,10 +132,14 @@ type Options struct {
 
 // Bot is the Telegram channel of one bot.
 type Bot struct {
-	opts     Options
-	api      *bot.Bot
-	botID    int64
+	opts  Options
+	api   *bot.Bot
+	botID int64
+	// username is the bot's @username (for mentions in groups), learned
+	// from getMe; meMu guards it and when getMe was last tried.
+	meMu     sync.Mutex
 	username string
+	meTried  time.Time
 	log      *slog.Logger
 	owners   map[int64]bool
 	allowed  map[int64]bool
@@ -200,17 +205,40 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	if b.botID == 0 {
 		return nil, errors.New("telegram: the bot token should look like 123456:ABC…")
 	}
-	if b.username == "" {
-		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		me, err := api.GetMe(gctx)
-		cancel()
-		if err != nil {
-			log.Warn("getMe failed; mentions in groups are not recognised until restart", "err", err)
-		} else {
-			b.username = me.Username
-		}
+	if _, err := b.botUsername(ctx); err != nil {
+		log.Warn("getMe failed; group messages wait (unconfirmed) until it succeeds", "err", err)
 	}
 	return b, nil
+}
+
+// getMeRetry is the least time between two getMe calls while it fails.
+const getMeRetry = 5 * time.Second
+
+// botUsername returns the bot's username, asking getMe when it is not known
+// yet (at most once per getMeRetry while it fails). An error means group
+// messages cannot be checked for a mention yet: the caller leaves the update
+// unconfirmed, so Telegram delivers it again.
+func (b *Bot) botUsername(ctx context.Context) (string, error) {
+	b.meMu.Lock()
+	defer b.meMu.Unlock()
+	if b.username != "" {
+		return b.username, nil
+	}
+	if !b.meTried.IsZero() && time.Since(b.meTried) < getMeRetry {
+		return "", services.Errorf(services.EUNAVAILABLE, "the bot's username is not known yet (getMe failed %s ago)", time.Since(b.meTried).Round(time.Second))
+	}
+	b.meTried = time.Now()
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	me, err := b.api.GetMe(gctx)
+	cancel()
+	if err != nil || me == nil || me.Username == "" {
+		if err == nil {
+			err = errors.New("getMe returned no username")
+		}
+		return "", &services.Error{Kind: services.EUNAVAILABLE, Message: "getMe failed: the bot's username is not known yet", Err: err}
+	}
+	b.username = me.Username
+	return b.username, nil
 }
 
 func idSet(ids []int64) map[int64]bool {
@@ -262,8 +290,9 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 			return nil
 		}
 		var ok bool
-		if text, ok = b.addressed(msg, text); !ok {
-			return nil
+		var err error
+		if text, ok, err = b.addressed(ctx, msg, text); err != nil || !ok {
+			return err
 		}
 	}
 	timeline, ok, err := b.access(ctx, msg, group, edited)
@@ -338,30 +367,52 @@ func dedupeKey(updateID int64, msg *models.Message, edited bool) string {
 }
 
 // addressed reports whether a group message is meant for the bot (it
-// mentions the bot or replies to it) and returns its text without the
-// mention.
-func (b *Bot) addressed(msg *models.Message, text string) (string, bool) {
+// replies to the bot, or mentions it: a text mention of the bot's user, or
+// its whole @username, case-insensitively — "@botnamenet" is not
+// "@botname") and returns its text without that mention ("/new@bot" stays:
+// ParseCommand reads it). An error means the bot's username is not known yet
+// (getMe failing): the update must not be confirmed.
+func (b *Bot) addressed(ctx context.Context, msg *models.Message, text string) (string, bool, error) {
 	if msg.ReplyToMessage != nil && msg.ReplyToMessage.From != nil && msg.ReplyToMessage.From.ID == b.botID {
-		return text, true
+		return text, true, nil
 	}
 	for _, e := range append(msg.Entities, msg.CaptionEntities...) {
 		if e.Type == models.MessageEntityTypeTextMention && e.User != nil && e.User.ID == b.botID {
-			return text, true
+			return text, true, nil
 		}
 	}
-	if b.username == "" {
-		return text, false
+	username, err := b.botUsername(ctx)
+	if err != nil {
+		return text, false, err
 	}
-	mention := "@" + strings.ToLower(b.username)
-	i := strings.Index(strings.ToLower(text), mention)
-	if i < 0 {
-		return text, false
+	text, ok := removeMention(text, username)
+	return text, ok, nil
+}
+
+// removeMention finds @username as a whole word in text. A mention that
+// starts a word is removed; one glued to a command ("/new@bot") is left.
+func removeMention(text, username string) (string, bool) {
+	mention := "@" + username
+	for i := 0; i+len(mention) <= len(text); i++ {
+		// Usernames are ASCII: a byte-wise case-insensitive match cannot
+		// split a multi-byte character.
+		if text[i] != '@' || !strings.EqualFold(text[i:i+len(mention)], mention) {
+			continue
+		}
+		end := i + len(mention)
+		if end < len(text) && isUsernameByte(text[end]) {
+			continue // "@botnamenet" is somebody else
+		}
+		if i > 0 && text[i-1] != ' ' && text[i-1] != '\n' {
+			return text, true
+		}
+		return strings.TrimSpace(text[:i] + text[end:]), true
 	}
-	// "/new@bot" stays as it is: ParseCommand understands it.
-	if i > 0 && text[i-1] != ' ' && text[i-1] != '\n' {
-		return text, true
-	}
-	return strings.TrimSpace(text[:i] + text[i+len(mention):]), true
+	return text, false
+}
+
+func isUsernameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // access decides whether the sender may talk and in which timeline. It

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -457,5 +458,58 @@ func TestTypingWhileRunWorks(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if m := count(); m > n+1 {
 		t.Fatalf("typing went on after the run: %d → %d", n, m)
+	}
+}
+
+func TestMentionsMatchWholeUsernames(t *testing.T) {
+	t.Parallel()
+	b, f, _ := setup(t, nil)
+	in := func(text string) {
+		u := update(1, text)
+		u.Message.Chat = models.Chat{ID: -100, Type: models.ChatTypeSupergroup}
+		_ = b.HandleUpdate(t.Context(), u)
+	}
+	in("@switchbotnet please ignore this") // another bot whose name starts like ours
+	in("ask @switchbot_fan instead")
+	in("hello @SwitchBot, what time is it?")
+	if len(f.posts) != 1 || f.posts[0].Content != "hello , what time is it?" {
+		t.Fatalf("posts: %+v", f.posts)
+	}
+}
+
+// A getMe that fails at start does not lose group mentions: the update is
+// refused (so Telegram delivers it again) until getMe answers, then stored.
+func TestGroupMentionsWaitForGetMe(t *testing.T) {
+	t.Parallel()
+	f := &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}}
+	var fail atomic.Bool
+	fail.Store(true)
+	api := &fakeAPI{fn: func(method string, n int) (int, string) {
+		if method == "getMe" {
+			if fail.Load() {
+				return 502, `{"ok":false,"error_code":502,"description":"Bad Gateway"}`
+			}
+			return 200, `{"ok":true,"result":{"id":1234,"is_bot":true,"first_name":"Switch","username":"switchbot"}}`
+		}
+		return 200, `{"ok":true,"result":true}`
+	}}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	b, err := New(t.Context(), Options{Token: testToken, APIURL: srv.URL, OwnerIDs: []int64{1}, GroupIDs: []int64{-100},
+		Chat: f, Store: f, Queue: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := update(1, "@switchbot are you there?")
+	u.Message.Chat = models.Chat{ID: -100, Type: models.ChatTypeSupergroup}
+	if err := b.HandleUpdate(t.Context(), u); err == nil || len(f.posts) != 0 {
+		t.Fatalf("with getMe failing: err %v, posts %+v; want an error (update left unconfirmed) and nothing stored", err, f.posts)
+	}
+	fail.Store(false)
+	b.meMu.Lock()
+	b.meTried = time.Time{} // the retry interval has passed
+	b.meMu.Unlock()
+	if err := b.HandleUpdate(t.Context(), u); err != nil || len(f.posts) != 1 || f.posts[0].Content != "are you there?" {
+		t.Fatalf("after getMe answers: err %v, posts %+v", err, f.posts)
 	}
 }
