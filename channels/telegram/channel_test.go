@@ -367,6 +367,43 @@ func TestDeliverHonoursRetryAfterAndNeverResends(t *testing.T) {
 	}
 }
 
+// A chunk Telegram cannot parse as HTML is sent again as plain text; one it
+// refuses even so is reported in the chat and on the timeline, and the rest
+// of the answer is still delivered.
+func TestDeliverFallsBackToPlainTextAndReportsWhatItCannotSend(t *testing.T) {
+	t.Parallel()
+	b, f, api := setup(t, nil)
+	const cantParse = `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: unsupported start tag"}`
+	api.fn = func(method string, n int) (int, string) {
+		// sendMessage calls: 1 chunk a; 2 chunk b as HTML (refused), 3 chunk b
+		// as text; 4 chunk c as HTML (refused), 5 chunk c as text (refused);
+		// 6 chunk d.
+		if method == "sendMessage" && (n == 2 || n == 4 || n == 5) {
+			return 400, cantParse
+		}
+		return 200, ""
+	}
+	text := strings.Repeat("a", 4000) + "\n\n" + strings.Repeat("b", 4000) + "\n\n" + strings.Repeat("c", 4000) + "\n\n" + strings.Repeat("d", 100)
+	payload, _ := json.Marshal(OutboundPayload{Key: "reply:7", ChatID: 1, Text: text, Timeline: "global", ReplyTo: 6})
+	if err := b.Deliver(t.Context(), payload); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.texts) != 3 || !strings.HasPrefix(api.texts[0], "aaa") || !strings.HasPrefix(api.texts[1], "bbb") || !strings.HasPrefix(api.texts[2], "ddd") {
+		t.Fatalf("sent %d chunks: %.20q", len(api.texts), api.texts)
+	}
+	n := f.notices()
+	if len(n) != 1 || !strings.Contains(n[0].Text, "Part 3 of this answer could not be delivered") {
+		t.Fatalf("notices in the chat: %+v", n)
+	}
+	if len(f.posts) != 1 || f.posts[0].TimelineScope != "global" || f.posts[0].Source != services.SourceSystem ||
+		!strings.Contains(f.posts[0].Content, "Part 3") {
+		t.Fatalf("timeline posts: %+v", f.posts)
+	}
+	if err := b.Deliver(t.Context(), payload); err != nil || len(api.texts) != 3 { // a retry sends nothing again
+		t.Fatalf("retry: %v, %d sent", err, len(api.texts))
+	}
+}
+
 func TestSyncCommandsOnlyWhenChanged(t *testing.T) {
 	t.Parallel()
 	b, f, api := setup(t, nil)

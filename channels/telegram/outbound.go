@@ -23,6 +23,11 @@ type OutboundPayload struct {
 	ChatID           int64  `json:"chat_id"`
 	ReplyToMessageID int    `json:"reply_to_message_id,omitempty"`
 	Text             string `json:"text"`
+	// Timeline is where the answered message lives: a chunk that cannot be
+	// delivered is reported there too (empty for notices).
+	Timeline string `json:"timeline,omitempty"`
+	// ReplyTo is the timeline id of the answered message.
+	ReplyTo int64 `json:"reply_to,omitempty"`
 }
 
 func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
@@ -55,6 +60,8 @@ func (r Router) RouteReply(ctx context.Context, to services.Message, reply servi
 		ChatID:           meta.ChatID,
 		ReplyToMessageID: meta.MessageID,
 		Text:             reply.Content,
+		Timeline:         to.TimelineScope,
+		ReplyTo:          to.ID,
 	})
 }
 
@@ -93,6 +100,14 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 		}
 		m, err := b.api.SendMessage(ctx, params)
+		if err != nil && errors.Is(err, bot.ErrorBadRequest) {
+			// Telegram could not parse this chunk's entities: send its
+			// visible text without formatting rather than lose it.
+			b.countSendError(err)
+			b.log.Warn("telegram: chunk refused as HTML, resending as plain text", "key", p.Key, "chunk", i, "err", err)
+			params.Text, params.ParseMode = visibleText(ch.HTML), ""
+			m, err = b.api.SendMessage(ctx, params)
+		}
 		if err != nil {
 			b.countSendError(err)
 		}
@@ -100,9 +115,20 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		switch {
 		case errors.As(err, &tooMany):
 			return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
-		case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorNotFound):
+		case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound):
 			b.log.Error("telegram delivery dropped", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
 			return nil
+		case errors.Is(err, bot.ErrorBadRequest):
+			// Not even as plain text: say so where the owner looks, and go
+			// on with the rest of the answer.
+			b.log.Error("telegram: chunk not deliverable", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
+			if err := b.undeliverable(ctx, p, i); err != nil {
+				return err
+			}
+			if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, 0); err != nil {
+				return err
+			}
+			continue
 		case err != nil:
 			return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
 		}
@@ -112,6 +138,23 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		replyTo = 0
 	}
 	return nil
+}
+
+// undeliverable tells the user that part chunk of p could not be sent: in
+// the chat (a short plain message, keyed so a retry sends it once) and on
+// the timeline (a visible system message, where the whole answer is).
+func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int) error {
+	text := fmt.Sprintf("Part %d of this answer could not be delivered on Telegram (Telegram refused it). The whole answer is on the web page and in the terminal client.", chunk+1)
+	if p.Timeline != "" {
+		if _, _, err := b.opts.Chat.Post(ctx, services.PostParams{
+			TimelineScope: p.Timeline, Source: services.SourceSystem, Role: services.RoleAssistant, Content: text,
+			DedupeKey: fmt.Sprintf("undeliverable:%s:%d", p.Key, chunk),
+			Metadata: services.MessageMeta{ReplyTo: p.ReplyTo, Notice: "undeliverable"}.Encode(),
+		}); err != nil {
+			return err
+		}
+	}
+	return enqueue(ctx, b.opts.Queue, OutboundPayload{Key: fmt.Sprintf("undeliverable:%s:%d", p.Key, chunk), ChatID: p.ChatID, Text: text})
 }
 
 // countSendError reports a failed send to the metrics by code.
