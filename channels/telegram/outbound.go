@@ -149,7 +149,7 @@ func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int) e
 		if _, _, err := b.opts.Chat.Post(ctx, services.PostParams{
 			TimelineScope: p.Timeline, Source: services.SourceSystem, Role: services.RoleAssistant, Content: text,
 			DedupeKey: fmt.Sprintf("undeliverable:%s:%d", p.Key, chunk),
-			Metadata: services.MessageMeta{ReplyTo: p.ReplyTo, Notice: "undeliverable"}.Encode(),
+			Metadata:  services.MessageMeta{ReplyTo: p.ReplyTo, Notice: "undeliverable"}.Encode(),
 		}); err != nil {
 			return err
 		}
