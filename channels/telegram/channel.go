@@ -123,6 +123,9 @@ type Options struct {
 	// LeaderRetry is how often a non-leader tries to take the polling lease
 	// (default 3s).
 	LeaderRetry time.Duration
+	// SendTimeout bounds one Bot API call other than getUpdates (default
+	// 30s): a call Telegram holds longer fails and is retried.
+	SendTimeout time.Duration
 	// PairingTTL is how long a pairing code is valid (default 1h).
 	PairingTTL time.Duration
 	// TypingEvery is the period of the "typing" indicator (default 4s; see
@@ -180,6 +183,9 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	}
 	if opts.LeaderRetry <= 0 {
 		opts.LeaderRetry = 3 * time.Second
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = 30 * time.Second
 	}
 	if opts.PairingTTL <= 0 {
 		opts.PairingTTL = time.Hour

@@ -404,6 +404,32 @@ func TestDeliverFallsBackToPlainTextAndReportsWhatItCannotSend(t *testing.T) {
 	}
 }
 
+// A sendMessage that Telegram holds fails after SendTimeout (the delivery
+// is retried) instead of holding the chat's deliveries indefinitely.
+func TestDeliverBoundsEachCall(t *testing.T) {
+	t.Parallel()
+	b, _, api := setup(t, func(o *Options) { o.SendTimeout = 200 * time.Millisecond })
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the server closes (cleanups run last first)
+	api.fn = func(method string, n int) (int, string) {
+		if method == "sendMessage" {
+			<-release
+		}
+		return 200, ""
+	}
+	payload, _ := json.Marshal(OutboundPayload{Key: "reply:9", ChatID: 1, Text: "hello"})
+	done := make(chan error, 1)
+	go func() { done <- b.Deliver(t.Context(), payload) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a held sendMessage returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Deliver still waits on a held sendMessage after 10 s (SendTimeout 200 ms)")
+	}
+}
+
 func TestSyncCommandsOnlyWhenChanged(t *testing.T) {
 	t.Parallel()
 	b, f, api := setup(t, nil)

@@ -99,14 +99,14 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		if replyTo != 0 {
 			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 		}
-		m, err := b.api.SendMessage(ctx, params)
+		m, err := b.send(ctx, params)
 		if err != nil && errors.Is(err, bot.ErrorBadRequest) {
 			// Telegram could not parse this chunk's entities: send its
 			// visible text without formatting rather than lose it.
 			b.countSendError(err)
 			b.log.Warn("telegram: chunk refused as HTML, resending as plain text", "key", p.Key, "chunk", i, "err", err)
 			params.Text, params.ParseMode = visibleText(ch.HTML), ""
-			m, err = b.api.SendMessage(ctx, params)
+			m, err = b.send(ctx, params)
 		}
 		if err != nil {
 			b.countSendError(err)
@@ -138,6 +138,15 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		replyTo = 0
 	}
 	return nil
+}
+
+// send is one sendMessage, bounded by SendTimeout: a call Telegram holds
+// fails (and the delivery is retried) instead of holding the chat's
+// deliveries for as long as the server likes.
+func (b *Bot) send(ctx context.Context, params *bot.SendMessageParams) (*models.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
+	defer cancel()
+	return b.api.SendMessage(ctx, params)
 }
 
 // undeliverable tells the user that part chunk of p could not be sent: in
