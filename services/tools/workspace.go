@@ -370,8 +370,8 @@ func refuseRules(name, rel string) error {
 func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool, runID int64) (before, after fs.FileInfo, err error) {
 	if n := int64(len(data)); n > w.limits.PerCall {
 		return nil, nil, services.Errorf(services.ETOOLARGE,
-			"content is %d bytes; one write accepts at most %d bytes (%s, AGENT_MAX_WRITE_BYTES); split it and append the rest",
-			n, w.limits.PerCall, humanBytes(w.limits.PerCall))
+			"content is %d bytes; one write accepts at most %s (AGENT_MAX_WRITE_BYTES); split it and append the rest",
+			n, humanBytes(w.limits.PerCall))
 	}
 	if rel == "." {
 		return nil, nil, services.Errorf(services.EINVALID, "path %q is the workspace itself; name a file", name)
@@ -442,9 +442,9 @@ func (w *Workspace) reserve(name string, runID, n, growth int64) error {
 	if runID != 0 {
 		if done := w.written[runID]; done+n > w.limits.PerRun {
 			return services.CodedErrorf(services.ETOOLARGE, CodeWriteLimit,
-				"write to %q refused: this run has written %d bytes and this write adds %d, past the limit of %d bytes (%s) per run "+
+				"write to %q refused: this run has written %d bytes and this write adds %d, past the limit of %s per run "+
 					"(AGENT_MAX_RUN_WRITE_BYTES). Nothing was written. Stop writing in this run and tell the owner what is left.",
-				name, done, n, w.limits.PerRun, humanBytes(w.limits.PerRun))
+				name, done, n, humanBytes(w.limits.PerRun))
 		}
 	}
 	if growth > 0 && (w.used < 0 || w.used+growth > w.limits.Workspace) {
@@ -457,9 +457,9 @@ func (w *Workspace) reserve(name string, runID, n, growth int64) error {
 		w.used = used
 		if used+growth > w.limits.Workspace {
 			return services.CodedErrorf(services.ETOOLARGE, CodeWriteLimit,
-				"write to %q refused: the workspace holds %d bytes and this write adds %d, past its limit of %d bytes (%s) "+
+				"write to %q refused: the workspace holds %d bytes and this write adds %d, past its limit of %s "+
 					"(WORKSPACE_MAX_BYTES). Nothing was written. Make room by replacing large files with shorter content, or ask the owner.",
-				name, used, growth, w.limits.Workspace, humanBytes(w.limits.Workspace))
+				name, used, growth, humanBytes(w.limits.Workspace))
 		}
 	}
 	if runID != 0 {
@@ -518,15 +518,16 @@ func (w *Workspace) measure() (int64, error) {
 	return total, err
 }
 
-// humanBytes is n in the largest binary unit that divides it, or bytes.
+// humanBytes is "n bytes", followed by n in the largest binary unit that
+// divides it: "8388608 bytes (8 MiB)".
 func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
+		return fmt.Sprintf("%d bytes (%d GiB)", n, n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
