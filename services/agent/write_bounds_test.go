@@ -86,6 +86,7 @@ func TestOneResponseCannotWriteUnbounded(t *testing.T) {
 		t.Fatalf("%d model requests, want 2", len(reqs))
 	}
 	next := reqs[1].Body
+	t.Logf("file %d bytes; run steps %d bytes of payload; next model request %d bytes", info.Size(), stepBytes, len(next))
 	if len(next) > 512<<10 {
 		t.Fatalf("the next model request is %d bytes; it must not carry the written megabytes again", len(next))
 	}
