@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -20,7 +21,8 @@ import (
 // arguments by reference; the run's next model request is small.
 func TestOneResponseCannotWriteUnbounded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	// Streaming the 100 MiB response takes seconds (more under -race).
+	b := setup(t, setupOpts{llmTimeout: 2 * time.Minute})
 	// The file exists, so every call appends (no create race between the
 	// parallel calls).
 	dir := filepath.Join(b.ws, "global")
@@ -37,7 +39,7 @@ func TestOneResponseCannotWriteUnbounded(t *testing.T) {
 	}
 	b.model.Enqueue(llmtest.Reply{ToolCalls: calls}, llmtest.Text("Done."))
 	q := b.say(t, "write a lot")
-	msgs := b.waitVisible(t, 2)
+	msgs := b.waitVisibleFor(t, 2, 3*time.Minute)
 	if msgs[1].Content != "Done." {
 		t.Fatalf("answer: %q", msgs[1].Content)
 	}
