@@ -51,8 +51,10 @@ type Options struct {
 	OwnerToken string
 	// PublicURL is where users reach the web server (the printed login link).
 	PublicURL string
-	// WorkspaceDir holds the agents' workspaces.
+	// WorkspaceDir holds the agents' workspaces; Workspace bounds what the
+	// agent writes there and whether it may write the rules files.
 	WorkspaceDir string
+	Workspace    tools.WriteLimits
 
 	LLM      llm.Config
 	Chat     chat.Options
@@ -120,6 +122,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	log := o.Logger
 	b := &a.built
 	b.DatabaseURL, b.PoolSize, b.Logger, b.Stdout, b.PublicURL, b.WorkspaceDir = o.DatabaseURL, o.PoolSize, log, o.Stdout, o.PublicURL, o.WorkspaceDir
+	b.Workspace = o.Workspace
 	if b.PoolSize <= 0 {
 		b.PoolSize = ServePoolSize(o.Queue.TurnWorkers)
 	}
@@ -161,7 +164,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, err
 	}
 	registry := tools.NewRegistry(log)
-	a.spaces = tools.NewWorkspaces(o.WorkspaceDir)
+	a.spaces = tools.NewWorkspacesWith(o.WorkspaceDir, o.Workspace)
 	if err := tools.RegisterWorkspaceTools(registry, a.spaces.For); err != nil {
 		return nil, err
 	}

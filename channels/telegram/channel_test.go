@@ -323,7 +323,7 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 	t.Parallel()
 	f := &fakes{}
 	r := Router{Queue: f}
-	to := services.Message{ID: 3, Metadata: json.RawMessage(`{"chat_id":77,"message_id":5}`)}
+	to := services.Message{ID: 3, TimelineScope: "global", Metadata: json.RawMessage(`{"chat_id":77,"message_id":5}`)}
 	for range 2 {
 		if err := r.RouteReply(t.Context(), to, services.Message{ID: 8, Content: "answer"}); err != nil {
 			t.Fatal(err)
@@ -331,7 +331,7 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 	}
 	n := f.notices()
 	if len(n) != 1 || f.out[0].Channel != "telegram" || f.out[0].Key != "reply:8" ||
-		n[0] != (OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer"}) {
+		n[0] != (OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer", Timeline: "global", ReplyTo: 3}) {
 		t.Fatalf("outbound: %+v %+v", f.out, n)
 	}
 	if err := r.RouteReply(t.Context(), services.Message{ID: 4}, services.Message{ID: 9}); !services.IsKind(err, services.EINVALID) {

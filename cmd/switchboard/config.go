@@ -52,6 +52,11 @@ type Config struct {
 	AgentRunTimeout time.Duration
 	AgentWorkers    int
 
+	AgentMaxWriteBytes    int64
+	AgentMaxRunWriteBytes int64
+	WorkspaceMaxBytes     int64
+	AgentRulesWritable    bool
+
 	RateLimitPerMinute     int
 	RateLimitBurst         int
 	RateLimitAnonPerMinute int
@@ -215,6 +220,14 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
 		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time); 0: none, another instance answers.",
 			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 0, 1000); return }},
+		{Name: "AGENT_MAX_WRITE_BYTES", Default: "1MiB", Help: "Bytes one write_file call may write (a number, or with KiB, MiB or GiB); larger content is refused.",
+			set: func(c *Config, v string) (err error) { c.AgentMaxWriteBytes, err = parseBytes(v, 1, 1<<30); return }},
+		{Name: "AGENT_MAX_RUN_WRITE_BYTES", Default: "8MiB", Help: "Bytes one run may write to the workspace in all; past it writes are refused with an error the model sees.",
+			set: func(c *Config, v string) (err error) { c.AgentMaxRunWriteBytes, err = parseBytes(v, 1, 1<<40); return }},
+		{Name: "WORKSPACE_MAX_BYTES", Default: "256MiB", Help: "Bytes one conversation's workspace may hold; a write that would pass it is refused.",
+			set: func(c *Config, v string) (err error) { c.WorkspaceMaxBytes, err = parseBytes(v, 1, 1<<50); return }},
+		{Name: "AGENT_RULES_WRITABLE", Default: "0", Help: "Let the agent write the rules files RULES.md and CODE_LAW.md (1); 0: it can only propose rules, which the owner approves with /rules approve N.",
+			set: func(c *Config, v string) (err error) { c.AgentRulesWritable, err = parseBool(v); return }},
 		{Name: "RATE_LIMIT_PER_MINUTE", Default: "600", Help: "Requests per minute the owner may make to one instance (all their clients together); over it: 429 with Retry-After. 0 disables.",
 			set: func(c *Config, v string) (err error) {
 				c.RateLimitPerMinute, err = parseIntRange(v, 0, 1_000_000)
@@ -369,6 +382,29 @@ func parseIntRange(v string, lo, hi int) (int, error) {
 		return 0, fmt.Errorf("want %d to %d, got %d", lo, hi, n)
 	}
 	return n, nil
+}
+
+// parseBytes parses a size: a whole number of bytes, or one with a KiB, MiB
+// or GiB suffix ("8MiB"), between lo and hi bytes.
+func parseBytes(v string, lo, hi int64) (int64, error) {
+	num, mult := strings.TrimSpace(v), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > hi/mult {
+		return 0, fmt.Errorf("want a size in bytes such as 1048576 or 1MiB (at most %d bytes), got %q", hi, v)
+	}
+	if n*mult < lo {
+		return 0, fmt.Errorf("want at least %d bytes, got %q", lo, v)
+	}
+	return n * mult, nil
 }
 
 func parseDuration(v string) (time.Duration, error) {

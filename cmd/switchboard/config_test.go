@@ -106,3 +106,25 @@ func TestLLMMaxRetriesZeroIsNone(t *testing.T) {
 		t.Fatalf("MaxRetries = %d, want negative (none)", got)
 	}
 }
+
+func TestWriteBoundSizes(t *testing.T) {
+	c, err := LoadConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AgentMaxWriteBytes != 1<<20 || c.AgentMaxRunWriteBytes != 8<<20 || c.WorkspaceMaxBytes != 256<<20 || c.AgentRulesWritable {
+		t.Fatalf("defaults: %d %d %d %v", c.AgentMaxWriteBytes, c.AgentMaxRunWriteBytes, c.WorkspaceMaxBytes, c.AgentRulesWritable)
+	}
+	for v, want := range map[string]int64{"4096": 4096, "64KiB": 64 << 10, "2 MiB": 2 << 20, "1GiB": 1 << 30} {
+		c, err := LoadConfig(env(map[string]string{"AGENT_MAX_WRITE_BYTES": v}))
+		if err != nil || c.AgentMaxWriteBytes != want {
+			t.Errorf("%q: %v %v, want %d", v, c, err, want)
+		}
+	}
+	for _, v := range []string{"lots", "-1", "0", "2GiB", "1.5MiB", "9223372036854775807GiB"} {
+		_, err := LoadConfig(env(map[string]string{"AGENT_MAX_WRITE_BYTES": v}))
+		if err == nil || !strings.Contains(err.Error(), "AGENT_MAX_WRITE_BYTES:") {
+			t.Errorf("%q: want an error naming AGENT_MAX_WRITE_BYTES, got %v", v, err)
+		}
+	}
+}

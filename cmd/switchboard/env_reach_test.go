@@ -150,6 +150,18 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_WORKERS": {"5", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool size", a.Pool().Config().MaxConns, app.ServePoolSize(5)))
 		}},
+		"AGENT_MAX_WRITE_BYTES": {"64KiB", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("bytes per write", b.Workspace.PerCall, 64<<10)
+		}},
+		"AGENT_MAX_RUN_WRITE_BYTES": {"3MiB", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("bytes per run", b.Workspace.PerRun, 3<<20)
+		}},
+		"WORKSPACE_MAX_BYTES": {"1073741824", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("bytes per workspace", b.Workspace.Workspace, 1<<30)
+		}},
+		"AGENT_RULES_WRITABLE": {"1", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("rules files writable", b.Workspace.RulesWritable, true)
+		}},
 		"RATE_LIMIT_PER_MINUTE": {"100", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("owner rate", b.Web.RateLimit.OwnerPerMinute, 100)
 		}},

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -30,6 +31,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		OwnerToken:   c.WebAuthToken,
 		PublicURL:    c.PublicURL,
 		WorkspaceDir: filepath.Join(c.DataDir, "workspaces"),
+		Workspace:    c.WorkspaceOptions(),
 		LLM:          c.LLMOptions(),
 		Chat:         c.ChatOptions(),
 		Context:      c.ContextOptions(),
@@ -82,6 +84,12 @@ func (c *Config) AgentOptions() agent.Options {
 		Profiles:   profiles,
 		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
 	}
+}
+
+// WorkspaceOptions bound what the agent writes in its workspaces.
+func (c *Config) WorkspaceOptions() tools.WriteLimits {
+	return tools.WriteLimits{PerCall: c.AgentMaxWriteBytes, PerRun: c.AgentMaxRunWriteBytes,
+		Workspace: c.WorkspaceMaxBytes, RulesWritable: c.AgentRulesWritable}
 }
 
 // QueueOptions configure the job queue. AGENT_WORKERS=0 is an instance

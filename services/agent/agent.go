@@ -85,6 +85,11 @@ func New(opts Options) *Service {
 				opts.Logger.Error("register delegate tool", "err", err)
 			}
 		}
+		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {
+			if err := s.registerProposeRule(opts.Tools); err != nil {
+				opts.Logger.Error("register propose_rule tool", "err", err)
+			}
+		}
 	}
 	return s
 }

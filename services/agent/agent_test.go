@@ -44,6 +44,8 @@ type setupOpts struct {
 	window     int
 	keepTurns  int
 	limits     agent.SubAgentLimits
+	// llmTimeout bounds one model call (default 10 s).
+	llmTimeout time.Duration
 }
 
 // setupBench is setup for benchmarks.
@@ -100,8 +102,12 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 	if window == 0 {
 		window = 16000
 	}
+	llmTimeout := o.llmTimeout
+	if llmTimeout == 0 {
+		llmTimeout = 10 * time.Second
+	}
 	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
-		ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: 10 * time.Second})
+		ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +165,13 @@ func (b *bundle) say(t *testing.T, text string) services.Message {
 // waitVisible waits until the timeline holds n visible messages.
 func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	return b.waitVisibleFor(t, n, 15*time.Second)
+}
+
+// waitVisibleFor is waitVisible with its own deadline.
+func (b *bundle) waitVisibleFor(t *testing.T, n int, d time.Duration) []services.Message {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
 		if err != nil {

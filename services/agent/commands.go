@@ -239,8 +239,9 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 	return "The last run recorded no prompt.", nil
 }
 
-// cmdRules lists, adds or removes the owner's rules of this timeline:
-// "/rules", "/rules add TEXT", "/rules soft TEXT", "/rules remove ID".
+// cmdRules lists, adds or removes the owner's rules of this timeline and
+// decides the agent's proposals: "/rules", "/rules add TEXT", "/rules soft
+// TEXT", "/rules remove ID", "/rules approve N", "/rules reject N".
 func (s *Service) cmdRules(ctx context.Context, msg services.Message, args string) (string, error) {
 	if s.opts.ContextStore == nil {
 		return "Rules are not available.", nil
@@ -253,19 +254,30 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 		if err != nil {
 			return "", err
 		}
-		if len(cs) == 0 {
-			return "No rules yet. Add one with /rules add TEXT (hard) or /rules soft TEXT.", nil
+		var pending []services.RuleProposal
+		if p := s.proposals(); p != nil {
+			if pending, err = p.ListRuleProposals(ctx, msg.TimelineScope); err != nil {
+				return "", err
+			}
 		}
 		var b strings.Builder
-		b.WriteString("Rules (sent with every prompt, never trimmed):")
+		if len(cs) == 0 {
+			b.WriteString("No rules yet. Add one with /rules add TEXT (hard) or /rules soft TEXT.")
+		} else {
+			b.WriteString("Rules (sent with every prompt, never trimmed):")
+		}
 		for _, c := range cs {
-			kind := "soft"
-			if c.Hard {
-				kind = "hard"
+			fmt.Fprintf(&b, "\n#%d [%s] %s", c.ID, hardSoft(c.Hard), c.Text)
+		}
+		if len(pending) > 0 {
+			b.WriteString("\nProposed by the agent, not in use until you approve (/rules approve N or /rules reject N):")
+			for _, p := range pending {
+				fmt.Fprintf(&b, "\nproposal %d [%s] %s", p.ID, hardSoft(p.Hard), p.Text)
 			}
-			fmt.Fprintf(&b, "\n#%d [%s] %s", c.ID, kind, c.Text)
 		}
 		return b.String(), nil
+	case "approve", "reject":
+		return s.cmdRuleDecision(ctx, msg, verb, rest)
 	case "add", "soft":
 		c, err := s.opts.ContextStore.CreateConstraint(ctx, services.Constraint{TimelineScope: msg.TimelineScope, Text: rest, Hard: verb == "add"})
 		if err != nil {
@@ -291,7 +303,14 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 		}
 		return "", services.Errorf(services.ENOTFOUND, "no rule #%d in this conversation", id)
 	}
-	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft or remove)", verb)
+	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft, remove, approve or reject)", verb)
+}
+
+func hardSoft(hard bool) string {
+	if hard {
+		return "hard"
+	}
+	return "soft"
 }
 
 // cmdSubagents lists the timeline's recent child runs and their states.

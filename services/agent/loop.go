@@ -100,14 +100,18 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if resp.Text != "" {
 			partial = resp.Text
 		}
-		if err := l.rec.assistant(ctx, resp); err != nil {
+		// Large arguments are kept by reference in the records and in the
+		// run's next requests; the calls run with the whole arguments.
+		recorded := *resp
+		recorded.ToolCalls = tools.RecordedCalls(resp.ToolCalls)
+		if err := l.rec.assistant(ctx, &recorded); err != nil {
 			return "", u, err
 		}
-		results, err := s.runCalls(ctx, l, resp.ToolCalls)
+		results, err := s.runCalls(ctx, l, resp.ToolCalls, recorded.ToolCalls)
 		if err != nil {
 			return "", u, err
 		}
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: recorded.ToolCalls})
 		req.Messages = append(req.Messages, results...)
 	}
 	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
@@ -123,19 +127,20 @@ func (s *Service) stepPayload(p any) json.RawMessage { return mustJSON(p) }
 
 // runCalls runs one step's tool calls: in parallel in a main run (delegated
 // tasks run side by side), in order in delegated work. Each call and its
-// result are recorded together.
-func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []services.ToolCall) ([]llm.Message, error) {
+// result are recorded together; recorded[i] is what the records keep of
+// calls[i].
+func (s *Service) runCalls(ctx context.Context, l loopSpec, calls, recorded []services.ToolCall) ([]llm.Message, error) {
 	results := make([]llm.Message, len(calls))
 	errs := make([]error, len(calls))
 	if l.kind == kindMain {
 		var wg sync.WaitGroup
 		for i, call := range calls {
-			wg.Go(func() { results[i], errs[i] = s.runCall(ctx, l, call) })
+			wg.Go(func() { results[i], errs[i] = s.runCall(ctx, l, call, recorded[i]) })
 		}
 		wg.Wait()
 	} else {
 		for i, call := range calls {
-			if results[i], errs[i] = s.runCall(ctx, l, call); errs[i] != nil {
+			if results[i], errs[i] = s.runCall(ctx, l, call, recorded[i]); errs[i] != nil {
 				break
 			}
 		}
@@ -146,10 +151,10 @@ func (s *Service) runCalls(ctx context.Context, l loopSpec, calls []services.Too
 	return results, nil
 }
 
-// runCall executes one call and records it.
-func (s *Service) runCall(ctx context.Context, l loopSpec, call services.ToolCall) (llm.Message, error) {
+// runCall executes one call and records it (its arguments as recorded).
+func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded services.ToolCall) (llm.Message, error) {
 	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(services.ToolCallStep{
-		ID: call.ID, Name: call.Name, Arguments: call.Arguments, StepOrigin: l.origin()})); err != nil {
+		ID: call.ID, Name: call.Name, Arguments: recorded.Arguments, StepOrigin: l.origin()})); err != nil {
 		return llm.Message{}, err
 	}
 	c := l.call

@@ -3,16 +3,20 @@ package prompt
 import (
 	"context"
 	"fmt"
-	"github.com/switchboard/switchboard/services/markdown"
 	"sort"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/markdown"
 )
 
 // RulesFileNames are the rules files looked for, case-insensitively, at the
-// root of a timeline's workspace (seed 002's rules file, 004's CODE_LAW).
-var RulesFileNames = []string{"rules.md", "code_law.md"}
+// root of a timeline's workspace: services.RulesFileNames, the same list the
+// workspace write tools refuse to write. Only regular files are read (a
+// symlink named RULES.md is not), so what reaches the rules layer is what
+// the owner put there or approved; the agent's proposals
+// (services.RuleProposal) reach it only as approved constraints.
+var RulesFileNames = services.RulesFileNames
 
 // maxRulesFileBytes bounds the rules file read into every prompt.
 const maxRulesFileBytes = 64 << 10

@@ -20,8 +20,15 @@ import (
 const (
 	// MaxReadBytes caps what read_file returns in one call.
 	MaxReadBytes = 256 << 10
-	// MaxWriteBytes caps the content of one write_file call.
+	// MaxWriteBytes is the default cap of the content of one write_file
+	// call (AGENT_MAX_WRITE_BYTES).
 	MaxWriteBytes = 1 << 20
+	// MaxRunWriteBytes is the default cap of what one run writes in all
+	// (AGENT_MAX_RUN_WRITE_BYTES).
+	MaxRunWriteBytes = 8 << 20
+	// MaxWorkspaceBytes is the default cap of what one workspace holds
+	// (WORKSPACE_MAX_BYTES).
+	MaxWorkspaceBytes = 256 << 20
 	// MaxSearchFileBytes: search skips larger files.
 	MaxSearchFileBytes = 1 << 20
 	// maxScopeDirName keeps the directory name under common NAME_MAX (255).
@@ -46,10 +53,61 @@ type Workspace struct {
 	timelineScope string
 	dir           string // absolute, symlinks resolved
 	root          *os.Root
+	limits        WriteLimits
 
 	mu       sync.Mutex
 	lastSeen map[seenKey]fileStamp
+
+	// written is what each run wrote here; used is what the workspace
+	// holds (-1: not measured yet). Both change under quota.
+	quota   sync.Mutex
+	written map[int64]int64
+	used    int64
 }
+
+// Error codes of refused writes.
+const (
+	// CodeWriteLimit: a write would pass the run's or the workspace's
+	// bound (WriteLimits); the message names the bound and the numbers. A
+	// write over the per-call bound is TOOL_TOO_LARGE, as before.
+	CodeWriteLimit = "TOOL_WRITE_LIMIT"
+	// CodeRulesFile: the path is (or leads to) a rules file, which only
+	// the owner writes; the model should call propose_rule.
+	CodeRulesFile = "TOOL_RULES_FILE"
+)
+
+// WriteLimits bound what the agent writes into a workspace. Zero fields
+// take the defaults (MaxWriteBytes, MaxRunWriteBytes, MaxWorkspaceBytes).
+type WriteLimits struct {
+	// PerCall bounds the content of one write (AGENT_MAX_WRITE_BYTES).
+	PerCall int64
+	// PerRun bounds what one run writes in all, appends and replaces
+	// counted by the bytes written (AGENT_MAX_RUN_WRITE_BYTES).
+	PerRun int64
+	// Workspace bounds the bytes of all files of one timeline's workspace
+	// (WORKSPACE_MAX_BYTES).
+	Workspace int64
+	// RulesWritable lets the write tools write the rules files
+	// (AGENT_RULES_WRITABLE); off, they refuse with TOOL_RULES_FILE.
+	RulesWritable bool
+}
+
+func (l WriteLimits) withDefaults() WriteLimits {
+	if l.PerCall <= 0 {
+		l.PerCall = MaxWriteBytes
+	}
+	if l.PerRun <= 0 {
+		l.PerRun = MaxRunWriteBytes
+	}
+	if l.Workspace <= 0 {
+		l.Workspace = MaxWorkspaceBytes
+	}
+	return l
+}
+
+// maxRunsTracked bounds the per-run byte counts a workspace keeps; the
+// oldest runs (lowest ids) are forgotten first.
+const maxRunsTracked = 1024
 
 type seenKey struct{ contextScope, path string }
 
@@ -93,8 +151,13 @@ func WorkspaceDirName(timelineScope string) (string, error) {
 }
 
 // OpenWorkspace opens (creating with mode 0700 when missing) the workspace of
-// timelineScope under baseDir. Close it when done.
+// timelineScope under baseDir, with the default WriteLimits. Close it when
+// done.
 func OpenWorkspace(baseDir, timelineScope string) (*Workspace, error) {
+	return openWorkspace(baseDir, timelineScope, WriteLimits{})
+}
+
+func openWorkspace(baseDir, timelineScope string, limits WriteLimits) (*Workspace, error) {
 	name, err := WorkspaceDirName(timelineScope)
 	if err != nil {
 		return nil, err
@@ -125,7 +188,8 @@ func OpenWorkspace(baseDir, timelineScope string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: open workspace %s: %w", dir, err)
 	}
-	return &Workspace{timelineScope: timelineScope, dir: dir, root: root, lastSeen: map[seenKey]fileStamp{}}, nil
+	return &Workspace{timelineScope: timelineScope, dir: dir, root: root, limits: limits.withDefaults(),
+		lastSeen: map[seenKey]fileStamp{}, written: map[int64]int64{}, used: -1}, nil
 }
 
 // TimelineScope returns the timeline this workspace belongs to.
@@ -257,44 +321,95 @@ func (w *Workspace) open(name, rel string) (*os.File, fs.FileInfo, error) {
 // goes to a temporary file in the same directory which is then renamed over
 // the target, so readers see the old or the new content, never a mix. With
 // appendData the data is appended to an existing file (O_APPEND). It returns
-// the file's new info and whether the file was created; ETOOLARGE when data
-// exceeds MaxWriteBytes, EINVALID for a refused path or a directory.
+// the file's new info and whether the file was created; ETOOLARGE
+// when data exceeds the per-call limit, or (TOOL_WRITE_LIMIT) the workspace
+// would exceed its size limit; EINVALID for a refused path, a rules file
+// (TOOL_RULES_FILE) or a directory. Writes through WriteFile count against
+// no run; the write_file tool counts each run's bytes.
 func (w *Workspace) WriteFile(name string, data []byte, appendData bool) (info fs.FileInfo, created bool, err error) {
-	rel, err := w.Resolve(name)
+	rel, err := w.resolveWrite(name)
 	if err != nil {
 		return nil, false, err
 	}
-	before, info, err := w.writeFile(name, rel, data, appendData)
+	before, info, err := w.writeFile(name, rel, data, appendData, 0)
 	return info, before == nil, err
 }
 
-// writeFile writes to rel, a path returned by Resolve; name is the model's
-// path, for messages. before is the file's info ahead of the write, nil when
-// the write created it.
-func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool) (before, after fs.FileInfo, err error) {
-	if len(data) > MaxWriteBytes {
+// resolveWrite is Resolve for a write: it also refuses the rules files
+// (unless RulesWritable), by the model's spelling first ("./RULES.md",
+// "sub/../rules.md") and then by the resolved path, which catches a
+// symlink or a symlinked directory that leads to one.
+func (w *Workspace) resolveWrite(name string) (string, error) {
+	if !w.limits.RulesWritable && services.IsRulesFile(name) {
+		return "", refuseRules(name, "")
+	}
+	rel, err := w.Resolve(name)
+	if err != nil {
+		return "", err
+	}
+	if !w.limits.RulesWritable && services.IsRulesFile(filepath.ToSlash(rel)) {
+		return "", refuseRules(name, rel)
+	}
+	return rel, nil
+}
+
+func refuseRules(name, rel string) error {
+	what := fmt.Sprintf("%q is", name)
+	if rel != "" {
+		what = fmt.Sprintf("%q leads to %q, which is", name, filepath.ToSlash(rel))
+	}
+	return services.CodedErrorf(services.EINVALID, CodeRulesFile,
+		"%s the owner's standing rules file (RULES.md or CODE_LAW.md); you may not write it. "+
+			"To change the rules, call propose_rule with the rule's text: the owner approves or rejects it.", what)
+}
+
+// writeFile writes to rel, a path returned by resolveWrite; name is the
+// model's path, for messages; runID is the run the bytes count against (0:
+// none). before is the file's info ahead of the write, nil when the write
+// created it.
+func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool, runID int64) (before, after fs.FileInfo, err error) {
+	if n := int64(len(data)); n > w.limits.PerCall {
 		return nil, nil, services.Errorf(services.ETOOLARGE,
-			"content is %d bytes; write_file accepts at most %d bytes (1 MiB) per call; split it and append the rest", len(data), MaxWriteBytes)
+			"content is %d bytes; one write accepts at most %s (AGENT_MAX_WRITE_BYTES); split it and append the rest",
+			n, humanBytes(w.limits.PerCall))
 	}
 	if rel == "." {
 		return nil, nil, services.Errorf(services.EINVALID, "path %q is the workspace itself; name a file", name)
-	}
-	parent := filepath.Dir(rel)
-	if parent != "." {
-		if err := w.root.MkdirAll(parent, 0o700); err != nil {
-			return nil, nil, fsError("create the directory of", name, err)
-		}
 	}
 	before, err = w.root.Lstat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		before = nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return nil, nil, services.Errorf(services.EINVALID, "path %q: a parent is not a directory", name)
 	case err != nil:
 		return nil, nil, fsError("stat", name, err)
 	case before.IsDir():
 		return nil, nil, services.Errorf(services.EINVALID, "%q is a directory", name)
 	case !before.Mode().IsRegular():
 		return nil, nil, services.Errorf(services.EINVALID, "%q is not a regular file", name)
+	}
+	var beforeSize int64
+	if before != nil {
+		beforeSize = before.Size()
+	}
+	n, growth := int64(len(data)), int64(len(data))
+	if !appendData || before == nil {
+		growth -= beforeSize
+	}
+	if err := w.reserve(name, runID, n, growth); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			w.release(runID, n, growth)
+		}
+	}()
+	parent := filepath.Dir(rel)
+	if parent != "." {
+		if err := w.root.MkdirAll(parent, 0o700); err != nil {
+			return nil, nil, fsError("create the directory of", name, err)
+		}
 	}
 	if appendData && before != nil {
 		err = w.appendFile(rel, data)
@@ -312,7 +427,109 @@ func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool) (b
 	if err != nil {
 		return nil, nil, fsError("stat", name, err)
 	}
+	w.settle(growth, after.Size()-beforeSize)
 	return before, after, nil
+}
+
+// reserve counts a write of n bytes, growing the workspace by growth (less
+// than n, or negative, for a replace), against the run's and the
+// workspace's limits, or refuses it (ETOOLARGE, TOOL_WRITE_LIMIT) naming the
+// limit and the numbers. Counting before the write keeps the limits exact
+// when one response's calls run in parallel.
+func (w *Workspace) reserve(name string, runID, n, growth int64) error {
+	w.quota.Lock()
+	defer w.quota.Unlock()
+	if runID != 0 {
+		if done := w.written[runID]; done+n > w.limits.PerRun {
+			return services.CodedErrorf(services.ETOOLARGE, CodeWriteLimit,
+				"write to %q refused: this run has written %d bytes and this write adds %d, past the limit of %s per run "+
+					"(AGENT_MAX_RUN_WRITE_BYTES). Nothing was written. Stop writing in this run and tell the owner what is left.",
+				name, done, n, humanBytes(w.limits.PerRun))
+		}
+	}
+	if growth > 0 && (w.used < 0 || w.used+growth > w.limits.Workspace) {
+		// First write, or near the limit: measure (files may have changed
+		// behind the workspace's back).
+		used, err := w.measure()
+		if err != nil {
+			return fsError("measure the workspace for", name, err)
+		}
+		w.used = used
+		if used+growth > w.limits.Workspace {
+			return services.CodedErrorf(services.ETOOLARGE, CodeWriteLimit,
+				"write to %q refused: the workspace holds %d bytes and this write adds %d, past its limit of %s "+
+					"(WORKSPACE_MAX_BYTES). Nothing was written. Make room by replacing large files with shorter content, or ask the owner.",
+				name, used, growth, humanBytes(w.limits.Workspace))
+		}
+	}
+	if runID != 0 {
+		w.written[runID] += n
+		for len(w.written) > maxRunsTracked {
+			oldest := runID
+			for id := range w.written {
+				oldest = min(oldest, id)
+			}
+			delete(w.written, oldest)
+		}
+	}
+	if w.used >= 0 {
+		w.used += growth
+	}
+	return nil
+}
+
+// release undoes reserve for a write that failed.
+func (w *Workspace) release(runID, n, growth int64) {
+	w.quota.Lock()
+	defer w.quota.Unlock()
+	if runID != 0 {
+		if _, ok := w.written[runID]; ok {
+			w.written[runID] -= n
+		}
+	}
+	if w.used >= 0 {
+		w.used -= growth
+	}
+}
+
+// settle corrects the workspace's size by what a write really changed.
+func (w *Workspace) settle(reserved, actual int64) {
+	w.quota.Lock()
+	defer w.quota.Unlock()
+	if w.used >= 0 {
+		w.used += actual - reserved
+	}
+}
+
+// measure sums the sizes of the regular files under the root.
+func (w *Workspace) measure() (int64, error) {
+	var total int64
+	err := fs.WalkDir(w.root.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable part: count what we can
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total, err
+}
+
+// humanBytes is "n bytes", followed by n in the largest binary unit that
+// divides it: "8388608 bytes (8 MiB)".
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d bytes (%d GiB)", n, n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func (w *Workspace) appendFile(rel string, data []byte) error {
@@ -414,14 +631,22 @@ func fsError(op, name string, err error) error {
 // method is a WorkspaceFor. It is safe for concurrent use.
 type Workspaces struct {
 	baseDir string
+	limits  WriteLimits
 
 	mu   sync.Mutex
 	open map[string]*Workspace
 }
 
-// NewWorkspaces returns the set of workspaces under baseDir.
+// NewWorkspaces returns the set of workspaces under baseDir, with the
+// default WriteLimits.
 func NewWorkspaces(baseDir string) *Workspaces {
-	return &Workspaces{baseDir: baseDir, open: map[string]*Workspace{}}
+	return NewWorkspacesWith(baseDir, WriteLimits{})
+}
+
+// NewWorkspacesWith returns the set of workspaces under baseDir; every
+// workspace it opens applies limits.
+func NewWorkspacesWith(baseDir string, limits WriteLimits) *Workspaces {
+	return &Workspaces{baseDir: baseDir, limits: limits.withDefaults(), open: map[string]*Workspace{}}
 }
 
 // For returns the workspace of timelineScope, opening it on first use.
@@ -431,7 +656,7 @@ func (s *Workspaces) For(timelineScope string) (*Workspace, error) {
 	if w, ok := s.open[timelineScope]; ok {
 		return w, nil
 	}
-	w, err := OpenWorkspace(s.baseDir, timelineScope)
+	w, err := openWorkspace(s.baseDir, timelineScope, s.limits)
 	if err != nil {
 		return nil, err
 	}

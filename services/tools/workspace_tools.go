@@ -303,14 +303,14 @@ func (t workspaceTools) writeFile(ctx context.Context, call Call) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	rel, err := w.Resolve(a.Path)
+	rel, err := w.resolveWrite(a.Path)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	before, after, err := w.writeFile(a.Path, rel, []byte(a.Content), a.Append)
+	before, after, err := w.writeFile(a.Path, rel, []byte(a.Content), a.Append, call.RunID)
 	if err != nil {
 		return Result{}, err
 	}
