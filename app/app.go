@@ -63,6 +63,8 @@ type Options struct {
 	Queue    queue.Options
 	Web      web.Options
 	Telegram TelegramOptions
+	// Metrics tunes the metrics registry (its sources are the app's).
+	Metrics metrics.Options
 }
 
 // TelegramOptions are the Telegram channel's settings; an empty Token
@@ -171,7 +173,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := agent.RegisterMemoryTool(registry, a.store); err != nil {
 		return nil, err
 	}
-	a.meter = metrics.New(metrics.Options{Source: a.store, Runs: a.store, Logger: log})
+	b.Metrics = o.Metrics
+	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log
+	a.meter = metrics.New(b.Metrics)
 	b.Context = o.Context
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log

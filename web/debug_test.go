@@ -2,11 +2,9 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -17,11 +15,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/browsertest"
@@ -60,23 +59,22 @@ const testMetricsToken = "scraper-token-0123456789abcdef"
 
 func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 	t.Helper()
-	pool, _ := dbtest.Schema(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store := repository.New(pool)
-	hb := hub.New(store, log)
-	go hb.Run(ctx)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: hub.Fanout{Hub: hb}, Logger: log, LogContent: logContent})
-	meter := metrics.New(metrics.Options{Source: store, Runs: store, Logger: log, CacheFor: time.Nanosecond})
-	srv := web.New(web.Options{Logger: log, Chat: chatSvc, Hub: hb, TokenHash: web.HashToken(testToken),
-		OwnerTimeline: services.DefaultTimeline,
-		Flags:         services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Debug:         store,
-		Metrics:       web.Metrics{Handler: meter.Handler(), ScrapeTokenHash: web.HashToken(testMetricsToken), Requests: meter, Websockets: meter}})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { cancel(); hs.Close() })
-	return &opsInstance{URL: hs.URL, Pool: pool, Store: store, Chat: chatSvc, Srv: srv, Meter: meter, Logs: logs}
+	in := apptest.Start(t, apptest.Options{
+		Token:  testToken,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Flags:  services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) {
+			o.Chat.LogContent = logContent
+			o.Metrics.CacheFor = time.Nanosecond
+			// The runs seedRuns stores as running have no worker: the
+			// reaper's pass at start is over before they exist, and no
+			// other comes during the test.
+			o.Queue.ReapEvery = time.Hour
+			o.Web.Metrics.ScrapeTokenHash = web.HashToken(testMetricsToken)
+		},
+	})
+	return &opsInstance{URL: in.URL, Pool: in.App.Pool(), Store: in.Store, Chat: in.Chat, Srv: in.App.Web(), Meter: in.App.Metrics(), Logs: logs}
 }
 
 // seedRuns stores a main run that delegated to a researcher sub-agent, with

@@ -104,7 +104,7 @@ func Start(t testing.TB, o Options) *Instance {
 	opts.Chat.Turns = o.Turns
 	opts.Context.ScopedRead = o.Flags.ScopedRead
 	opts.Context.Compaction.ScopedWrite = o.Flags.ScopedWrite
-	opts.Web.OwnerTimeline = services.DefaultTimeline
+	opts.Web.OwnerTimeline, opts.Web.Flags = services.DefaultTimeline, o.Flags
 	switch {
 	case o.Model != nil:
 		opts.LLM.Provider, opts.LLM.BaseURL, opts.LLM.Model, opts.LLM.MaxRetries = "openai", o.Model.OpenAIBaseURL(), "gpt-4o-mini", -1

@@ -240,6 +240,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 
 // Start works jobs and reaps runs of dead workers until ctx ends or Stop.
 func (q *Queue) Start(ctx context.Context) error {
+	if q.opts.TurnWorkers > 0 {
+		// Runs left by a dead process are closed before Start returns, so
+		// what happens next never races the first pass.
+		q.Reap(ctx)
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("queue: start: %w", err)
 	}
@@ -355,17 +360,17 @@ func (q *Queue) interruptOrphans(ctx context.Context, timeline string) ([]servic
 	return closed, nil
 }
 
-// reapLoop runs the reaper at start and then periodically.
+// reapLoop runs the reaper periodically (Start ran the first pass).
 func (q *Queue) reapLoop(ctx context.Context) {
 	t := time.NewTicker(q.opts.ReapEvery)
 	defer t.Stop()
 	for {
-		q.Reap(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		q.Reap(ctx)
 	}
 }
 

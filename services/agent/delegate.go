@@ -104,10 +104,11 @@ type Handoff struct {
 	Transcript []string `json:"transcript,omitempty"`
 }
 
-const delegateSchema = `{"type":"object","additionalProperties":false,"required":["task"],"properties":{
-	"task":{"type":"string","description":"The task, self-contained: the sub-agent sees nothing else of the conversation."},
-	"agent_id":{"type":"string","description":"A named sub-agent profile, if one fits; empty for a general one."},
-	"constraints":{"type":"array","items":{"type":"string"},"description":"Extra constraints for this task."}}}`
+type delegateArgs struct {
+	Task        string   `json:"task" jsonschema:"The task, self-contained: the sub-agent sees nothing else of the conversation."`
+	AgentID     string   `json:"agent_id,omitempty" jsonschema:"A named sub-agent profile, if one fits; empty for a general one."`
+	Constraints []string `json:"constraints,omitempty" jsonschema:"Extra constraints for this task."`
+}
 
 // registerDelegate adds the delegate tool. Several delegate calls in one
 // step run in parallel (up to MaxConcurrent).
@@ -120,11 +121,8 @@ func (s *Service) registerDelegate(reg *tools.Registry) error {
 		}
 		desc += " Profiles: " + strings.Join(names, ", ") + "."
 	}
-	return reg.Register(tools.Tool{
-		Name: "delegate", Description: desc, Schema: json.RawMessage(delegateSchema),
-		History: tools.HistoryRule{MaxChars: 1500, DropFields: []string{"transcript"}},
-		Handler: s.handleDelegate,
-	})
+	return reg.Register(tools.Func("delegate", desc, s.handleDelegate).
+		WithHistory(tools.HistoryRule{MaxChars: 1500, DropFields: []string{"transcript"}}))
 }
 
 // inline reports whether delegated tasks run in main ("main agent
@@ -133,15 +131,7 @@ func (s *Service) inline() bool {
 	return !s.opts.Flags.SubAgentsOn()
 }
 
-func (s *Service) handleDelegate(ctx context.Context, call tools.Call) (tools.Result, error) {
-	var args struct {
-		Task        string   `json:"task"`
-		AgentID     string   `json:"agent_id"`
-		Constraints []string `json:"constraints"`
-	}
-	if err := json.Unmarshal(call.Arguments, &args); err != nil {
-		return tools.ErrorResult(tools.CodeBadArguments, err.Error()), nil
-	}
+func (s *Service) handleDelegate(ctx context.Context, call tools.Call, args delegateArgs) (tools.Result, error) {
 	if strings.TrimSpace(args.Task) == "" {
 		return tools.ErrorResult(tools.CodeBadArguments, "task is empty"), nil
 	}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
@@ -13,23 +12,9 @@ import (
 // of the owner with a confidence; the settings layer sends remembered items
 // with every prompt (lowest confidence trimmed first).
 func RegisterMemoryTool(reg *tools.Registry, store services.ContextStore) error {
-	return reg.Register(tools.Tool{
-		Name:        "remember",
-		Description: "Remember a lasting preference or fact about the owner (e.g. key \"language\", value \"answer in French\") so it is in every future prompt. Use a short stable key; storing a key again replaces it.",
-		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{
-			"key":{"type":"string","description":"Short stable name, e.g. language, timezone, name."},
-			"value":{"type":"string","description":"What to remember."},
-			"confidence":{"type":"number","description":"0 to 1: how sure you are this is a lasting preference. Default 0.7."}}}`),
-		History: tools.HistoryRule{MaxChars: 300},
-		Handler: func(ctx context.Context, call tools.Call) (tools.Result, error) {
-			var args struct {
-				Key        string   `json:"key"`
-				Value      string   `json:"value"`
-				Confidence *float64 `json:"confidence"`
-			}
-			if err := json.Unmarshal(call.Arguments, &args); err != nil {
-				return tools.ErrorResult(tools.CodeBadArguments, err.Error()), nil
-			}
+	return reg.Register(tools.Func("remember",
+		"Remember a lasting preference or fact about the owner (e.g. key \"language\", value \"answer in French\") so it is in every future prompt. Use a short stable key; storing a key again replaces it.",
+		func(ctx context.Context, call tools.Call, args rememberArgs) (tools.Result, error) {
 			conf := 0.7
 			if args.Confidence != nil {
 				conf = *args.Confidence
@@ -40,6 +25,11 @@ func RegisterMemoryTool(reg *tools.Registry, store services.ContextStore) error 
 				return tools.Result{}, err
 			}
 			return tools.JSONResult(map[string]any{"status": "ok", "key": item.Key, "version": item.Version})
-		},
-	})
+		}).WithHistory(tools.HistoryRule{MaxChars: 300}))
+}
+
+type rememberArgs struct {
+	Key        string   `json:"key" jsonschema:"Short stable name, e.g. language, timezone, name."`
+	Value      string   `json:"value" jsonschema:"What to remember."`
+	Confidence *float64 `json:"confidence,omitempty" jsonschema:"0 to 1: how sure you are this is a lasting preference. Default 0.7."`
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,9 +17,10 @@ const maxPendingProposals = 5
 // a rule the agent proposes (MessageMeta.Notice).
 const NoticeRuleProposal = "rule_proposal"
 
-const proposeRuleSchema = `{"type":"object","additionalProperties":false,"required":["text"],"properties":{
-	"text":{"type":"string","description":"The rule: one self-contained instruction, as the owner would write it."},
-	"hard":{"type":"boolean","description":"A hard rule (always followed) rather than a soft preference. Default false."}}}`
+type proposeRuleArgs struct {
+	Text string `json:"text" jsonschema:"The rule: one self-contained instruction, as the owner would write it."`
+	Hard bool   `json:"hard,omitempty" jsonschema:"A hard rule (always followed) rather than a soft preference. Default false."`
+}
 
 // proposals is where rule proposals are kept: the context store, when it
 // keeps them (nil otherwise: no propose_rule tool, no /rules approve).
@@ -33,24 +33,13 @@ func (s *Service) proposals() services.RuleProposals {
 // the standing rules (the write tools refuse RULES.md and CODE_LAW.md); it
 // proposes one, which the owner approves or rejects on any channel.
 func (s *Service) registerProposeRule(reg *tools.Registry) error {
-	return reg.Register(tools.Tool{
-		Name: "propose_rule",
-		Description: "Propose a standing rule (one of the rules sent with every prompt) to the owner. It takes effect only " +
+	return reg.Register(tools.Func("propose_rule",
+		"Propose a standing rule (one of the rules sent with every prompt) to the owner. It takes effect only "+
 			"when the owner approves it; you cannot write RULES.md or CODE_LAW.md yourself.",
-		Schema:  json.RawMessage(proposeRuleSchema),
-		History: tools.HistoryRule{MaxChars: 300},
-		Handler: s.handleProposeRule,
-	})
+		s.handleProposeRule).WithHistory(tools.HistoryRule{MaxChars: 300}))
 }
 
-func (s *Service) handleProposeRule(ctx context.Context, call tools.Call) (tools.Result, error) {
-	var args struct {
-		Text string `json:"text"`
-		Hard bool   `json:"hard"`
-	}
-	if err := json.Unmarshal(call.Arguments, &args); err != nil {
-		return tools.ErrorResult(tools.CodeBadArguments, err.Error()), nil
-	}
+func (s *Service) handleProposeRule(ctx context.Context, call tools.Call, args proposeRuleArgs) (tools.Result, error) {
 	store := s.proposals()
 	pending, err := store.ListRuleProposals(ctx, call.TimelineScope)
 	if err != nil {

@@ -93,19 +93,48 @@ type HistoryRule struct {
 	DropFields []string
 }
 
-// Tool is one callable tool.
+// Tool is one callable tool. Tools of this program are built with Func from
+// an arguments struct and a function; a Tool literal with a JSON Schema is
+// for tools whose schema comes from elsewhere (an MCP server).
 type Tool struct {
 	// Name is unique in a Registry and matches ^[A-Za-z0-9_-]{1,64}$, the
 	// intersection of what the LLM providers accept.
 	Name        string
 	Description string
 	// Schema is the JSON Schema of the arguments; its top level must be
-	// {"type":"object",...}. Execute checks it with the subset described in
-	// schema.go.
+	// {"type":"object",...}. Execute validates arguments against it.
 	Schema  json.RawMessage
 	Handler Handler
 	// History says how results are compacted in history.
 	History HistoryRule
+
+	schemaErr error // from Func: the arguments type has no JSON Schema
+}
+
+// Func defines a tool from its arguments type A and the function that runs
+// it. The schema the model sees is generated from A: json tags name the
+// arguments, fields without omitempty are required, a `jsonschema:"..."`
+// tag describes one. Execute validates the model's arguments against it and
+// fn receives them decoded, so fn checks only what a schema cannot say
+// (ranges, paths).
+func Func[A any](name, description string, fn func(ctx context.Context, call Call, args A) (Result, error)) Tool {
+	schema, err := schemaFor[A]()
+	return Tool{
+		Name: name, Description: description, Schema: schema, schemaErr: err,
+		Handler: func(ctx context.Context, call Call) (Result, error) {
+			var args A
+			if err := decodeArguments(call, &args); err != nil {
+				return Result{}, err
+			}
+			return fn(ctx, call, args)
+		},
+	}
+}
+
+// WithHistory returns t with its history rule set.
+func (t Tool) WithHistory(h HistoryRule) Tool {
+	t.History = h
+	return t
 }
 
 // Spec is the tool as the model sees it.
@@ -119,7 +148,7 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	tools   map[string]Tool
-	schemas map[string]*schema
+	schemas map[string]*argSchema
 }
 
 // NewRegistry returns an empty Registry. Handler failures the model cannot
@@ -128,7 +157,7 @@ func NewRegistry(logger *slog.Logger) *Registry {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Registry{logger: logger, tools: map[string]Tool{}, schemas: map[string]*schema{}}
+	return &Registry{logger: logger, tools: map[string]Tool{}, schemas: map[string]*argSchema{}}
 }
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -143,12 +172,12 @@ func (r *Registry) Register(t Tool) error {
 	if t.Handler == nil {
 		return services.Errorf(services.EINVALID, "tool %q has no handler", t.Name)
 	}
-	s, err := parseSchema(t.Schema)
+	if t.schemaErr != nil {
+		return services.Errorf(services.EINVALID, "tool %q: arguments type: %v", t.Name, t.schemaErr)
+	}
+	s, err := compileSchema(t.Schema)
 	if err != nil {
 		return services.Errorf(services.EINVALID, "tool %q: schema: %v", t.Name, err)
-	}
-	if !s.allows("object") || len(s.types) != 1 {
-		return services.Errorf(services.EINVALID, `tool %q: schema must have "type": "object"`, t.Name)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -284,8 +313,8 @@ func marshalJSON(v any) ([]byte, error) {
 }
 
 // decodeArguments unmarshals validated arguments into dst. A failure here
-// (say 1.5 for an int field that the schema calls "number") is the model's
-// to fix, so it becomes TOOL_BAD_ARGUMENTS.
+// (a number too large for an int field, say) is the model's to fix, so it
+// becomes TOOL_BAD_ARGUMENTS.
 func decodeArguments(call Call, dst any) error {
 	if err := json.Unmarshal(call.Arguments, dst); err != nil {
 		var te *json.UnmarshalTypeError

@@ -96,7 +96,7 @@ func TestExecuteArguments(t *testing.T) {
 		{"null arguments", `null`, []string{"must be a JSON object", "null"}},
 		{"empty arguments miss required", ``, []string{`missing required argument "text"`}},
 		{"missing required", `{"count":1}`, []string{`missing required argument "text"`}},
-		{"wrong type", `{"text":5}`, []string{`argument "text"`, "expected string", "number 5"}},
+		{"wrong type", `{"text":5}`, []string{`argument "text"`, "expected string", "integer 5"}},
 		{"null required", `{"text":null}`, []string{`argument "text"`, "expected string", "null"}},
 		{"fraction for integer", `{"text":"a","count":1.5}`, []string{`argument "count"`, "expected integer"}},
 		{"string for integer", `{"text":"a","count":"3"}`, []string{`argument "count"`, `string "3"`}},
@@ -187,4 +187,64 @@ func TestExecuteUnknownPanicAndErrors(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	check(reg.Execute(cctx, "cancelled", Call{}), CodeCancelled, "cancelled")
+}
+
+type funcArgs struct {
+	Path  string   `json:"path" jsonschema:"Where."`
+	Limit int      `json:"limit,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+	Ratio *float64 `json:"ratio,omitempty"`
+}
+
+// TestFuncSchemaFromArgumentsType: a tool defined by Func has the schema of
+// its arguments struct (required = fields without omitempty, descriptions
+// from jsonschema tags, optional slices typed "array"), arguments are
+// validated against it and handed to the function decoded.
+func TestFuncSchemaFromArgumentsType(t *testing.T) {
+	t.Parallel()
+	var got funcArgs
+	tool := Func("f", "a tool", func(_ context.Context, _ Call, a funcArgs) (Result, error) {
+		got = a
+		return Result{Content: "ok"}, nil
+	})
+	var schema struct {
+		Type       string
+		Required   []string
+		Properties map[string]struct {
+			Type        any
+			Description string
+		}
+		AdditionalProperties *bool
+	}
+	if err := json.Unmarshal(tool.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || strings.Join(schema.Required, ",") != "path" ||
+		schema.AdditionalProperties == nil || *schema.AdditionalProperties {
+		t.Fatalf("schema %s", tool.Schema)
+	}
+	if p := schema.Properties["path"]; p.Description != "Where." || p.Type != "string" {
+		t.Fatalf("path property %+v", p)
+	}
+	if p := schema.Properties["tags"]; p.Type != "array" {
+		t.Fatalf("optional slice typed %v, want array", p.Type)
+	}
+	reg := NewRegistry(nil)
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	res := reg.Execute(context.Background(), "f", Call{Arguments: json.RawMessage(`{"path":"a","limit":3,"tags":["x"],"ratio":null}`)})
+	if res.IsError || got.Path != "a" || got.Limit != 3 || len(got.Tags) != 1 || got.Ratio != nil {
+		t.Fatalf("result %+v, args %+v", res, got)
+	}
+	res = reg.Execute(context.Background(), "f", Call{Arguments: json.RawMessage(`{"path":7}`)})
+	msg := errorMessage(t, res)
+	if !strings.Contains(msg, `argument "path": expected string, got integer 7`) || strings.Contains(msg, "missing") {
+		t.Fatalf("message %q", msg)
+	}
+
+	bad := Func("g", "bad", func(context.Context, Call, struct{ C chan int }) (Result, error) { return Result{}, nil })
+	if err := reg.Register(bad); !services.IsKind(err, services.EINVALID) {
+		t.Fatalf("arguments type with a channel: got %v, want EINVALID", err)
+	}
 }

@@ -6,39 +6,45 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// schema is the subset of JSON Schema that Execute checks before a handler
-// runs. It is deliberately small: tool arguments are flat objects of strings,
-// numbers and booleans, and the point is to give the model a precise message
-// it can act on, not to implement the specification.
-//
-// Understood keywords:
-//   - type: a name or a list of names among object, array, string, number,
-//     integer, boolean, null. "integer" means a JSON number written without
-//     fraction or exponent that fits in int64 (what a Go int field accepts).
-//   - properties: per-field schemas, checked recursively when the field is
-//     present. A null value for a field that is not required counts as absent
-//     (models often send null for an omitted optional argument).
-//   - required: fields that must be present.
-//   - enum: the value must equal one of the listed JSON values.
-//   - items: a schema every element of an array must match.
-//   - additionalProperties: only the boolean false, which rejects fields not
-//     listed in properties.
-//
-// Every other keyword (description, default, minimum, pattern, ...) is
-// accepted and ignored; handlers check ranges themselves.
-type schema struct {
-	types         []string
-	properties    map[string]*schema
-	required      []string
-	enum          []any
-	items         *schema
-	noAdditional  bool
-	propertyNames []string // sorted keys of properties, for messages
+// A tool's argument schema is JSON Schema, generated from the arguments
+// struct for the tools defined with Func and given as JSON for the others
+// (tools of MCP servers). Validation is github.com/google/jsonschema-go's;
+// this file only turns its verdict into a message a model can act on
+// ("argument \"count\": expected integer, got string \"3\"") and keeps two
+// leniencies models need: empty arguments mean {}, and null for an optional
+// top-level argument means the argument is absent.
+
+// argSchema is a tool's argument schema, resolved once at registration.
+type argSchema struct {
+	root     *jsonschema.Schema
+	resolved *jsonschema.Resolved
+}
+
+// schemaFor generates the schema of an arguments struct. Fields without
+// omitempty/omitzero are required; a `jsonschema:"..."` tag is the
+// description. Optional slices and pointers are typed as what they hold
+// (not ["null", ...]): a null optional argument is dropped before
+// validation anyway, and providers handle single types best.
+func schemaFor[A any]() (json.RawMessage, error) {
+	s, err := jsonschema.For[A](nil)
+	if err != nil {
+		return nil, err
+	}
+	for name, p := range s.Properties {
+		if slices.Contains(s.Required, name) || len(p.Types) != 2 || p.Types[0] != "null" {
+			continue
+		}
+		p.Type, p.Types = p.Types[1], nil
+	}
+	return json.Marshal(s)
 }
 
 var knownTypes = map[string]bool{
@@ -46,80 +52,60 @@ var knownTypes = map[string]bool{
 	"integer": true, "boolean": true, "null": true,
 }
 
-func parseSchema(raw json.RawMessage) (*schema, error) {
+// compileSchema parses and resolves raw, which must be an object schema.
+func compileSchema(raw json.RawMessage) (*argSchema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, errors.New("empty schema")
 	}
-	var doc struct {
-		Type                 json.RawMessage            `json:"type"`
-		Properties           map[string]json.RawMessage `json:"properties"`
-		Required             []string                   `json:"required"`
-		Enum                 []json.RawMessage          `json:"enum"`
-		Items                json.RawMessage            `json:"items"`
-		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	var root jsonschema.Schema
+	if err := json.Unmarshal(raw, &root); err != nil {
 		return nil, err
 	}
-	s := &schema{required: doc.Required}
-	if len(doc.Type) > 0 {
-		var one string
-		if err := json.Unmarshal(doc.Type, &one); err == nil {
-			s.types = []string{one}
-		} else if err := json.Unmarshal(doc.Type, &s.types); err != nil {
-			return nil, fmt.Errorf("type must be a string or a list of strings")
-		}
-		for _, t := range s.types {
-			if !knownTypes[t] {
-				return nil, fmt.Errorf("unknown type %q", t)
-			}
-		}
+	if root.Type != "object" {
+		return nil, errors.New(`schema must have "type": "object"`)
 	}
-	if len(doc.Properties) > 0 {
-		s.properties = make(map[string]*schema, len(doc.Properties))
-		for name, p := range doc.Properties {
-			ps, err := parseSchema(p)
-			if err != nil {
-				return nil, fmt.Errorf("property %q: %w", name, err)
-			}
-			s.properties[name] = ps
-			s.propertyNames = append(s.propertyNames, name)
-		}
-		sort.Strings(s.propertyNames)
+	if err := checkTypes(&root); err != nil {
+		return nil, err
 	}
-	for _, e := range doc.Enum {
-		v, err := decodeJSON(e)
-		if err != nil {
-			return nil, fmt.Errorf("enum: %w", err)
-		}
-		s.enum = append(s.enum, v)
+	resolved, err := root.Resolve(nil)
+	if err != nil {
+		return nil, err
 	}
-	if len(doc.Items) > 0 {
-		is, err := parseSchema(doc.Items)
-		if err != nil {
-			return nil, fmt.Errorf("items: %w", err)
-		}
-		s.items = is
-	}
-	if string(bytes.TrimSpace(doc.AdditionalProperties)) == "false" {
-		s.noAdditional = true
-	}
-	return s, nil
+	return &argSchema{root: &root, resolved: resolved}, nil
 }
 
-func (s *schema) allows(t string) bool {
-	for _, x := range s.types {
-		if x == t {
-			return true
+// checkTypes refuses type names JSON Schema does not have (the library
+// would only fail at validation time).
+func checkTypes(s *jsonschema.Schema) error {
+	if s == nil {
+		return nil
+	}
+	for _, t := range append([]string{s.Type}, s.Types...) {
+		if t != "" && !knownTypes[t] {
+			return fmt.Errorf("unknown type %q", t)
 		}
 	}
-	return false
+	children := []*jsonschema.Schema{s.Items, s.AdditionalProperties, s.Not}
+	children = append(children, s.AnyOf...)
+	children = append(children, s.OneOf...)
+	children = append(children, s.AllOf...)
+	for _, c := range s.Properties {
+		children = append(children, c)
+	}
+	for _, c := range s.Defs {
+		children = append(children, c)
+	}
+	for _, c := range children {
+		if err := checkTypes(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// decodeJSON decodes exactly one JSON value, numbers as json.Number.
+// decodeJSON decodes exactly one JSON value.
 func decodeJSON(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
@@ -130,9 +116,14 @@ func decodeJSON(raw []byte) (any, error) {
 	return v, nil
 }
 
+// maxProblems bounds how many problems one message lists.
+const maxProblems = 10
+
 // validateArguments checks raw against s and returns the arguments to hand to
-// the handler: raw itself, or "{}" when the model sent nothing at all.
-func (s *schema) validateArguments(raw json.RawMessage) (json.RawMessage, error) {
+// the handler: raw itself, or "{}" when the model sent nothing at all. The
+// library stops at the first problem; to name several at once, the top-level
+// argument at fault is set aside and the rest validated again.
+func (s *argSchema) validateArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
@@ -140,111 +131,198 @@ func (s *schema) validateArguments(raw json.RawMessage) (json.RawMessage, error)
 	if err != nil {
 		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
-	if _, ok := v.(map[string]any); !ok {
+	obj, ok := v.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("arguments must be a JSON object, got %s", jsonType(v))
 	}
-	var errs []string
-	s.validate(v, "", &errs)
-	if len(errs) > 0 {
-		const maxErrs = 10
-		if len(errs) > maxErrs {
-			errs = append(errs[:maxErrs], fmt.Sprintf("and %d more problems", len(errs)-maxErrs))
+	for k, x := range obj {
+		if x == nil && !slices.Contains(s.root.Required, k) {
+			delete(obj, k)
 		}
-		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	var problems []string
+	asideKeys := map[string]bool{}
+	for len(problems) < maxProblems {
+		err := s.resolved.Validate(obj)
+		if err == nil {
+			break
+		}
+		msgs, setAside := s.explain(err, obj, asideKeys)
+		problems = append(problems, msgs...)
+		n := len(obj)
+		for _, k := range setAside {
+			delete(obj, k)
+			asideKeys[k] = true
+		}
+		if len(obj) == n {
+			break
+		}
+	}
+	if len(problems) > 0 {
+		if len(problems) > maxProblems {
+			problems = problems[:maxProblems]
+		}
+		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return raw, nil
 }
 
-func (s *schema) validate(v any, path string, errs *[]string) {
-	if len(s.types) > 0 && !s.matchesType(v) {
-		*errs = append(*errs, fmt.Sprintf("%s: expected %s, got %s", describe(path), strings.Join(s.types, " or "), describeValue(v)))
-		return
+var (
+	validatingRE = regexp.MustCompile(`validating (\S+): `)
+	typeRE       = regexp.MustCompile(`^type: .* has type "(\w+)", want (.*)$`)
+	namesRE      = regexp.MustCompile(`^(?:required: missing properties:|unexpected additional properties) (\[.*\])$`)
+)
+
+// explain turns one validation error of the library into messages naming
+// the argument, and returns the top-level arguments to set aside before
+// looking for the next problem (none: stop here). A required argument
+// already set aside is not reported missing.
+func (s *argSchema) explain(err error, obj map[string]any, aside map[string]bool) (msgs []string, setAside []string) {
+	text := err.Error()
+	var ptr string
+	if ms := validatingRE.FindAllStringSubmatchIndex(text, -1); len(ms) > 0 {
+		m := ms[len(ms)-1]
+		ptr, text = text[m[2]:m[3]], text[m[1]:]
 	}
-	if len(s.enum) > 0 {
-		found := false
-		for _, e := range s.enum {
-			if equalJSON(v, e) {
-				found = true
-				break
-			}
+	// text is now the leaf message; ptr the schema location it is about.
+	path, top, sub := s.locate(ptr)
+	name := func(p string) string {
+		if p == "" {
+			return "arguments"
 		}
-		if !found {
-			allowed := make([]string, len(s.enum))
-			for i, e := range s.enum {
-				b, _ := json.Marshal(e)
-				allowed[i] = string(b)
-			}
-			*errs = append(*errs, fmt.Sprintf("%s: must be one of %s, got %s", describe(path), strings.Join(allowed, ", "), describeValue(v)))
-			return
-		}
+		return fmt.Sprintf("argument %q", p)
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		for _, name := range s.required {
-			if _, ok := v[name]; !ok {
-				*errs = append(*errs, fmt.Sprintf("missing required argument %q", join(path, name)))
-			}
+	if top != "" {
+		setAside = []string{top}
+	}
+	switch {
+	case strings.HasPrefix(text, "required: "), strings.HasPrefix(text, "unexpected additional properties "):
+		var names []string
+		if m := namesRE.FindStringSubmatch(text); m != nil {
+			_ = json.Unmarshal([]byte(m[1]), &names)
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			ps, ok := s.properties[k]
-			if !ok {
-				if s.noAdditional {
-					*errs = append(*errs, fmt.Sprintf("unknown argument %q (known: %s)", join(path, k), strings.Join(s.propertyNames, ", ")))
+		required := strings.HasPrefix(text, "required: ")
+		for _, n := range names {
+			if required {
+				if path == "" && aside[n] {
+					continue
 				}
+				msgs = append(msgs, fmt.Sprintf("missing required argument %q", joinPath(path, n)))
 				continue
 			}
-			if v[k] == nil && !s.isRequired(k) {
-				continue
+			msg := fmt.Sprintf("unknown argument %q", joinPath(path, n))
+			if known := propertyNames(sub); len(known) > 0 {
+				msg += " (known: " + strings.Join(known, ", ") + ")"
 			}
-			ps.validate(v[k], join(path, k), errs)
-		}
-	case []any:
-		if s.items != nil {
-			for i, e := range v {
-				s.items.validate(e, fmt.Sprintf("%s[%d]", path, i), errs)
+			msgs = append(msgs, msg)
+			if path == "" {
+				setAside = append(setAside, n)
 			}
 		}
+		if len(names) == 0 {
+			msgs = append(msgs, name(path)+": "+text)
+		}
+	case typeRE.MatchString(text):
+		m := typeRE.FindStringSubmatch(text)
+		want := strings.Trim(m[2], `"`)
+		if strings.HasPrefix(m[2], "one of ") {
+			var ts []string
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(m[2], "one of ")), &ts)
+			want = strings.Join(ts, " or ")
+		}
+		got := m[1]
+		if top != "" && path == top {
+			got = describeValue(obj[top])
+		}
+		if items, ok := obj[top].([]any); ok && path == top+"[]" {
+			for i, it := range items {
+				if t := jsonType(it); !strings.Contains(" "+want+" ", " "+t+" ") && (t != "integer" || !strings.Contains(want, "number")) {
+					path, got = fmt.Sprintf("%s[%d]", top, i), describeValue(it)
+					break
+				}
+			}
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: expected %s, got %s", name(path), want, got))
+	case strings.HasPrefix(text, "enum: ") && sub != nil:
+		allowed := make([]string, len(sub.Enum))
+		for i, e := range sub.Enum {
+			b, _ := json.Marshal(e)
+			allowed[i] = string(b)
+		}
+		got := ""
+		if top != "" && path == top {
+			got = ", got " + describeValue(obj[top])
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: must be one of %s%s", name(path), strings.Join(allowed, ", "), got))
+	default:
+		msgs = append(msgs, name(path)+": "+text)
 	}
+	return msgs, setAside
 }
 
-func (s *schema) isRequired(name string) bool {
-	for _, r := range s.required {
-		if r == name {
-			return true
+// locate maps a schema location such as /properties/opts/properties/depth
+// or /properties/tags/items to the argument path ("opts.depth", "tags[]"),
+// the top-level argument it is in, and the schema there.
+func (s *argSchema) locate(ptr string) (path, top string, sub *jsonschema.Schema) {
+	sub = s.root
+	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	if ptr == "" || ptr == "root" {
+		segs = nil
+	}
+	for i := 0; i < len(segs); i++ {
+		seg := segs[i]
+		switch {
+		case seg == "properties" && i+1 < len(segs):
+			i++
+			n := strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[i])
+			if top == "" && path == "" {
+				top = n
+			}
+			path = joinPath(path, n)
+			if sub != nil {
+				sub = sub.Properties[n]
+			}
+		case seg == "items":
+			path += "[]"
+			if sub != nil {
+				sub = sub.Items
+			}
+		default:
+			sub = nil
 		}
 	}
-	return false
+	return path, top, sub
 }
 
-func (s *schema) matchesType(v any) bool {
-	t := jsonType(v)
-	if s.allows(t) {
-		return true
+func propertyNames(s *jsonschema.Schema) []string {
+	if s == nil {
+		return nil
 	}
-	if n, ok := v.(json.Number); ok {
-		if s.allows("number") {
-			return true
-		}
-		if s.allows("integer") {
-			_, err := strconv.ParseInt(string(n), 10, 64)
-			return err == nil
-		}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
 	}
-	return false
+	sort.Strings(names)
+	return names
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 func jsonType(v any) string {
-	switch v.(type) {
+	switch v := v.(type) {
 	case nil:
 		return "null"
 	case bool:
 		return "boolean"
-	case json.Number:
+	case float64:
+		if v == float64(int64(v)) {
+			return "integer"
+		}
 		return "number"
 	case string:
 		return "string"
@@ -256,73 +334,17 @@ func jsonType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// describeValue names a value's type and, for scalars, a short form of it.
+// describeValue names a value's type and, for scalars, the value itself.
 func describeValue(v any) string {
 	switch v := v.(type) {
-	case json.Number:
-		return "number " + string(v)
-	case string:
-		if len(v) > 40 {
-			v = v[:40] + "..."
-		}
-		return "string " + strconv.Quote(v)
-	case bool:
-		return "boolean " + strconv.FormatBool(v)
+	case nil:
+		return "null"
+	case map[string]any, []any:
+		return jsonType(v)
 	}
-	return jsonType(v)
-}
-
-func describe(path string) string {
-	if path == "" {
-		return "arguments"
+	b, _ := json.Marshal(v)
+	if len(b) > 40 {
+		b = append(b[:37], "..."...)
 	}
-	return fmt.Sprintf("argument %q", path)
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func equalJSON(a, b any) bool {
-	switch a := a.(type) {
-	case json.Number:
-		bn, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if a == bn {
-			return true
-		}
-		af, err1 := a.Float64()
-		bf, err2 := bn.Float64()
-		return err1 == nil && err2 == nil && af == bf
-	case []any:
-		bs, ok := b.([]any)
-		if !ok || len(a) != len(bs) {
-			return false
-		}
-		for i := range a {
-			if !equalJSON(a[i], bs[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok || len(a) != len(bm) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := bm[k]
-			if !ok || !equalJSON(av, bv) {
-				return false
-			}
-		}
-		return true
-	default:
-		return a == b
-	}
+	return jsonType(v) + " " + string(b)
 }

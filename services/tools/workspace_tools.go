@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,57 +38,21 @@ const (
 func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 	t := workspaceTools{ws: ws}
 	for _, tool := range []Tool{
-		{
-			Name: "read_file",
-			Description: "Read a text file from your workspace. Returns its content (at most 256 KiB per call; " +
-				"use offset_line and max_lines to page), size and mtime, and changed_since_last_read when the file " +
-				"changed since you last read it.",
-			Schema: json.RawMessage(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"File path relative to the workspace root."},` +
-				`"offset_line":{"type":"integer","description":"First line to return, 1-based. Default 1."},` +
-				`"max_lines":{"type":"integer","description":"Maximum number of lines to return. Default: as many as fit."},` +
-				`"line_numbers":{"type":"boolean","description":"Prefix each line with its number. Default false."}` +
-				`},"required":["path"],"additionalProperties":false}`),
-			Handler: t.readFile,
-			History: HistoryRule{
+		Func("read_file", "Read a text file from your workspace. Returns its content (at most 256 KiB per call; "+
+			"use offset_line and max_lines to page), size and mtime, and changed_since_last_read when the file "+
+			"changed since you last read it.", t.readFile).
+			WithHistory(HistoryRule{
 				MaxChars:   1000,
 				KeepFields: []string{"path", "size", "mtime", "start_line", "end_line", "truncated", "changed_since_last_read", "content"},
-			},
-		},
-		{
-			Name: "write_file",
-			Description: "Write a text file in your workspace, creating parent directories. Replaces the file " +
-				"atomically, or appends with append=true. At most 1 MiB per call.",
-			Schema: json.RawMessage(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"File path relative to the workspace root."},` +
-				`"content":{"type":"string","description":"The text to write."},` +
-				`"append":{"type":"boolean","description":"Append to the file instead of replacing it. Default false."}` +
-				`},"required":["path","content"],"additionalProperties":false}`),
-			Handler: t.writeFile,
-			History: HistoryRule{MaxChars: 300},
-		},
-		{
-			Name:        "list_files",
-			Description: "List files and directories in your workspace with type, size and mtime (at most 500 entries).",
-			Schema: json.RawMessage(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"Directory relative to the workspace root. Default: the root."},` +
-				`"recursive":{"type":"boolean","description":"Include subdirectories. Default false."}` +
-				`},"additionalProperties":false}`),
-			Handler: t.listFiles,
-			History: HistoryRule{MaxChars: 1500},
-		},
-		{
-			Name: "search",
-			Description: "Search the text files of your workspace for a plain substring, ignoring case. " +
-				"Returns file, line number and line text for each match. Skips binary files and files over 1 MiB.",
-			Schema: json.RawMessage(`{"type":"object","properties":{` +
-				`"query":{"type":"string","description":"Text to find (not a regular expression)."},` +
-				`"path":{"type":"string","description":"Directory or file to search, relative to the workspace root. Default: the root."},` +
-				`"max_results":{"type":"integer","description":"Maximum matches to return, 1 to 200. Default 50."}` +
-				`},"required":["query"],"additionalProperties":false}`),
-			Handler: t.search,
-			History: HistoryRule{MaxChars: 1200, DropFields: []string{"files_searched"}},
-		},
+			}),
+		Func("write_file", "Write a text file in your workspace, creating parent directories. Replaces the file "+
+			"atomically, or appends with append=true. At most 1 MiB per call.", t.writeFile).
+			WithHistory(HistoryRule{MaxChars: 300}),
+		Func("list_files", "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
+			WithHistory(HistoryRule{MaxChars: 1500}),
+		Func("search", "Search the text files of your workspace for a plain substring, ignoring case. "+
+			"Returns file, line number and line text for each match. Skips binary files and files over 1 MiB.", t.search).
+			WithHistory(HistoryRule{MaxChars: 1200, DropFields: []string{"files_searched"}}),
 	} {
 		if err := reg.Register(tool); err != nil {
 			return err
@@ -123,10 +86,10 @@ func shownPath(p string) string { return filepath.ToSlash(filepath.Clean(p)) }
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 type readFileArgs struct {
-	Path        string `json:"path"`
-	OffsetLine  int    `json:"offset_line"`
-	MaxLines    int    `json:"max_lines"`
-	LineNumbers bool   `json:"line_numbers"`
+	Path        string `json:"path" jsonschema:"File path relative to the workspace root."`
+	OffsetLine  int    `json:"offset_line,omitempty" jsonschema:"First line to return, 1-based. Default 1."`
+	MaxLines    int    `json:"max_lines,omitempty" jsonschema:"Maximum number of lines to return. Default: as many as fit."`
+	LineNumbers bool   `json:"line_numbers,omitempty" jsonschema:"Prefix each line with its number. Default false."`
 }
 
 type readFileResult struct {
@@ -141,11 +104,7 @@ type readFileResult struct {
 	Note                 string `json:"note,omitempty"`
 }
 
-func (t workspaceTools) readFile(ctx context.Context, call Call) (Result, error) {
-	var a readFileArgs
-	if err := decodeArguments(call, &a); err != nil {
-		return Result{}, err
-	}
+func (t workspaceTools) readFile(ctx context.Context, call Call, a readFileArgs) (Result, error) {
 	if a.OffsetLine == 0 {
 		a.OffsetLine = 1
 	}
@@ -280,9 +239,9 @@ func joinNote(a, b string) string {
 }
 
 type writeFileArgs struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-	Append  bool   `json:"append"`
+	Path    string `json:"path" jsonschema:"File path relative to the workspace root."`
+	Content string `json:"content" jsonschema:"The text to write."`
+	Append  bool   `json:"append,omitempty" jsonschema:"Append to the file instead of replacing it. Default false."`
 }
 
 type writeFileResult struct {
@@ -294,11 +253,7 @@ type writeFileResult struct {
 	Appended     bool   `json:"appended,omitempty"`
 }
 
-func (t workspaceTools) writeFile(ctx context.Context, call Call) (Result, error) {
-	var a writeFileArgs
-	if err := decodeArguments(call, &a); err != nil {
-		return Result{}, err
-	}
+func (t workspaceTools) writeFile(ctx context.Context, call Call, a writeFileArgs) (Result, error) {
 	w, err := t.workspace(call)
 	if err != nil {
 		return Result{}, err
@@ -326,8 +281,8 @@ func (t workspaceTools) writeFile(ctx context.Context, call Call) (Result, error
 }
 
 type listFilesArgs struct {
-	Path      string `json:"path"`
-	Recursive bool   `json:"recursive"`
+	Path      string `json:"path,omitempty" jsonschema:"Directory relative to the workspace root. Default: the root."`
+	Recursive bool   `json:"recursive,omitempty" jsonschema:"Include subdirectories. Default false."`
 }
 
 // fileEntry is one file or directory as list_files shows it. Symlinks are
@@ -363,11 +318,7 @@ func entryOf(p string, info fs.FileInfo) fileEntry {
 	return e
 }
 
-func (t workspaceTools) listFiles(ctx context.Context, call Call) (Result, error) {
-	var a listFilesArgs
-	if err := decodeArguments(call, &a); err != nil {
-		return Result{}, err
-	}
+func (t workspaceTools) listFiles(ctx context.Context, call Call, a listFilesArgs) (Result, error) {
 	if a.Path == "" {
 		a.Path = "."
 	}
@@ -486,9 +437,9 @@ func readAtMost(w *Workspace, p string, limit int64) ([]byte, error) {
 }
 
 type searchArgs struct {
-	Query      string `json:"query"`
-	Path       string `json:"path"`
-	MaxResults int    `json:"max_results"`
+	Query      string `json:"query" jsonschema:"Text to find (not a regular expression)."`
+	Path       string `json:"path,omitempty" jsonschema:"Directory or file to search, relative to the workspace root. Default: the root."`
+	MaxResults int    `json:"max_results,omitempty" jsonschema:"Maximum matches to return, 1 to 200. Default 50."`
 }
 
 type searchMatch struct {
@@ -506,11 +457,7 @@ type searchResult struct {
 	Note          string        `json:"note,omitempty"`
 }
 
-func (t workspaceTools) search(ctx context.Context, call Call) (Result, error) {
-	var a searchArgs
-	if err := decodeArguments(call, &a); err != nil {
-		return Result{}, err
-	}
+func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Result, error) {
 	if strings.TrimSpace(a.Query) == "" {
 		return Result{}, badArgument("argument \"query\" is empty")
 	}
