@@ -141,7 +141,7 @@ func (s *TelegramStore) ListPairings(ctx context.Context) ([]services.Pairing, e
 // SentChunks returns the indexes of the chunks of an outbound delivery that
 // were already sent.
 func (s *TelegramStore) SentChunks(ctx context.Context, outboundKey string) (map[int]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT chunk_index FROM telegram_sent_chunks WHERE outbound_key = $1`, outboundKey)
+	rows, err := s.pool.Query(ctx, `SELECT chunk_index FROM telegram_sent_chunks WHERE outbound_key = $1 AND message_id IS NOT NULL`, outboundKey)
 	if err != nil {
 		return nil, wrapErr("list sent telegram chunks", err)
 	}
@@ -157,11 +157,31 @@ func (s *TelegramStore) SentChunks(ctx context.Context, outboundKey string) (map
 	return sent, wrapErr("list sent telegram chunks", rows.Err())
 }
 
+// BeginChunk records, before the call, that a chunk's sendMessage starts
+// (message_id NULL), and returns how many sends of it began whose outcome
+// is unknown, this one included.
+func (s *TelegramStore) BeginChunk(ctx context.Context, outboundKey string, index int) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO telegram_sent_chunks (outbound_key, chunk_index, message_id, attempts) VALUES ($1, $2, NULL, 1)
+		ON CONFLICT (outbound_key, chunk_index) DO UPDATE SET attempts = telegram_sent_chunks.attempts + 1, sent_at = now()
+		RETURNING attempts`, outboundKey, index).Scan(&n)
+	return n, wrapErr("begin telegram chunk", err)
+}
+
+// AbortChunk takes back the last BeginChunk of a chunk Telegram refused.
+func (s *TelegramStore) AbortChunk(ctx context.Context, outboundKey string, index int) error {
+	_, err := s.pool.Exec(ctx, `UPDATE telegram_sent_chunks SET attempts = attempts - 1
+		WHERE outbound_key = $1 AND chunk_index = $2 AND message_id IS NULL AND attempts > 0`, outboundKey, index)
+	return wrapErr("abort telegram chunk", err)
+}
+
 // MarkChunkSent records that chunk index of an outbound delivery reached
 // Telegram as messageID. Recording it twice is harmless.
 func (s *TelegramStore) MarkChunkSent(ctx context.Context, outboundKey string, index int, messageID int64) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO telegram_sent_chunks (outbound_key, chunk_index, message_id) VALUES ($1, $2, $3)
-		ON CONFLICT DO NOTHING`, outboundKey, index, messageID)
+		ON CONFLICT (outbound_key, chunk_index) DO UPDATE SET message_id = EXCLUDED.message_id
+		WHERE telegram_sent_chunks.message_id IS NULL`, outboundKey, index, messageID)
 	return wrapErr("mark telegram chunk sent", err)
 }

@@ -9,10 +9,14 @@ import (
 
 // Outbound is one durable delivery to an external channel (a Telegram
 // answer). Payload is the channel's own format; Key makes enqueueing
-// idempotent (the same key is delivered once).
+// idempotent (the same key is delivered once). Deliveries of one Lane (a
+// Telegram chat) go out one at a time in the order they were scheduled,
+// across retries, restarts and instances; an empty Lane is a lane of its
+// own.
 type Outbound struct {
 	Channel Source
 	Key     string
+	Lane    string
 	Payload json.RawMessage
 }
 

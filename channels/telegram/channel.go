@@ -62,6 +62,13 @@ type Store interface {
 	RequestPairing(ctx context.Context, p services.Pairing) (services.Pairing, error)
 	// SentChunks returns which chunks of an outbound delivery were sent.
 	SentChunks(ctx context.Context, outboundKey string) (map[int]bool, error)
+	// BeginChunk records that a chunk's send starts and returns how many
+	// sends of it began whose outcome is unknown, this one included (2: a
+	// send before this one was cut off by a crash or a timeout).
+	BeginChunk(ctx context.Context, outboundKey string, index int) (int, error)
+	// AbortChunk records that the send begun last was refused, so it does
+	// not count as one whose outcome is unknown.
+	AbortChunk(ctx context.Context, outboundKey string, index int) error
 	// MarkChunkSent records a chunk as sent.
 	MarkChunkSent(ctx context.Context, outboundKey string, index int, messageID int64) error
 }

@@ -35,7 +35,8 @@ func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) e
 	if err != nil {
 		return err
 	}
-	return q.EnqueueOutbound(ctx, services.Outbound{Channel: Channel, Key: p.Key, Payload: b})
+	// One lane per chat: what goes to a chat goes in timeline order.
+	return q.EnqueueOutbound(ctx, services.Outbound{Channel: Channel, Key: p.Key, Lane: fmt.Sprintf("chat:%d", p.ChatID), Payload: b})
 }
 
 // Router is the services.ReplyRouter of the telegram source: it schedules a
@@ -99,6 +100,29 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		if replyTo != 0 {
 			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 		}
+		// The send is recorded before it is made: a crash or a timeout
+		// before Telegram's answer leaves it in flight, and such a chunk is
+		// sent again at most once.
+		inFlight, err := b.opts.Store.BeginChunk(ctx, p.Key, i)
+		if err != nil {
+			return err
+		}
+		if inFlight > 2 {
+			b.log.Error("telegram: chunk not sent a third time: two sends of it had no answer", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
+			if err := b.undeliverable(ctx, p, i); err != nil {
+				return err
+			}
+			if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		if inFlight == 2 {
+			b.log.Warn("telegram: resending a chunk whose first send had no answer (it may show twice)", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
+			if b.opts.SendError != nil {
+				b.opts.SendError("resent")
+			}
+		}
 		m, err := b.send(ctx, params)
 		if err != nil && errors.Is(err, bot.ErrorBadRequest) {
 			// Telegram could not parse this chunk's entities: send its
@@ -110,6 +134,11 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		}
 		if err != nil {
 			b.countSendError(err)
+			if refused(err) {
+				if err := b.opts.Store.AbortChunk(ctx, p.Key, i); err != nil {
+					return err
+				}
+			}
 		}
 		var tooMany *bot.TooManyRequestsError
 		switch {
@@ -164,6 +193,15 @@ func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int) e
 		}
 	}
 	return enqueue(ctx, b.opts.Queue, OutboundPayload{Key: fmt.Sprintf("undeliverable:%s:%d", p.Key, chunk), ChatID: p.ChatID, Text: text})
+}
+
+// refused reports whether Telegram answered a call with an error, so the
+// call did nothing (unlike a timeout or a broken connection, after which
+// the message may or may not be in the chat).
+func refused(err error) bool {
+	var tooMany *bot.TooManyRequestsError
+	return errors.As(err, &tooMany) || errors.Is(err, bot.ErrorBadRequest) || errors.Is(err, bot.ErrorForbidden) ||
+		errors.Is(err, bot.ErrorNotFound) || errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorConflict)
 }
 
 // countSendError reports a failed send to the metrics by code.

@@ -35,6 +35,8 @@ const (
 	queueOutbound = "outbound"
 	// runLockKey is the first key of the per-timeline run lock.
 	runLockKey = 7302
+	// laneLockKey is the first key of the per-lane delivery lock.
+	laneLockKey = 7303
 )
 
 // Options configures the queue.
@@ -69,6 +71,7 @@ type Queue struct {
 // Queue that executes its runs.
 type Enqueuer struct {
 	client *river.Client[pgx.Tx]
+	pool   *pgxpool.Pool
 }
 
 var (
@@ -87,17 +90,6 @@ type TurnArgs struct {
 
 // Kind implements river.JobArgs.
 func (TurnArgs) Kind() string { return "agent_turn" }
-
-// OutboundArgs is the job of one outbound delivery.
-type OutboundArgs struct {
-	// A delivery is unique by channel and key, whatever its payload.
-	Channel string `json:"channel" river:"unique"`
-	Key     string `json:"key" river:"unique"`
-	Payload []byte `json:"payload"`
-}
-
-// Kind implements river.JobArgs.
-func (OutboundArgs) Kind() string { return "outbound" }
 
 // liveStates are the job states a new job is deduplicated against: a job
 // waiting or running. A completed job does not count, so a run whose job
@@ -142,7 +134,7 @@ func NewEnqueuer(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*En
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	return &Enqueuer{client: client}, nil
+	return &Enqueuer{client: client, pool: pool}, nil
 }
 
 // txOf is what repository.Store offers for a transaction-bound store.
@@ -166,29 +158,6 @@ func (e *Enqueuer) EnqueueRunTx(ctx context.Context, tx services.Store, run serv
 	}
 	if _, err := e.client.InsertTx(ctx, ptx, TurnArgs{RunID: run.ID, Timeline: run.TimelineScope}, turnOpts()); err != nil {
 		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the agent's answer", Err: err}
-	}
-	return nil
-}
-
-// EnqueueOutbound schedules a delivery; unique per key. With a transaction
-// in ctx (services.WithTx) the job commits with it.
-func (e *Enqueuer) EnqueueOutbound(ctx context.Context, o services.Outbound) error {
-	if o.Channel == "" || o.Key == "" {
-		return services.Errorf(services.EINVALID, "outbound delivery needs a channel and a key")
-	}
-	args := OutboundArgs{Channel: string(o.Channel), Key: o.Key, Payload: o.Payload}
-	opts := &river.InsertOpts{Queue: queueOutbound, MaxAttempts: 20, UniqueOpts: river.UniqueOpts{ByArgs: true}}
-	var err error
-	if tx := services.TxFrom(ctx); tx != nil {
-		var ptx pgx.Tx
-		if ptx, err = pgxTx(tx); err == nil {
-			_, err = e.client.InsertTx(ctx, ptx, args, opts)
-		}
-	} else {
-		_, err = e.client.Insert(ctx, args, opts)
-	}
-	if err != nil {
-		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the delivery", Err: err}
 	}
 	return nil
 }
@@ -234,7 +203,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	q.Enqueuer = &Enqueuer{client: client}
+	q.Enqueuer = &Enqueuer{client: client, pool: pool}
 	return q, nil
 }
 
@@ -245,12 +214,13 @@ func (q *Queue) Start(ctx context.Context) error {
 		// what happens next never races the first pass.
 		q.Reap(ctx)
 	}
+	// Deliveries a dead process was sending resume now, not at River's
+	// stuck-job rescue.
+	q.reapLanes(ctx)
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("queue: start: %w", err)
 	}
-	if q.opts.TurnWorkers > 0 {
-		go q.reapLoop(ctx)
-	}
+	go q.reapLoop(ctx)
 	return nil
 }
 
@@ -272,13 +242,19 @@ var errBusy = errors.New("timeline busy")
 // withTimelineLock runs fn holding the timeline's run lock, or returns
 // errBusy at once when another session holds it.
 func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func() error) error {
+	return q.withLock(ctx, runLockKey, timeline, fn)
+}
+
+// withLock runs fn holding the session advisory lock (key, name), or
+// returns errBusy at once when another session holds it.
+func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() error) error {
 	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, runLockKey, timeline).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, key, name).Scan(&got); err != nil {
 		return err
 	}
 	if !got {
@@ -287,7 +263,7 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`, runLockKey, timeline); err != nil {
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`, key, name); err != nil {
 			// The session may be broken; drop it so the lock goes with it.
 			_ = conn.Conn().Close(uctx)
 		}
@@ -360,7 +336,7 @@ func (q *Queue) interruptOrphans(ctx context.Context, timeline string) ([]servic
 	return closed, nil
 }
 
-// reapLoop runs the reaper periodically (Start ran the first pass).
+// reapLoop runs the reapers periodically (Start ran the first pass).
 func (q *Queue) reapLoop(ctx context.Context) {
 	t := time.NewTicker(q.opts.ReapEvery)
 	defer t.Stop()
@@ -370,7 +346,10 @@ func (q *Queue) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		q.Reap(ctx)
+		if q.opts.TurnWorkers > 0 {
+			q.Reap(ctx)
+		}
+		q.reapLanes(ctx)
 	}
 }
 
@@ -473,22 +452,4 @@ func (q *Queue) resume(ctx context.Context, timeline string, after int64) {
 	if err != nil {
 		q.log.Warn("reaper: resume queued runs", "timeline", timeline, "err", err)
 	}
-}
-
-type outboundWorker struct {
-	river.WorkerDefaults[OutboundArgs]
-	q *Queue
-}
-
-func (w *outboundWorker) Work(ctx context.Context, job *river.Job[OutboundArgs]) error {
-	h := w.q.handlers[services.Source(job.Args.Channel)]
-	if h == nil {
-		return river.JobSnooze(5 * time.Second) // channel not started on this instance yet
-	}
-	err := h(ctx, job.Args.Payload)
-	var ra *services.RetryAfterError
-	if errors.As(err, &ra) {
-		return river.JobSnooze(ra.Delay)
-	}
-	return err
 }
