@@ -260,7 +260,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 
 	// The web server, last: it reads from everything above.
 	b.Web = o.Web
-	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash, b.Web.Sessions = log, a.chat, a.hub, tokenHash, a.store
+	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
+	if b.Web.Sessions == nil {
+		b.Web.Sessions = a.store
+	}
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs = a.store, a.agent, a.store
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings = a.store, tstore
@@ -268,7 +271,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}
 	b.Web.Ready = a.ready
-	if o.OwnerToken == "" {
+	if o.OwnerToken == "" && b.Web.Credentials == nil {
 		// The stored token is read on each authentication, so `switchboard
 		// token reset` takes effect at once on every instance.
 		b.Web.Credentials = a.store
@@ -391,6 +394,9 @@ func (a *App) Hub() *hub.Hub { return a.hub }
 
 // Agent is the instance's agent runtime.
 func (a *App) Agent() *agent.Service { return a.agent }
+
+// Queue is the instance's job queue.
+func (a *App) Queue() *queue.Queue { return a.queue }
 
 // Provider is the main model provider.
 func (a *App) Provider() llm.Provider { return a.provider }

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/wire"
 )
@@ -46,19 +46,9 @@ func (s *countingStore) OwnerTokenHash(ctx context.Context) ([]byte, error) {
 	return s.Store.OwnerTokenHash(ctx)
 }
 
-// noInspector lets the context API run without an agent.
-type noInspector struct{}
-
-func (noInspector) LastPrompt(context.Context, string) (json.RawMessage, int64, error) {
-	return nil, 0, nil
-}
-
-func (noInspector) PreviewPrompt(context.Context, string) (json.RawMessage, error) {
-	return json.RawMessage(`{}`), nil
-}
-
-// served is a server on a real listener (127.0.0.1), as `serve` runs it:
-// the owner's token and sessions live in the database.
+// served is a whole instance (apptest: the app serve builds) on a real
+// listener, served as serve serves it (connection limits and timeouts), the
+// owner's token and sessions in the database.
 type served struct {
 	srv   *web.Server
 	URL   string
@@ -66,41 +56,20 @@ type served struct {
 	Chat  *chat.Service
 }
 
-func serveReal(t *testing.T, pool *pgxpool.Pool, set func(*web.Options)) *served {
+func serveReal(t *testing.T, dbURL string, set func(*web.Options)) *served {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	store := &countingStore{Store: repository.New(pool)}
-	if _, _, err := store.InitOwnerTokenHash(ctx, web.HashToken(testToken)); err != nil {
+	store := &countingStore{Store: repository.New(dbtest.PoolFor(t, dbURL))}
+	if _, _, err := store.InitOwnerTokenHash(context.Background(), web.HashToken(testToken)); err != nil {
 		t.Fatal(err)
 	}
-	hb := hub.New(store.Store, nil)
-	go hb.Run(ctx)
-	notifier, err := repository.NewNotifier(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go notifier.Listen(ctx, hb.Notify, hb.Resync)
-	chatSvc := chat.New(chat.Options{Store: store.Store, Publisher: hub.Fanout{Hub: hb, Remote: notifier}})
-	opts := web.Options{Chat: chatSvc, Hub: hb, Credentials: store, Sessions: store, OwnerTimeline: services.DefaultTimeline,
-		ContextStore: store.Store, Inspector: noInspector{}}
-	if set != nil {
-		set(&opts)
-	}
-	srv := web.New(opts)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(l); close(done) }()
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-		cancel()
-	})
-	return &served{srv: srv, URL: "http://" + l.Addr().String(), Store: store, Chat: chatSvc}
+	in := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Options) {
+		o.OwnerToken = "" // the stored one, as serve reads it
+		o.Web.Credentials, o.Web.Sessions = store, store
+		if set != nil {
+			set(&o.Web)
+		}
+	}})
+	return &served{srv: in.App.Web(), URL: in.URL, Store: store, Chat: in.Chat}
 }
 
 func (s *served) count(t *testing.T) int {
@@ -147,9 +116,9 @@ func send(t *testing.T, c *http.Client, method, url string, body string, hdr ...
 // at most its per-address cap of them, answers the owner (127.0.0.1) at
 // once, and closes every idle connection within its timeouts.
 func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
-	pool, _ := dbtest.Schema(t)
+	dbURL := apptest.SchemaURL(t)
 	const perIP, idle = 64, 2 * time.Second
-	s := serveReal(t, pool, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Options) {
 		o.Conns = web.ConnLimits{PerIP: perIP, Total: 512, ReadHeaderTimeout: idle, ReadTimeout: 5 * time.Second,
 			WriteTimeout: 5 * time.Second, IdleTimeout: idle}
 	})
@@ -254,9 +223,9 @@ func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
 // and past the anonymous burst none of them costs a credential lookup in
 // the database. The owner, at another address, is served meanwhile.
 func TestRateLimitedStrangersReachNoDatabase(t *testing.T) {
-	pool, _ := dbtest.Schema(t)
+	dbURL := apptest.SchemaURL(t)
 	const burst = 10
-	s := serveReal(t, pool, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Options) {
 		o.RateLimit = web.RateLimit{OwnerPerMinute: 600, OwnerBurst: 100, AnonPerMinute: 30, AnonBurst: burst}
 	})
 	stranger := clientFrom("127.0.0.2")
@@ -304,8 +273,8 @@ func TestRateLimitedStrangersReachNoDatabase(t *testing.T) {
 // error frame) naming the field, and stores nothing; a body that is not
 // UTF-8 is refused too.
 func TestNULAndInvalidUTF8AreRefusedNamingTheField(t *testing.T) {
-	pool, _ := dbtest.Schema(t)
-	s := serveReal(t, pool, nil)
+	dbURL := apptest.SchemaURL(t)
+	s := serveReal(t, dbURL, nil)
 	c := clientFrom("127.0.0.1")
 	auth := []string{"Authorization", "Bearer " + testToken}
 	resp, body := send(t, c, "POST", s.URL+"/api/rules", `{"text":"Be brief."}`, auth...)
@@ -370,8 +339,8 @@ func TestNULAndInvalidUTF8AreRefusedNamingTheField(t *testing.T) {
 // does): at once, on both, the new token logs in and the old token and the
 // old sessions are refused.
 func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
-	pool, _ := dbtest.Schema(t)
-	a, b := serveReal(t, pool, nil), serveReal(t, pool, nil)
+	dbURL := apptest.SchemaURL(t)
+	a, b := serveReal(t, dbURL, nil), serveReal(t, dbURL, nil)
 	c := clientFrom("127.0.0.1")
 	// A browser session made with the old token on A.
 	resp, _ := send(t, c, "GET", a.URL+"/login?token="+testToken, "")
@@ -420,9 +389,9 @@ func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
 // store only what the owner's budget allows; every other frame gets an
 // error frame with code RATE_LIMITED and retry_after, and is not stored.
 func TestWebsocketPostsShareTheOwnerRateLimit(t *testing.T) {
-	pool, _ := dbtest.Schema(t)
+	dbURL := apptest.SchemaURL(t)
 	const burst = 5
-	s := serveReal(t, pool, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Options) {
 		o.RateLimit = web.RateLimit{OwnerPerMinute: 60, OwnerBurst: burst, AnonPerMinute: 30, AnonBurst: 10}
 	})
 	before := s.count(t)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,11 +16,12 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/channels/telegram/tgtest"
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
-	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/wire"
 )
@@ -33,7 +33,9 @@ const (
 	secretPairing = "pairing-name-secret-91c2"
 )
 
-// secured is a server built for access tests: its routes, URL and chat.
+// secured is a whole instance (apptest) built for access tests: the
+// Telegram channel in webhook mode against a strict Bot API server, a
+// pending pairing and the owner's words stored.
 type secured struct {
 	srv  *web.Server
 	URL  string
@@ -42,28 +44,21 @@ type secured struct {
 
 func newSecured(t *testing.T, rl web.RateLimit) *secured {
 	t.Helper()
-	pool, _ := dbtest.Schema(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	store := repository.New(pool)
-	hb := hub.New(store, nil)
-	go hb.Run(ctx)
-	chatSvc := chat.New(chat.Options{Store: store, Publisher: hub.Fanout{Hub: hb}})
-	srv := web.New(web.Options{Chat: chatSvc, Hub: hb, TokenHash: web.HashToken(testToken),
-		OwnerTimeline: services.DefaultTimeline, RateLimit: rl, Pairings: secretPairings{},
-		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != "webhook-secret" {
-				http.Error(w, "wrong secret token", http.StatusForbidden)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-		})})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { cancel(); hs.Close() })
-	s := &secured{srv: srv, URL: hs.URL, Chat: chatSvc}
-	if _, _, err := chatSvc.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: secretPhrase}); err != nil {
+	strict := tgtest.StartStrict(t, "4242:secured-test-token")
+	in := apptest.Start(t, apptest.Options{Token: testToken, Configure: func(o *app.Options) {
+		o.Web.RateLimit = rl
+		o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = strict.Token, strict.URL, []int64{1}
+		o.Telegram.Mode, o.Telegram.WebhookURL, o.Telegram.WebhookSecret = "webhook", "https://switchboard.test/telegram/webhook", "webhook-secret"
+	}})
+	ctx := context.Background()
+	if _, err := repository.NewTelegramStore(in.App.Pool()).RequestPairing(ctx, services.Pairing{UserID: 42, ChatID: 42,
+		DisplayName: secretPairing, Code: "SECRET42", TimelineScope: "tg:42", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	if _, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: secretPhrase}); err != nil {
+		t.Fatal(err)
+	}
+	return &secured{srv: in.App.Web(), URL: in.URL, Chat: in.Chat}
 }
 
 func (s *secured) count(t *testing.T) int {
@@ -73,16 +68,6 @@ func (s *secured) count(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(page.Messages)
-}
-
-type secretPairings struct{}
-
-func (secretPairings) ListPairings(context.Context) ([]services.Pairing, error) {
-	return []services.Pairing{{UserID: 42, DisplayName: secretPairing, TimelineScope: "tg:42", ExpiresAt: time.Now().Add(time.Hour)}}, nil
-}
-
-func (secretPairings) ApprovePairing(context.Context, string) (services.Pairing, error) {
-	return services.Pairing{UserID: 42, DisplayName: secretPairing, TimelineScope: "tg:42"}, nil
 }
 
 // publicRoutes answer without the owner's credentials on purpose.
@@ -191,9 +176,13 @@ func TestRouteWalkRefusesStrangers(t *testing.T) {
 	if resp.StatusCode != 401 || strings.Contains(got, secretPhrase) || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("login link with a wrong token: %d cookie=%q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
 	}
-	// The webhook without its secret is refused by the channel's handler.
-	if resp, _ := do(t, "POST", s.URL+"/telegram/webhook", "", `{"update_id":1}`); resp.StatusCode != 403 {
+	// The webhook without its secret, or with a wrong one, is refused by
+	// the channel's handler.
+	if resp, _ := do(t, "POST", s.URL+"/telegram/webhook", "", `{"update_id":1}`); resp.StatusCode != 401 {
 		t.Errorf("webhook without its secret: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, "POST", s.URL+"/telegram/webhook", "", `{"update_id":1}`, "X-Telegram-Bot-Api-Secret-Token", "wrong"); resp.StatusCode != 403 {
+		t.Errorf("webhook with a wrong secret: %d", resp.StatusCode)
 	}
 	if after := s.count(t); after != before {
 		t.Fatalf("refused requests stored %d messages", after-before)

@@ -102,6 +102,9 @@ func New(opts Options) *Server {
 	s.ownerLimit = newLimiter(opts.RateLimit.OwnerPerMinute, opts.RateLimit.OwnerBurst, time.Now)
 	s.anonLimit = newLimiter(opts.RateLimit.AnonPerMinute, opts.RateLimit.AnonBurst, time.Now)
 	s.conns = newConnLimiter(opts.Conns.withDefaults())
+	cl := s.conns.limits
+	s.http = &http.Server{Handler: e, ReadHeaderTimeout: cl.ReadHeaderTimeout, ReadTimeout: cl.ReadTimeout,
+		WriteTimeout: cl.WriteTimeout, IdleTimeout: cl.IdleTimeout, ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)}
 	if s.auth.sessions == nil {
 		s.auth.sessions = &memSessions{}
 	}
@@ -151,9 +154,6 @@ func (s *Server) WebsocketClients() int64 { return s.wsClients.Load() }
 // read, write and idle timeouts (streams and websockets clear theirs) and
 // caps on concurrent connections per client address and in total.
 func (s *Server) Serve(l net.Listener) error {
-	cl := s.conns.limits
-	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: cl.ReadHeaderTimeout, ReadTimeout: cl.ReadTimeout,
-		WriteTimeout: cl.WriteTimeout, IdleTimeout: cl.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	err := s.http.Serve(s.conns.wrap(l))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -163,11 +163,12 @@ func (s *Server) Serve(l net.Listener) error {
 
 // Shutdown stops accepting and waits for requests in flight.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.http == nil {
-		return nil
-	}
 	return s.http.Shutdown(ctx)
 }
+
+// Close stops accepting and closes every connection at once (hijacked
+// ones, websockets, excepted).
+func (s *Server) Close() error { return s.http.Close() }
 
 func (s *Server) handleHealthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})

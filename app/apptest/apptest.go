@@ -7,7 +7,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -141,13 +140,14 @@ func Start(t testing.TB, o Options) *Instance {
 		t.Fatal(err)
 	}
 	tl := &trackingListener{Listener: l}
-	hs := &http.Server{Handler: a.Handler()}
-	go func() { _ = hs.Serve(tl) }()
+	// Served as serve serves it: the web server's connection limits and
+	// timeouts included.
+	go func() { _ = a.Serve(tl) }()
 	in := &Instance{URL: "http://" + l.Addr().String(), Token: o.Token, App: a, Store: a.Store(), Chat: a.Chat(), Hub: a.Hub(), lis: tl}
 	in.crash = func() {
 		tl.Close()
 		tl.dropAll()
-		_ = hs.Close()
+		_ = a.Web().Close()
 	}
 	in.stop = func() {
 		in.Crash()

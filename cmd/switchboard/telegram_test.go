@@ -18,7 +18,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
@@ -465,7 +464,10 @@ func TestTelegramRetryAfterThroughQueue(t *testing.T) {
 	cfg := tgConfig(t, map[string]string{"TELEGRAM_API_URL": api.URL})
 	startTGInstance(t, dbURL, cfg)
 	pool := dbtest.PoolFor(t, dbURL)
-	q := mustQueue(t, pool)
+	q, err := queue.NewEnqueuer(t.Context(), pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	text := strings.Repeat("one ", 1000) + "\n\n" + strings.Repeat("two ", 1000) + "\n\n" + strings.Repeat("three ", 100)
 	to := services.Message{ID: 1, Metadata: json.RawMessage(`{"chat_id":5,"message_id":3}`)}
 	if err := (telegram.Router{Queue: q}).RouteReply(t.Context(), to, services.Message{ID: 2, Content: text}); err != nil {
@@ -481,16 +483,6 @@ func TestTelegramRetryAfterThroughQueue(t *testing.T) {
 	if d := resentAt.Sub(refusedAt); d < 900*time.Millisecond {
 		t.Fatalf("retried after %s, before retry_after", d)
 	}
-}
-
-// mustQueue is an enqueue-only queue client on pool.
-func mustQueue(t *testing.T, pool *pgxpool.Pool) *queue.Queue {
-	t.Helper()
-	q, err := queue.New(t.Context(), pool, repository.New(pool), nil, queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
 }
 
 // TestTelegramInBrowser: the owner's Telegram message appears live on the

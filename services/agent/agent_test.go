@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/repository/queue"
@@ -20,7 +20,6 @@ import (
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/prompt"
-	"github.com/switchboard/switchboard/services/tools"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -50,8 +49,7 @@ type setupOpts struct {
 
 // setupBench is setup for benchmarks.
 func setupBench(b *testing.B, flags services.Flags) *bundle {
-	pool, _ := dbtest.Schema(b)
-	return setupOn(b, pool, nil, setupOpts{flags: flags, window: 128000})
+	return setupOn(b, apptest.SchemaURL(b), nil, setupOpts{flags: flags, window: 128000})
 }
 
 func (b *bundle) sayB(tb testing.TB, text string) {
@@ -81,16 +79,14 @@ func (b *bundle) waitAnswers(tb testing.TB, n int) {
 
 func setup(t *testing.T, o setupOpts) *bundle {
 	t.Helper()
-	pool, _ := dbtest.Schema(t)
-	return setupOn(t, pool, nil, o)
+	return setupOn(t, apptest.SchemaURL(t), nil, o)
 }
 
-// setupOn builds a runtime on an existing schema (flag changes mid-
-// conversation), with the given fake model or a new one.
-func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpts) *bundle {
+// setupOn builds the app serve builds (app.New, without HTTP) on an
+// existing schema (flag changes mid-conversation), with the given fake
+// model or a new one.
+func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	store := repository.New(pool)
 	if model == nil {
 		model = llmtest.NewServer(t)
 	}
@@ -106,51 +102,35 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, model *llmtest.Server, o setupOpt
 	if llmTimeout == 0 {
 		llmTimeout = 10 * time.Second
 	}
-	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
-		ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tools.NewRegistry(nil)
 	wsDir := t.TempDir()
-	workspaces := tools.NewWorkspaces(wsDir)
-	t.Cleanup(func() { workspaces.Close() })
-	if err := tools.RegisterWorkspaceTools(reg, workspaces.For); err != nil {
-		t.Fatal(err)
+	opts := app.Options{
+		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
+		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
+			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
+		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps},
+		Queue: queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
 	}
-	if err := agent.RegisterMemoryTool(reg, store); err != nil {
-		t.Fatal(err)
-	}
-	tok, _ := prompt.NewTokenizer("gpt-4o-mini")
-	chatSvc := chat.New(chat.Options{Store: store, CountTokens: tok.Count, ScopedWrite: o.flags.ScopedWrite})
-	enq, err := queue.NewEnqueuer(ctx, pool, nil)
+	opts.Chat.ScopedWrite = o.flags.ScopedWrite
+	opts.Context.ScopedRead = o.flags.ScopedRead
+	opts.Context.Compaction = prompt.CompactionOptions{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, opts)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ag := agent.New(agent.Options{
-		Store: store, Chat: chatSvc, Queue: enq, LLM: provider, Tools: reg, Tokenizer: tok, Flags: o.flags, SubAgents: o.limits,
-		Context: prompt.New(prompt.Options{Store: store, Context: store, Workspace: workspaces, Tokenizer: tok,
-			Window: window, ScopedRead: o.flags.ScopedRead,
-			Compaction: prompt.CompactionOptions{Provider: provider, KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}}),
-		ContextStore: store,
-		RunTimeout:   o.runTimeout,
-		MaxSteps:     o.maxSteps,
-	})
-	q, err := queue.New(ctx, pool, store, ag, queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chatSvc = chatSvc.WithTurns(ag)
-	if err := q.Start(ctx); err != nil {
+	if err := a.Start(ctx); err != nil {
+		cancel()
+		a.Close(context.Background())
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cancel()
 		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
 		defer c()
-		_ = q.Stop(sctx)
+		a.Close(sctx)
 	})
-	return &bundle{store: store, chat: chatSvc, agent: ag, queue: q, model: model, ws: wsDir}
+	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir}
 }
 
 func (b *bundle) say(t *testing.T, text string) services.Message {

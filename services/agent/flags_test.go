@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
@@ -106,18 +106,18 @@ func TestFlagMatrix(t *testing.T) {
 	}
 
 	// 1/1, then roll back to 1/0 mid-conversation on the same database.
-	pool, _ := dbtest.Schema(t)
+	dbURL := apptest.SchemaURL(t)
 	sm := &scriptedModel{}
 	model := llmtest.NewServer(t)
 	model.SetDefault(sm.reply)
-	b1 := setupOn(t, pool, model, setupOpts{flags: scoped, keepTurns: 2})
+	b1 := setupOn(t, dbURL, model, setupOpts{flags: scoped, keepTurns: 2})
 	converse(t, b1, 1, 8)
 	mains := sm.bodies()
 	if !strings.Contains(mains[len(mains)-1], "MAIN-SUMMARY") {
 		t.Fatal("under 1/1 the main prompt must read the main summary")
 	}
 	b1.queue.Stop(ctx)
-	b2 := setupOn(t, pool, model, setupOpts{flags: dual, keepTurns: 2})
+	b2 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
 	converse(t, b2, 9, 10)
 	mains = sm.bodies()
 	last := mains[len(mains)-1]
