@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
@@ -65,6 +66,8 @@ type Options struct {
 	Telegram TelegramOptions
 	// Metrics tunes the metrics registry (its sources are the app's).
 	Metrics metrics.Options
+	// MCP are the MCP servers whose tools the agent gets.
+	MCP mcp.Config
 }
 
 // TelegramOptions are the Telegram channel's settings; an empty Token
@@ -90,6 +93,7 @@ type App struct {
 	provider llm.Provider
 	spaces   *tools.Workspaces
 	meter    *metrics.Metrics
+	mcp      *mcp.Manager
 	chat     *chat.Service
 	agent    *agent.Service
 	queue    *queue.Queue
@@ -176,6 +180,8 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Metrics = o.Metrics
 	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log
 	a.meter = metrics.New(b.Metrics)
+	b.MCP = o.MCP
+	a.mcp = mcp.New(o.MCP, mcp.Options{Logger: log, Registry: registry, Observe: a.meter.MCPCallObserved})
 	b.Context = o.Context
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
@@ -220,7 +226,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent = o.Agent
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
-	b.Agent.Observers, b.Agent.Logger = observers, log
+	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
 	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {
 		return nil, err
 	}
@@ -264,7 +270,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}
-	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs = a.store, a.agent, a.store
+	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools = a.store, a.agent, a.store, a.mcp
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings = a.store, tstore
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
@@ -289,6 +295,9 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.started = true
 	ctx, a.cancel = context.WithCancel(ctx)
+	// MCP servers start in the background: their tools join the registry
+	// as each one is ready.
+	a.mcp.Start(ctx)
 	a.wg.Add(2)
 	go func() { defer a.wg.Done(); a.hub.Run(ctx) }()
 	// Events from every instance: /stop reaches the instance running the run.
@@ -359,6 +368,9 @@ func (a *App) Close(ctx context.Context) {
 		a.cancel()
 	}
 	a.wg.Wait()
+	if a.mcp != nil {
+		a.mcp.Close()
+	}
 	if a.typing != nil {
 		a.typing.Close()
 	}
@@ -394,6 +406,9 @@ func (a *App) Hub() *hub.Hub { return a.hub }
 
 // Agent is the instance's agent runtime.
 func (a *App) Agent() *agent.Service { return a.agent }
+
+// Tools lists the agent's tools and MCP servers.
+func (a *App) Tools() *mcp.Manager { return a.mcp }
 
 // Queue is the instance's job queue.
 func (a *App) Queue() *queue.Queue { return a.queue }

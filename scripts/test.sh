@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Switchboard's whole test suite. It first makes sure what the tests
 # need is on the machine (PostgreSQL server binaries, Chromium for the browser
-# tests, tmux for the TUI test, the Telegram Bot API emulator from npm),
+# tests, tmux for the TUI test, the Telegram Bot API emulator and the MCP
+# servers from npm),
 # installing what is missing when it can (as root with apt-get), then runs
 # `go test` over every package with the race detector.
 #
@@ -29,7 +30,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ -f scripts/testdeps/package.json ] && command -v npm >/dev/null 2>&1; then
-  if [ ! -d scripts/testdeps/node_modules ]; then
+  # Installed again when package-lock.json changed since the last install.
+  if [ ! -f scripts/testdeps/node_modules/.package-lock.json ] ||
+     [ scripts/testdeps/package-lock.json -nt scripts/testdeps/node_modules/.package-lock.json ]; then
     (cd scripts/testdeps && npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi

@@ -3,7 +3,7 @@ package services
 import "strings"
 
 // Commands are the chat commands every channel accepts.
-var Commands = []string{"new", "stop", "status", "context", "compact", "subagents", "rules"}
+var Commands = []string{"new", "stop", "status", "context", "compact", "subagents", "rules", "tools"}
 
 // ParseCommand recognises "/name args" (also "/name@botname args", as
 // Telegram sends in groups). Unknown names are not commands: they go to the

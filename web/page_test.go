@@ -134,19 +134,20 @@ func TestStreamedAnswerInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	// A partial answer is visible while streaming.
-	partial, err := chromedp.Run(ctx, chromedp.Poll[string](
-		`(() => { const e = document.querySelector("li.msg.streaming .body"); return e && e.textContent.split(" ").length >= 4 ? e.textContent : null })()`,
+	// A partial answer is visible while streaming, with the run's status:
+	// both read in one snapshot of the page.
+	snap, err := chromedp.Run(ctx, chromedp.Poll[[]string](
+		`(() => { const e = document.querySelector("li.msg.streaming .body"); return e && e.textContent.split(" ").length >= 4 ? [e.textContent, document.getElementById("run").textContent] : null })()`,
 		chromedp.WithPollingTimeout(10*time.Second)))
 	if err != nil {
 		t.Fatalf("no streamed text: %v", err)
 	}
+	partial, status := snap[0], snap[1]
 	if partial == full || !strings.HasPrefix(full, strings.TrimSpace(partial)) {
 		t.Fatalf("streamed %q is not a strict prefix of the answer", partial)
 	}
-	status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("run").textContent`))
 	if status != "agent is working…" {
-		t.Fatalf("run status shown: %q", status)
+		t.Fatalf("run status shown while streaming: %q", status)
 	}
 	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
 		shoot(t, ctx, "chat-streaming.png", 1000, 560)

@@ -50,7 +50,9 @@ type Options struct {
 	// ContextStore and Inspector back the rules, memory and prompt
 	// inspection API (optional).
 	ContextStore services.ContextStore
-	Inspector    services.PromptInspector
+	// Tools lists the agent's tools and MCP servers (GET /api/tools).
+	Tools     services.ToolCatalog
+	Inspector services.PromptInspector
 	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
 	RateLimit RateLimit
 	// Runs lets the OpenAI-compatible channel stream its run's text and
@@ -133,6 +135,7 @@ func New(opts Options) *Server {
 	api.GET("/timeline", s.handleTimeline)
 	api.GET("/whoami", s.handleWhoami)
 	api.GET("/ws", s.handleWS)
+	api.GET("/tools", s.handleTools)
 	s.registerContextRoutes(api)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)

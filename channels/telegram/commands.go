@@ -18,6 +18,7 @@ var Commands = []models.BotCommand{
 	{Command: "context", Description: "Show what the agent's context holds"},
 	{Command: "compact", Description: "Summarise the history now"},
 	{Command: "subagents", Description: "List sub-agent runs"},
+	{Command: "tools", Description: "List the agent's tools and MCP servers"},
 }
 
 // SyncCommands sets the command menu with setMyCommands, only when it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/mcp"
 )
 
 // Config is every setting of the service, parsed once from the environment
@@ -44,6 +45,7 @@ type Config struct {
 	ContextCompactAt float64
 
 	AgentProfiles       map[string]agent.Profile
+	MCPServers          mcp.Config
 	SubAgentConcurrency int
 	SubAgentDepth       int
 	SubAgentTimeout     time.Duration
@@ -191,7 +193,12 @@ func envTable() []envVar {
 				c.ContextCompactAt = f
 				return nil
 			}},
-		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}. Empty: one general sub-agent.`,
+		{Name: "MCP_SERVERS", Help: `MCP servers whose tools the agent gets, as JSON or the path of a JSON file, in the block MCP clients use: {"mcpServers":{"fs":{"command":"npx","args":["-y","@modelcontextprotocol/server-filesystem","/srv/notes"]},"web":{"url":"https://…/mcp","headers":{"Authorization":"Bearer …"}}}}; per server also "allow"/"deny" (tool names), "timeout" ("60s"), "shared" (offer on every timeline, not only the owner's). Empty: none. See docs/TOOLS.md.`,
+			set: func(c *Config, v string) (err error) {
+				c.MCPServers, err = mcp.ParseConfig(v)
+				return err
+			}},
+		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}; "tools" may name a whole MCP server as "<server>__*". Empty: one general sub-agent.`,
 			set: func(c *Config, v string) error {
 				if v == "" {
 					return nil

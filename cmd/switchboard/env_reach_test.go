@@ -126,6 +126,16 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"CONTEXT_COMPACT_AT": {"0.6", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("compaction trigger", b.Context.Compaction.Trigger, 0.6)
 		}},
+		"MCP_SERVERS": {`{"mcpServers":{"notes":{"command":"/nonexistent/mcp-server","timeout":"5s"}}}`, func(_ *Config, a *app.App, b app.Options) error {
+			c, ok := b.MCP["notes"]
+			if !ok || c.Command != "/nonexistent/mcp-server" || time.Duration(c.Timeout) != 5*time.Second {
+				return fmt.Errorf("MCP servers = %+v, want notes with its command and a 5s timeout", b.MCP)
+			}
+			if _, servers := a.Tools().ToolCatalog(); len(servers) != 1 || servers[0].Name != "notes" {
+				return fmt.Errorf("the app's tool catalog lists servers %+v, want notes", servers)
+			}
+			return nil
+		}},
 		"AGENT_PROFILES": {`{"researcher":{"system":"Find facts.","tools":["search"],"model":"small"}}`, func(_ *Config, _ *app.App, b app.Options) error {
 			p, ok := b.Agent.Profiles["researcher"]
 			if !ok || p.SystemPrompt != "Find facts." || !slices.Equal(p.Tools, []string{"search"}) || p.Model != "small" || p.LLM == nil {

@@ -39,6 +39,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Queue:        c.QueueOptions(),
 		Web:          c.WebOptions(),
 		Telegram:     c.TelegramOptions(),
+		MCP:          c.MCPServers,
 	}
 }
 

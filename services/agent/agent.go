@@ -27,7 +27,10 @@ type Options struct {
 	Publisher services.Publisher
 	LLM       llm.Provider
 	Tools     *tools.Registry
-	Context   *prompt.Manager
+	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
+	// registry's tools only.
+	Catalog services.ToolCatalog
+	Context *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	Tokenizer    prompt.Tokenizer

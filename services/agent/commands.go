@@ -30,6 +30,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdRules(ctx, msg, args)
 	case "subagents":
 		reply, err = s.cmdSubagents(ctx, msg)
+	case "tools":
+		reply = s.cmdTools(msg.TimelineScope)
 	default:
 		reply = fmt.Sprintf("/%s is not available yet in this version.", name)
 	}
@@ -117,6 +119,18 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 	f := s.opts.Flags
 	fmt.Fprintf(&b, "Model: %s (%s), context window %d tokens.\n", s.opts.LLM.Model(), s.opts.LLM.Name(), s.opts.LLM.ContextWindow())
 	fmt.Fprintf(&b, "Flags: AGENT_CONTEXT_SCOPED_WRITE=%s AGENT_CONTEXT_SCOPED_READ=%s AGENT_SUBAGENTS=%s.\n", onOff(f.ScopedWrite), onOff(f.ScopedRead), onOff(f.SubAgents))
+	if s.opts.Catalog != nil {
+		_, servers := s.opts.Catalog.ToolCatalog()
+		for _, sv := range servers {
+			if sv.State != "ready" {
+				fmt.Fprintf(&b, "MCP server %s is %s", sv.Name, sv.State)
+				if sv.Error != "" {
+					fmt.Fprintf(&b, " (%s)", sv.Error)
+				}
+				b.WriteString(".\n")
+			}
+		}
+	}
 	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
 	if err != nil {
 		return "", err
@@ -160,7 +174,7 @@ func layerLine(ins prompt.Inspection) string {
 
 // previewPrompt builds the next main prompt without an input.
 func (s *Service) previewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
-	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs()})
+	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs(timeline)})
 	return p.Inspection, err
 }
 
@@ -344,4 +358,42 @@ func (s *Service) cmdSubagents(ctx context.Context, msg services.Message) (strin
 		return "No sub-agent runs yet. Delegated tasks run " + mode + ".", nil
 	}
 	return fmt.Sprintf("Recent sub-agent runs (delegated tasks run %s):%s", mode, b.String()), nil
+}
+
+// cmdTools lists the tools the agent has in this conversation, built-in
+// first, then each MCP server with its state.
+func (s *Service) cmdTools(timeline string) string {
+	var builtin []string
+	bySource := map[string][]string{}
+	for _, t := range s.offeredTools(timeline) {
+		if t.Source == "" {
+			builtin = append(builtin, t.Name)
+		} else {
+			bySource[t.Source] = append(bySource[t.Source], strings.TrimPrefix(t.Name, t.Source+"__"))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Built-in tools (%d): %s.", len(builtin), strings.Join(builtin, ", "))
+	if s.opts.Catalog == nil {
+		return b.String()
+	}
+	_, servers := s.opts.Catalog.ToolCatalog()
+	if len(servers) == 0 {
+		b.WriteString("\nNo MCP servers are configured (MCP_SERVERS).")
+	}
+	for _, sv := range servers {
+		names := bySource[sv.Name]
+		fmt.Fprintf(&b, "\nMCP server %s (%s, %s): ", sv.Name, sv.Transport, sv.State)
+		switch {
+		case len(names) > 0:
+			fmt.Fprintf(&b, "%d tools: %s.", len(names), strings.Join(names, ", "))
+		case sv.Tools > 0:
+			b.WriteString("its tools are not offered in this conversation (only in the owner's).")
+		case sv.Error != "":
+			fmt.Fprintf(&b, "no tools yet (%s).", sv.Error)
+		default:
+			b.WriteString("no tools yet.")
+		}
+	}
+	return b.String()
 }

@@ -380,11 +380,11 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 		system = DefaultSubAgentPrompt
 	}
 	var defs []services.ToolSpec
-	for _, t := range s.toolDefs() {
+	for _, t := range s.toolDefs(parent.TimelineScope) {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
-		if len(profile.Tools) > 0 && !contains(profile.Tools, t.Name) {
+		if len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
 		defs = append(defs, t)
@@ -437,4 +437,15 @@ func truncateText(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// profileAllows reports whether a profile's tool list names tool: by name,
+// or a whole MCP server as "<server>__*".
+func profileAllows(list []string, tool string) bool {
+	for _, p := range list {
+		if p == tool || strings.HasSuffix(p, "__*") && strings.HasPrefix(tool, strings.TrimSuffix(p, "*")) {
+			return true
+		}
+	}
+	return false
 }

@@ -159,7 +159,14 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	}
 	c := l.call
 	c.Arguments, c.CallID = call.Arguments, call.ID
-	res := s.opts.Tools.Execute(ctx, call.Name, c)
+	var res tools.Result
+	if offered(l.req.Tools, call.Name) {
+		res = s.opts.Tools.Execute(ctx, call.Name, c)
+	} else {
+		// Only what this loop offered runs: a sub-agent profile or a
+		// conversation without a tool cannot call it by guessing its name.
+		res = tools.ErrorResult(tools.CodeUnknown, fmt.Sprintf("tool %q is not available here; use one of the tools you were given", call.Name))
+	}
 	res.Content = chat.CleanAnswer(res.Content)
 	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(services.ToolResultStep{
 		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})); err != nil {
@@ -254,4 +261,13 @@ func (r *childRecorder) answer(ctx context.Context, text string) error {
 	}
 	r.transcript = append(r.transcript, "answer: "+text)
 	return nil
+}
+
+func offered(specs []services.ToolSpec, name string) bool {
+	for _, t := range specs {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -280,7 +280,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, prompt.Inspection, usage, error) {
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
-		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(),
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(run.TimelineScope),
 	})
 	if err != nil {
 		return "", prompt.Inspection{}, usage{}, err
@@ -300,12 +300,26 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	return text, obs, u, err
 }
 
-func (s *Service) toolDefs() []services.ToolSpec {
+// offeredTools are the tools of a conversation: every built-in tool, and
+// MCP servers' tools on the owner's timeline (elsewhere only those of
+// servers the operator marked shared).
+func (s *Service) offeredTools(timeline string) []tools.Tool {
 	if s.opts.Tools == nil {
 		return nil
 	}
-	var defs []services.ToolSpec
+	var out []tools.Tool
 	for _, t := range s.opts.Tools.List() {
+		if t.Source != "" && !t.Shared && timeline != services.DefaultTimeline {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (s *Service) toolDefs(timeline string) []services.ToolSpec {
+	var defs []services.ToolSpec
+	for _, t := range s.offeredTools(timeline) {
 		defs = append(defs, t.Spec())
 	}
 	return defs

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,6 +92,8 @@ type Metrics struct {
 	handoffs         *prometheus.CounterVec
 	compactions      *prometheus.CounterVec
 	telegramErrors   *prometheus.CounterVec
+	mcpCalls         *prometheus.CounterVec
+	mcpDuration      *prometheus.HistogramVec
 	httpRequests     *prometheus.CounterVec
 	httpDuration     *prometheus.HistogramVec
 
@@ -128,6 +131,9 @@ func New(opts Options) *Metrics {
 	m.handoffs = f.counterVec("switchboard_handoffs_total", "Sub-agent runs (parent_run_id set) that ended and handed back to their parent, by status.", "status")
 	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions, by result (e.g. ok, failed, timeout, invalid, skipped).", "result")
 	m.telegramErrors = f.counterVec("switchboard_telegram_send_errors_total", "Failed Telegram Bot API sends, by error code (HTTP/Bot API code, or network).", "code")
+	m.mcpCalls = f.counterVec("switchboard_mcp_calls_total", "Calls to MCP servers' tools, by server and result (ok, or the error code such as tool_timeout, mcp_server_down, mcp_tool_error).", "server", "result")
+	m.mcpDuration = f.histogramVec("switchboard_mcp_call_duration_seconds", "Duration of calls to MCP servers' tools, by server.",
+		[]float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}, "server")
 	m.httpRequests = f.counterVec("switchboard_http_requests_total", "HTTP requests answered, by method, route pattern and status code.", "method", "route", "code")
 	m.httpDuration = f.histogramVec("switchboard_http_request_duration_seconds", "HTTP request duration by route pattern (websockets last as long as the connection).",
 		prometheus.DefBuckets, "route")
@@ -211,6 +217,17 @@ func (m *Metrics) CompactionObserved(result string) {
 // no answer came back.
 func (m *Metrics) TelegramSendError(code string) {
 	m.telegramErrors.WithLabelValues(label(code)).Inc()
+}
+
+// MCPCallObserved counts one call to an MCP server's tool: code is "" for
+// success, else the error code of the result.
+func (m *Metrics) MCPCallObserved(server, _ string, d time.Duration, code string) {
+	result := "ok"
+	if code != "" {
+		result = strings.ToLower(code)
+	}
+	m.mcpCalls.WithLabelValues(label(server), label(result)).Inc()
+	m.mcpDuration.WithLabelValues(label(server)).Observe(d.Seconds())
 }
 
 // TelegramSendErrorCode is TelegramSendError for a numeric code (0: network).

@@ -107,6 +107,12 @@ type Tool struct {
 	Handler Handler
 	// History says how results are compacted in history.
 	History HistoryRule
+	// Source is where the tool comes from: "" for a built-in tool, else the
+	// name of the MCP server whose tools are one group (SetGroup).
+	Source string
+	// Shared, for a tool with a Source, offers it on every timeline, not
+	// only the owner's.
+	Shared bool
 
 	schemaErr error // from Func: the arguments type has no JSON Schema
 }
@@ -166,18 +172,9 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // a schema that does not parse or is not an object schema, and ECONFLICT when
 // the name is taken.
 func (r *Registry) Register(t Tool) error {
-	if !toolNameRE.MatchString(t.Name) {
-		return services.Errorf(services.EINVALID, "tool name %q must match %s", t.Name, toolNameRE)
-	}
-	if t.Handler == nil {
-		return services.Errorf(services.EINVALID, "tool %q has no handler", t.Name)
-	}
-	if t.schemaErr != nil {
-		return services.Errorf(services.EINVALID, "tool %q: arguments type: %v", t.Name, t.schemaErr)
-	}
-	s, err := compileSchema(t.Schema)
+	s, err := check(t)
 	if err != nil {
-		return services.Errorf(services.EINVALID, "tool %q: schema: %v", t.Name, err)
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -187,6 +184,69 @@ func (r *Registry) Register(t Tool) error {
 	r.tools[t.Name] = t
 	r.schemas[t.Name] = s
 	return nil
+}
+
+// SetGroup replaces, at once, the tools whose Source is group (an MCP
+// server's) with ts, each of which gets that Source. A tool that fails
+// Register's checks, or whose name another group holds, leaves the group
+// as it was and returns the error. It reports whether the tool list changed.
+func (r *Registry) SetGroup(group string, ts []Tool) (bool, error) {
+	if group == "" {
+		return false, services.Errorf(services.EINVALID, "a tool group needs a name")
+	}
+	schemas := make(map[string]*argSchema, len(ts))
+	for i := range ts {
+		ts[i].Source = group
+		s, err := check(ts[i])
+		if err != nil {
+			return false, err
+		}
+		if _, dup := schemas[ts[i].Name]; dup {
+			return false, services.Errorf(services.ECONFLICT, "tool %q is listed twice", ts[i].Name)
+		}
+		schemas[ts[i].Name] = s
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range ts {
+		if old, ok := r.tools[t.Name]; ok && old.Source != group {
+			return false, services.Errorf(services.ECONFLICT, "tool %q is already registered", t.Name)
+		}
+	}
+	old := map[string]Tool{}
+	for name, t := range r.tools {
+		if t.Source == group {
+			old[name] = t
+			delete(r.tools, name)
+			delete(r.schemas, name)
+		}
+	}
+	changed := len(old) != len(ts)
+	for _, t := range ts {
+		if o, ok := old[t.Name]; !ok || o.Description != t.Description || !bytes.Equal(o.Schema, t.Schema) {
+			changed = true
+		}
+		r.tools[t.Name] = t
+		r.schemas[t.Name] = schemas[t.Name]
+	}
+	return changed, nil
+}
+
+func check(t Tool) (*argSchema, error) {
+	if !toolNameRE.MatchString(t.Name) {
+		return nil, services.Errorf(services.EINVALID, "tool name %q must match %s", t.Name, toolNameRE)
+	}
+	if t.Handler == nil {
+		return nil, services.Errorf(services.EINVALID, "tool %q has no handler", t.Name)
+	}
+	if t.schemaErr != nil {
+		return nil, services.Errorf(services.EINVALID, "tool %q: arguments type: %v", t.Name, t.schemaErr)
+	}
+	s, err := compileSchema(t.Schema)
+	if err != nil {
+		return nil, services.Errorf(services.EINVALID, "tool %q: schema: %v", t.Name, err)
+	}
+	return s, nil
 }
 
 // Get returns the tool registered under name.
@@ -324,4 +384,11 @@ func decodeArguments(call Call, dst any) error {
 		return services.CodedErrorf(services.EINVALID, CodeBadArguments, "arguments: %v", err)
 	}
 	return nil
+}
+
+// Check reports whether Register would accept t (its name, handler and
+// schema), without registering it.
+func Check(t Tool) error {
+	_, err := check(t)
+	return err
 }
