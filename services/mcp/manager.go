@@ -195,7 +195,7 @@ func (s *server) loop(ctx context.Context) {
 			backoff = s.m.opts.MinBackoff
 		}
 		s.setState("down", err.Error())
-		s.log.Warn("MCP server down; starting it again", "err", err, "in", backoff)
+		s.log.Warn("MCP server down; starting it again", "err", err, "in", backoff.String())
 		select {
 		case <-ctx.Done():
 			s.setState("stopped", "")

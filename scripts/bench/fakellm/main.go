@@ -16,7 +16,10 @@
 //     the first time (Anthropic: cache_read_input_tokens /
 //     cache_creation_input_tokens; OpenAI: prompt_tokens_details.cached_tokens);
 //   - answer summary requests (compaction) with a valid summary template,
-//     so compaction succeeds against the fake.
+//     so compaction succeeds against the fake;
+//   - call tools on request, for trying tools by hand: a user message
+//     "call NAME {json arguments}" is answered with that tool call, and the
+//     tool's result with "NAME answered: <result>".
 //
 // Prompt tokens are reported as bytes/4, the fake's estimate.
 package main
@@ -88,6 +91,11 @@ func main() {
 	var seenMu sync.Mutex
 	s.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		reply := llmtest.Echo(r)
+		if name, args, ok := toolRequest(r.LastMessage); ok && !r.LastIsToolResult {
+			reply = llmtest.Call(name, args)
+		} else if r.LastIsToolResult {
+			reply = llmtest.Text("The tool answered: " + r.LastMessage)
+		}
 		summary := strings.Contains(string(r.Body), summaryMarker)
 		if summary {
 			reply = llmtest.Text(summaryText)
@@ -146,4 +154,21 @@ func stablePrefix(r llmtest.Request) []byte {
 		out = append(out, m...)
 	}
 	return out
+}
+
+// toolRequest reads "call NAME {json}" (the arguments default to {}).
+func toolRequest(msg string) (name, args string, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(msg), "call ")
+	if !found {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(strings.TrimSpace(rest), " ")
+	args = strings.TrimSpace(args)
+	if args == "" {
+		args = "{}"
+	}
+	if name == "" || !json.Valid([]byte(args)) {
+		return "", "", false
+	}
+	return name, args, true
 }
