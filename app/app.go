@@ -270,7 +270,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}
-	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools = a.store, a.agent, a.store, a.mcp
+	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
+	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
+	if b.Web.MaxMessageBytes <= 0 {
+		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
+	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings = a.store, tstore
 	if a.bot != nil && b.Telegram.Mode == "webhook" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -62,4 +63,60 @@ func (s *Store) ListSteps(ctx context.Context, runID int64) ([]services.Step, er
 		out = append(out, st)
 	}
 	return out, wrapErr(fmt.Sprintf("list steps of run %d", runID), rows.Err())
+}
+
+// ToolActivity returns the tool calls of runs from their tool_call and
+// tool_result steps, in call order, in one query. A call without a result
+// yet is "running"; its duration is the time between the two steps.
+func (s *Store) ToolActivity(ctx context.Context, runIDs []int64) (map[int64][]services.ToolUse, error) {
+	out := map[int64][]services.ToolUse{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT run_id, kind, payload, created_at FROM agent_run_steps
+		WHERE run_id = ANY($1) AND kind IN ('tool_call', 'tool_result') ORDER BY run_id, step_index`, runIDs)
+	if err != nil {
+		return nil, wrapErr("read tool activity", err)
+	}
+	defer rows.Close()
+	type open struct {
+		run int64
+		i   int
+		at  time.Time
+	}
+	calls := map[string]open{}
+	for rows.Next() {
+		var run int64
+		var kind string
+		var raw []byte
+		var at time.Time
+		if err := rows.Scan(&run, &kind, &raw, &at); err != nil {
+			return nil, wrapErr("read tool activity", err)
+		}
+		switch services.StepKind(kind) {
+		case services.StepToolCall:
+			var c services.ToolCallStep
+			if json.Unmarshal(raw, &c) != nil {
+				continue
+			}
+			calls[fmt.Sprint(run, "/", c.ID)] = open{run: run, i: len(out[run]), at: at}
+			out[run] = append(out[run], services.ToolUse{ID: c.ID, Name: c.Name, Arg: services.ToolArg(c.Arguments), Status: "running"})
+		case services.StepToolResult:
+			var r services.ToolResultStep
+			if json.Unmarshal(raw, &r) != nil {
+				continue
+			}
+			o, ok := calls[fmt.Sprint(run, "/", r.ID)]
+			if !ok {
+				continue
+			}
+			u := &out[run][o.i]
+			u.Status, u.Code, u.DurationMS = "ok", "", at.Sub(o.at).Milliseconds()
+			if r.IsError {
+				u.Status, u.Code = "error", r.Code
+			}
+		}
+	}
+	return out, wrapErr("read tool activity", rows.Err())
 }

@@ -1,25 +1,62 @@
 package services
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
-// Commands are the chat commands every channel accepts.
-var Commands = []string{"new", "stop", "status", "context", "compact", "subagents", "rules", "tools"}
+// Command is a chat command every channel accepts; the agent answers it
+// itself, without a model call.
+type Command struct {
+	Name string
+	// Args is how its arguments are written ("" for none).
+	Args string
+	// Help says what it does, in the user's words.
+	Help string
+}
+
+// Commands are the chat commands, in the order /help lists them.
+var Commands = []Command{
+	{Name: "help", Help: "list the commands"},
+	{Name: "new", Help: "start a fresh context (the history stays)"},
+	{Name: "stop", Help: "stop the running answer (what was written so far is kept)"},
+	{Name: "status", Help: "the model, what is running, the last answer's token use"},
+	{Name: "context", Help: "what the next prompt would contain"},
+	{Name: "compact", Args: "[focus]", Help: "summarise the older history now"},
+	{Name: "subagents", Help: "recent delegated tasks"},
+	{Name: "rules", Args: "[add|remove|approve|reject …]", Help: "the standing rules, and rule proposals"},
+	{Name: "tools", Help: "the agent's tools and MCP servers"},
+}
+
+// KnownCommand reports whether name is one of Commands.
+func KnownCommand(name string) bool {
+	for _, c := range Commands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+var commandNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // ParseCommand recognises "/name args" (also "/name@botname args", as
-// Telegram sends in groups). Unknown names are not commands: they go to the
-// agent as text.
+// Telegram sends in groups). Any such name is a command: an unknown one is
+// answered "unknown command, see /help", not sent to the model. Text that
+// merely starts with a slash ("/etc/hosts is missing") is not a command.
 func ParseCommand(text string) (name, args string, ok bool) {
 	text = strings.TrimSpace(text)
 	if !strings.HasPrefix(text, "/") {
 		return "", "", false
 	}
 	head, rest, _ := strings.Cut(text[1:], " ")
+	if i := strings.IndexAny(head, "\n\t"); i >= 0 {
+		head, rest = head[:i], head[i+1:]+" "+rest
+	}
 	head, _, _ = strings.Cut(head, "@")
 	head = strings.ToLower(head)
-	for _, c := range Commands {
-		if c == head {
-			return c, strings.TrimSpace(rest), true
-		}
+	if !commandNameRE.MatchString(head) {
+		return "", "", false
 	}
-	return "", "", false
+	return head, strings.TrimSpace(rest), true
 }

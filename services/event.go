@@ -13,6 +13,8 @@ const (
 	EventRun = "run"
 	// EventDelta: streamed answer text of a running run (Data carries text).
 	EventDelta = "delta"
+	// EventTool: a main run's tool call started or ended (Data is a ToolUse).
+	EventTool = "tool"
 )
 
 // Event is what crosses instances through the publisher. Message events

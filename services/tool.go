@@ -1,6 +1,10 @@
 package services
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+	"strings"
+)
 
 // ToolSpec is a tool as the model sees it: its name, what it does and the
 // JSON Schema of its arguments (an object schema; empty: no arguments). The
@@ -44,4 +48,52 @@ type ToolServerInfo struct {
 // ToolCatalog lists the tools and the MCP servers of the service.
 type ToolCatalog interface {
 	ToolCatalog() ([]ToolInfo, []ToolServerInfo)
+}
+
+// ToolUse is one tool call of a run as the chat shows it under the answer
+// it led to: live from EventTool, and from the stored steps afterwards.
+type ToolUse struct {
+	// ID is the provider's call id.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arg is a short form of the arguments (a path, a query, a task).
+	Arg string `json:"arg,omitempty"`
+	// Status is "running", "ok" or "error" (then Code says which).
+	Status     string `json:"status"`
+	Code       string `json:"code,omitempty"`
+	DurationMS int64  `json:"ms,omitempty"`
+}
+
+// ToolActivity reads the tool calls of runs from their steps.
+type ToolActivity interface {
+	// ToolActivity returns the tool calls of each run, in call order.
+	ToolActivity(ctx context.Context, runIDs []int64) (map[int64][]ToolUse, error)
+}
+
+// argKeys are the arguments that say best what a call was about.
+var argKeys = []string{"path", "query", "task", "url", "message", "key", "text", "name"}
+
+// ToolArg is the short form of a call's arguments shown beside its name:
+// the first telling string argument, else the arguments as JSON, cut at 60
+// characters.
+func ToolArg(arguments json.RawMessage) string {
+	var m map[string]json.RawMessage
+	s := ""
+	if json.Unmarshal(arguments, &m) == nil {
+		for _, k := range argKeys {
+			var v string
+			if json.Unmarshal(m[k], &v) == nil && v != "" {
+				s = v
+				break
+			}
+		}
+		if s == "" && len(m) > 0 {
+			s = string(arguments)
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
 }

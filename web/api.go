@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/web/mdhtml"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
@@ -23,6 +25,42 @@ func toJSON(m services.Message) wire.Message {
 	}
 	return wire.Message{ID: m.ID, Timeline: m.TimelineScope, Role: string(m.Role), Source: string(m.Source),
 		Content: m.Content, AgentID: m.AgentID, Metadata: meta, CreatedAt: m.CreatedAt}
+}
+
+// present is how clients get messages: an answer with its Markdown
+// rendered (sanitised HTML), the message it replies to, and the tool calls
+// of the run that wrote it (one query for the whole list).
+func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Message {
+	out := make([]wire.Message, len(msgs))
+	runs := make([]int64, len(msgs))
+	var ids []int64
+	for i, m := range msgs {
+		out[i] = toJSON(m)
+		if m.Role != services.RoleAssistant {
+			continue
+		}
+		meta, _ := services.DecodeMeta(m.Metadata)
+		out[i].ReplyTo = meta.ReplyTo
+		out[i].HTML = mdhtml.Render(m.Content)
+		if meta.RunID != 0 && meta.Kind != "handoff" {
+			runs[i] = meta.RunID
+			ids = append(ids, meta.RunID)
+		}
+	}
+	if len(ids) == 0 || s.opts.Activity == nil {
+		return out
+	}
+	acts, err := s.opts.Activity.ToolActivity(ctx, ids)
+	if err != nil {
+		s.log.Warn("tool activity unavailable", "err", err)
+		return out
+	}
+	for i, run := range runs {
+		for _, u := range acts[run] {
+			out[i].Tools = append(out[i].Tools, wire.ToolUse{ID: u.ID, Name: u.Name, Arg: u.Arg, Status: u.Status, Code: u.Code, MS: u.DurationMS})
+		}
+	}
+	return out
 }
 
 // decodeJSON reads a JSON body into v, naming what is wrong with a bad one.
@@ -151,15 +189,12 @@ func (s *Server) handleTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := wire.Page{Messages: make([]wire.Message, 0, len(page.Messages)), HasOlder: page.HasOlder}
-	for _, m := range page.Messages {
-		out.Messages = append(out.Messages, toJSON(m))
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, wire.Page{Messages: s.present(c.Request().Context(), page.Messages), HasOlder: page.HasOlder})
 }
 
 func (s *Server) handleWhoami(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags.Map()})
+	return c.JSON(http.StatusOK, map[string]any{"timeline": s.opts.OwnerTimeline, "flags": s.opts.Flags.Map(),
+		"model": s.opts.Model, "provider": s.opts.Provider, "max_message_bytes": s.opts.MaxMessageBytes})
 }
 
 // wireEvent is the client's form of an internal event.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/switchboard/switchboard/web/mdhtml"
 )
 
 //go:embed static
@@ -47,6 +48,11 @@ func (s *Server) handleChatPage(c echo.Context) error {
 
 // handleStatic serves the embedded CSS and JS (no secrets in them, so no auth).
 func (s *Server) handleStatic(c echo.Context) error {
+	if c.Param("*") == "code.css" {
+		// The highlighted code's classes, from the renderer's style.
+		c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+		return c.Blob(http.StatusOK, "text/css; charset=utf-8", []byte(mdhtml.CSS()))
+	}
 	name := path.Clean("static/" + c.Param("*"))
 	if !strings.HasPrefix(name, "static/") || strings.HasSuffix(name, ".html") {
 		return echo.ErrNotFound

@@ -86,8 +86,7 @@ func TestChatPageEndToEnd(t *testing.T) {
 	}
 
 	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
-		shoot(t, a, "chat-desktop.png", 1000, 640)
-		shoot(t, a, "chat-phone.png", 390, 740)
+		shoot(t, a, "chat-channels.png", 1000, 640)
 	}
 }
 

@@ -51,7 +51,14 @@ type Options struct {
 	// inspection API (optional).
 	ContextStore services.ContextStore
 	// Tools lists the agent's tools and MCP servers (GET /api/tools).
-	Tools     services.ToolCatalog
+	Tools services.ToolCatalog
+	// Model and Provider name the model in use (the page says when it is
+	// the offline one); MaxMessageBytes is the limit of one message (the page
+	// names it before sending).
+	Model, Provider string
+	MaxMessageBytes int
+	// Activity reads the tool calls shown under answers; nil: none shown.
+	Activity  services.ToolActivity
 	Inspector services.PromptInspector
 	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
 	RateLimit RateLimit

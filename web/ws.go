@@ -71,12 +71,11 @@ func (s *Server) handleWS(c echo.Context) error {
 				conn.Close(websocket.StatusTryAgainLater, "database unavailable, retry")
 				return nil
 			}
-			for _, m := range page.Messages {
-				mj := toJSON(m)
+			for i, mj := range s.present(ctx, page.Messages) {
 				if err := wsWrite(ctx, conn, wire.Frame{Type: "message", Message: &mj}); err != nil {
 					return nil
 				}
-				cursor = m.ID
+				cursor = page.Messages[i].ID
 			}
 			if len(page.Messages) < 500 {
 				break
@@ -109,7 +108,7 @@ func (s *Server) handleWS(c echo.Context) error {
 					continue // already sent from the backlog
 				}
 				cursor = it.Message.ID
-				mj := toJSON(*it.Message)
+				mj := s.present(ctx, []services.Message{*it.Message})[0]
 				f = wire.Frame{Type: "message", Message: &mj}
 			case it.Event != nil:
 				f = wire.Frame{Type: wire.FrameEvent, Event: wireEvent(it.Event)}

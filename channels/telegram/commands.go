@@ -5,21 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"github.com/switchboard/switchboard/services"
 )
 
-// Commands is the bot's command menu.
-var Commands = []models.BotCommand{
-	{Command: "new", Description: "Start a new conversation"},
-	{Command: "stop", Description: "Stop the running answer"},
-	{Command: "status", Description: "Show the agent's status"},
-	{Command: "context", Description: "Show what the agent's context holds"},
-	{Command: "compact", Description: "Summarise the history now"},
-	{Command: "subagents", Description: "List sub-agent runs"},
-	{Command: "tools", Description: "List the agent's tools and MCP servers"},
-}
+// Commands is the bot's command menu: the chat commands of every channel.
+var Commands = func() []models.BotCommand {
+	out := make([]models.BotCommand, 0, len(services.Commands))
+	for _, c := range services.Commands {
+		help := c.Help
+		out = append(out, models.BotCommand{Command: c.Name, Description: strings.ToUpper(help[:1]) + help[1:]})
+	}
+	return out
+}()
 
 // SyncCommands sets the command menu with setMyCommands, only when it
 // differs from the one last set (its hash is stored). It reports whether it

@@ -33,18 +33,26 @@ var _ Backend = (*Client)(nil)
 const PageSize = 50
 
 // HelpText lists the commands; /help shows it without sending anything.
-const HelpText = `Commands (sent to the agent like any message; it answers as [system]):
-  /new               start a fresh context (the history stays)
-  /stop              stop the running agent and its sub-agents
-  /status            model, flags and what is running
-  /context           what the next prompt would contain
-  /compact [focus]   summarise older history now
-  /subagents         recent sub-agent runs
-Local:
+var HelpText = func() string {
+	var b strings.Builder
+	b.WriteString("Commands (sent to the agent like any message; it answers as [system]):\n")
+	for _, c := range services.Commands {
+		if c.Name == "help" {
+			continue
+		}
+		usage := "/" + c.Name
+		if c.Args != "" {
+			usage += " " + c.Args
+		}
+		fmt.Fprintf(&b, "  %-18s %s\n", usage, c.Help)
+	}
+	b.WriteString(`Local:
   /help              this list
   /quit, Ctrl+C      leave
 Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll
-      (PgUp at the top loads older messages) · Ctrl+End jump to the newest`
+      (PgUp at the top loads older messages) · Ctrl+End jump to the newest`)
+	return b.String()
+}()
 
 // Messages the model sends itself from its commands.
 type (

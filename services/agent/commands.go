@@ -18,6 +18,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	var reply string
 	var err error
 	switch name {
+	case "help":
+		reply = helpText()
 	case "new":
 		reply, err = s.cmdNew(ctx, msg)
 	case "stop":
@@ -33,7 +35,7 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	case "tools":
 		reply = s.cmdTools(msg.TimelineScope)
 	default:
-		reply = fmt.Sprintf("/%s is not available yet in this version.", name)
+		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}
 	if err != nil {
 		reply = "That command failed: " + services.ErrorMessage(err)
@@ -394,6 +396,20 @@ func (s *Service) cmdTools(timeline string) string {
 		default:
 			b.WriteString("no tools yet.")
 		}
+	}
+	return b.String()
+}
+
+// helpText lists the chat commands.
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("Commands (answered at once, without the model):")
+	for _, c := range services.Commands {
+		usage := "/" + c.Name
+		if c.Args != "" {
+			usage += " " + c.Args
+		}
+		fmt.Fprintf(&b, "\n%s — %s", usage, c.Help)
 	}
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
@@ -159,6 +160,9 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	}
 	c := l.call
 	c.Arguments, c.CallID = call.Arguments, call.ID
+	use := services.ToolUse{ID: call.ID, Name: call.Name, Arg: services.ToolArg(call.Arguments), Status: "running"}
+	s.publishTool(ctx, l, use)
+	started := time.Now()
 	var res tools.Result
 	if offered(l.req.Tools, call.Name) {
 		res = s.opts.Tools.Execute(ctx, call.Name, c)
@@ -168,6 +172,11 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		res = tools.ErrorResult(tools.CodeUnknown, fmt.Sprintf("tool %q is not available here; use one of the tools you were given", call.Name))
 	}
 	res.Content = chat.CleanAnswer(res.Content)
+	use.Status, use.DurationMS = "ok", time.Since(started).Milliseconds()
+	if res.IsError {
+		use.Status, use.Code = "error", res.ErrorCode
+	}
+	s.publishTool(ctx, l, use)
 	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(services.ToolResultStep{
 		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})); err != nil {
 		return llm.Message{}, err
@@ -270,4 +279,18 @@ func offered(specs []services.ToolSpec, name string) bool {
 		}
 	}
 	return false
+}
+
+// publishTool tells the owner's clients, live, that a main run's tool call
+// started or ended (the chat shows it under the answer being written).
+// Sub-agents' calls are not shown: their handoff is.
+func (s *Service) publishTool(ctx context.Context, l loopSpec, use services.ToolUse) {
+	if l.stream == nil || s.opts.Publisher == nil {
+		return
+	}
+	data, err := json.Marshal(use)
+	if err != nil {
+		return
+	}
+	_ = s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventTool, TimelineScope: l.stream.TimelineScope, RunID: l.stream.ID, Data: data})
 }

@@ -1,6 +1,11 @@
 // Switchboard chat page: loads the latest page of the timeline over REST,
 // then follows it over a websocket. On reconnect it asks for everything
 // after the last id it has, so nothing is missed and nothing repeats.
+// Answers come with their Markdown rendered and sanitised by the server
+// (m.html) and the tool calls of the run that wrote them (m.tools); tool
+// events show a running answer's calls live. Messages that cannot be sent
+// wait in an outbox (kept across reloads) and are sent again, with the same
+// client key, when the connection is back: stored once.
 (function () {
   "use strict";
   const list = document.getElementById("timeline");
@@ -10,14 +15,71 @@
   const olderBtn = document.getElementById("older");
   const form = document.getElementById("composer");
   const input = document.getElementById("input");
+  const notice = document.getElementById("notice");
+  const banner = document.getElementById("banner");
   const seen = new Set();
+  const OUTBOX = "switchboard.outbox";
+  let maxBytes = 32768;
   const streams = new Map(); // run id -> element with streamed text
   const finished = new Set(); // runs whose stored answer or end arrived
   let lastId = 0, oldestId = 0, ws = null, retry = 500;
 
   function fmtTime(iso) {
     const d = new Date(iso);
-    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return d.toLocaleDateString([], { month: "short", day: "numeric", year: d.getFullYear() === new Date().getFullYear() ? undefined : "numeric" }) + ", " + time;
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function showError(text) {
+    notice.textContent = text;
+    notice.hidden = !text;
+  }
+
+  // toolLine is one tool call: name, short argument, outcome, duration.
+  function toolLine(u) {
+    const li = el("li", "tool " + u.status);
+    li.dataset.call = u.id;
+    li.append(el("span", "tname", u.name));
+    if (u.arg) li.append(el("span", "targ", u.arg));
+    let out = u.status === "running" ? "running…" : (u.status === "ok" ? "ok" : "error" + (u.code ? " " + u.code : ""));
+    if (u.status !== "running" && u.ms !== undefined) out += " · " + (u.ms < 1000 ? u.ms + " ms" : (u.ms / 1000).toFixed(1) + " s");
+    li.append(el("span", "tout", out));
+    return li;
+  }
+
+  // setTools shows a run's tool calls under its answer, folded when done.
+  function setTools(li, tools, live) {
+    let box = li.querySelector("details.tools");
+    if (!tools || !tools.length) { if (box) box.remove(); return; }
+    if (!box) {
+      box = el("details", "tools");
+      box.append(el("summary"), el("ol"));
+      li.append(box);
+    }
+    box.open = !!live;
+    const n = tools.length, errs = tools.filter((u) => u.status === "error").length;
+    box.querySelector("summary").textContent = (live ? "working: " : "") + n + (n === 1 ? " tool call" : " tool calls") + (errs ? ", " + errs + " failed" : "");
+    const ol = box.querySelector("ol");
+    ol.replaceChildren(...tools.map(toolLine));
+  }
+
+  function addCopyButtons(body) {
+    body.querySelectorAll("pre").forEach((pre) => {
+      const b = el("button", "copy", "Copy");
+      b.type = "button";
+      b.addEventListener("click", () => {
+        navigator.clipboard.writeText(pre.innerText).then(() => { b.textContent = "Copied"; setTimeout(() => { b.textContent = "Copy"; }, 1500); }, () => {});
+      });
+      pre.before(b);
+    });
   }
 
   function render(m) {
@@ -40,15 +102,37 @@
     label.className = "label " + m.source;
     label.textContent = m.source;
     const who = document.createElement("span");
-    who.textContent = m.role === "user" ? "you" : (m.agent_id || "agent");
+    // The label names the channel; "who" adds only what it does not say.
+    who.textContent = m.role === "user" ? "you" : (m.agent_id || "");
     const t = document.createElement("time");
     t.dateTime = m.created_at;
     t.textContent = fmtTime(m.created_at);
     meta.append(label, who, t);
+    li.append(meta);
+    if (m.reply_to) {
+      li.dataset.replyTo = m.reply_to;
+      const q = list.querySelector('li.msg[data-id="' + m.reply_to + '"] .body');
+      const r = el("a", "replyto", "↪ " + (q ? q.textContent.slice(0, 80) : "message " + m.reply_to));
+      r.href = "#";
+      r.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        const target = list.querySelector('li.msg[data-id="' + m.reply_to + '"]');
+        if (target) { target.scrollIntoView({ block: "center" }); target.classList.add("flash"); setTimeout(() => target.classList.remove("flash"), 1200); }
+      });
+      li.append(r);
+    }
     const body = document.createElement("div");
     body.className = "body";
-    body.textContent = m.content;
-    li.append(meta, body);
+    if (m.html) {
+      // Sanitised by the server (web/mdhtml): no script, handler or javascript: URL.
+      body.classList.add("md");
+      body.innerHTML = m.html;
+      addCopyButtons(body);
+    } else {
+      body.textContent = m.content;
+    }
+    li.append(body);
+    setTools(li, m.tools, false);
     return li;
   }
 
@@ -64,8 +148,11 @@
       if (streams.has(m.metadata.run_id)) {
         streams.get(m.metadata.run_id).remove();
         streams.delete(m.metadata.run_id);
+        liveTools.delete(m.metadata.run_id);
       }
     }
+    const hint = list.querySelector("li.hint");
+    if (hint) hint.remove();
     // Keep id order even when a POST reply overtakes the websocket.
     const el = render(m);
     let after = null;
@@ -80,18 +167,35 @@
     if (stick) toBottom();
   }
 
+  // streamFor is the element of a running answer, made on first need.
+  function streamFor(run) {
+    let li = streams.get(run);
+    if (!li) {
+      li = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
+      li.classList.add("streaming");
+      streams.set(run, li);
+      list.append(li);
+    }
+    return li;
+  }
+
+  const liveTools = new Map(); // run id -> tool calls seen live
+
   function onEvent(e) {
     if (e.t === "delta" && e.d) {
       if (finished.has(e.run)) return; // late text of an answer already shown
-      let el = streams.get(e.run);
-      if (!el) {
-        el = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
-        el.classList.add("streaming");
-        streams.set(e.run, el);
-        list.append(el);
-      }
+      const li = streamFor(e.run);
       const stick = nearBottom();
-      el.querySelector(".body").textContent += (e.d.text || "");
+      li.querySelector(".body").textContent += (e.d.text || "");
+      if (stick) toBottom();
+    } else if (e.t === "tool" && e.d) {
+      if (finished.has(e.run)) return;
+      const calls = liveTools.get(e.run) || [];
+      const i = calls.findIndex((u) => u.id === e.d.id);
+      if (i >= 0) calls[i] = e.d; else calls.push(e.d);
+      liveTools.set(e.run, calls);
+      const stick = nearBottom();
+      setTools(streamFor(e.run), calls, true);
       if (stick) toBottom();
     } else if (e.t === "run" && e.d) {
       runEl.textContent = e.d.status === "running" ? "agent is working…" : "";
@@ -108,7 +212,26 @@
     const page = await r.json();
     page.messages.forEach(append);
     olderBtn.hidden = !page.has_older;
+    if (!page.messages.length) {
+      list.append(el("li", "hint", "Nothing here yet. Ask anything; /help lists the commands."));
+    }
+    showOutbox();
     toBottom();
+  }
+
+  async function loadWhoami() {
+    try {
+      const r = await fetch("/api/whoami", { credentials: "same-origin" });
+      if (!r.ok) return;
+      const w = await r.json();
+      if (w.max_message_bytes) maxBytes = w.max_message_bytes;
+      if (w.provider === "offline") {
+        banner.textContent = "No model is configured, so answers only say how to set one up: set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL and restart (see the README).";
+        banner.hidden = false;
+      } else if (w.model) {
+        input.placeholder = "Message " + w.model;
+      }
+    } catch (e) { /* the page works without it */ }
   }
 
   async function loadOlder() {
@@ -138,9 +261,9 @@
     ws.onmessage = (ev) => {
       const f = JSON.parse(ev.data);
       if (f.type === "message") append(f.message);
-      else if (f.type === "ready") setConn(true, "live");
+      else if (f.type === "ready") { setConn(true, "live"); flushOutbox(); }
       else if (f.type === "event") onEvent(f.event);
-      else if (f.type === "error") alert(f.error);
+      else if (f.type === "error") showError(f.error);
     };
     ws.onclose = () => {
       setConn(false, "offline, reconnecting…");
@@ -149,23 +272,75 @@
     };
   }
 
-  async function send(text) {
-    const key = (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const r = await fetch("/api/messages", {
-          method: "POST", credentials: "same-origin",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ content: text, client_key: key }),
-        });
-        if (r.ok) { const b = await r.json(); append(b.message); return true; }
-        const b = await r.json().catch(() => ({}));
-        if (r.status < 500 && r.status !== 429) { alert(b.error || ("Error " + r.status)); return false; }
-      } catch (e) { /* network: retry with the same key, stored once */ }
-      await new Promise((res) => setTimeout(res, 500 * (attempt + 1)));
+  // The outbox: messages not yet stored, with their client keys.
+  function outbox() {
+    try { return JSON.parse(localStorage.getItem(OUTBOX) || "[]"); } catch (e) { return []; }
+  }
+  function saveOutbox(items) {
+    try { localStorage.setItem(OUTBOX, JSON.stringify(items)); } catch (e) { /* private mode: kept in the page only */ }
+  }
+  function showOutbox() {
+    list.querySelectorAll("li.pending").forEach((n) => n.remove());
+    for (const item of outbox()) {
+      const li = render({ id: 0, role: "user", source: "web", content: item.text, created_at: item.at });
+      li.classList.add("pending");
+      li.dataset.key = item.key;
+      li.querySelector(".meta").append(el("span", "state", "not sent yet: will be sent when the connection is back"));
+      list.append(li);
     }
-    alert("Could not send: the server is unreachable.");
-    return false;
+  }
+
+  // post sends one message; "ok", "retry" (network or server trouble) or
+  // an error text (refused: not worth retrying).
+  async function post(item) {
+    try {
+      const r = await fetch("/api/messages", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ content: item.text, client_key: item.key }),
+      });
+      if (r.ok) { const b = await r.json(); append(b.message); return "ok"; }
+      if (r.status === 401) { location.href = "/login"; return "retry"; }
+      const b = await r.json().catch(() => ({}));
+      if (r.status < 500 && r.status !== 429) return b.error || ("Error " + r.status);
+    } catch (e) { /* network */ }
+    return "retry";
+  }
+
+  let flushing = false;
+  async function flushOutbox() {
+    if (flushing) return;
+    flushing = true;
+    try {
+      for (const item of outbox()) {
+        const res = await post(item);
+        if (res === "retry") break;
+        saveOutbox(outbox().filter((x) => x.key !== item.key));
+        if (res !== "ok") showError("Not sent: " + res + " — " + item.text.slice(0, 60));
+      }
+      showOutbox();
+    } finally { flushing = false; }
+  }
+
+  async function send(text) {
+    const bytes = new TextEncoder().encode(text).length;
+    if (bytes > maxBytes) {
+      showError("This message is " + bytes.toLocaleString() + " bytes; the limit is " + maxBytes.toLocaleString() + " bytes. Shorten it or split it.");
+      return false;
+    }
+    showError("");
+    const item = { key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), text: text, at: new Date().toISOString() };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await post(item);
+      if (res === "ok") return true;
+      if (res !== "retry") { showError(res); return false; }
+      await new Promise((r) => setTimeout(r, 400 * (attempt + 1)));
+    }
+    // Unreachable: keep it, marked, and send it when the connection is back.
+    saveOutbox(outbox().concat([item]));
+    showOutbox();
+    toBottom();
+    return true;
   }
 
   form.addEventListener("submit", async (ev) => {
@@ -180,5 +355,6 @@
   });
   olderBtn.addEventListener("click", loadOlder);
 
-  loadLatest().then(connect, () => { setConn(false, "offline"); setTimeout(() => location.reload(), 3000); });
+  loadWhoami();
+  loadLatest().then(connect, () => { setConn(false, "offline"); showOutbox(); setTimeout(() => location.reload(), 3000); });
 })();

@@ -51,6 +51,25 @@ type Message struct {
 	AgentID   string          `json:"agent_id,omitempty"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
+	// HTML is an answer's Markdown rendered and sanitised by the server
+	// (empty for the owner's own messages, and for an answer too long to
+	// render: show Content as text then).
+	HTML string `json:"html,omitempty"`
+	// ReplyTo is the id of the message an answer replies to.
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	// Tools are the tool calls of the run that wrote an answer.
+	Tools []ToolUse `json:"tools,omitempty"`
+}
+
+// ToolUse is one tool call of a run: in Message.Tools, and as the data of
+// an event of type "tool" while the run works.
+type ToolUse struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Arg    string `json:"arg,omitempty"`
+	Status string `json:"status"` // running, ok or error
+	Code   string `json:"code,omitempty"`
+	MS     int64  `json:"ms,omitempty"`
 }
 
 // Page is GET /api/timeline's body.
@@ -63,6 +82,7 @@ type Page struct {
 const (
 	EventRun   = "run"
 	EventDelta = "delta"
+	EventTool  = "tool"
 )
 
 // Event is a transient event: a run's status or streamed answer text.

@@ -1,0 +1,211 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/web/browsertest"
+)
+
+// mdAnswer is what a model writes: a list, a table, code, a link.
+const mdAnswer = "Here is the plan for the notes:\n\n" +
+	"1. read the notes\n2. write the summary\n\n" +
+	"| step | state |\n|---|---|\n| write notes.md | done |\n| read missing.md | not found |\n\n" +
+	"```go\nfunc summarise(notes []string) string {\n\treturn strings.Join(notes, \"; \") // a < b && c > d\n}\n```\n\n" +
+	"More in [the docs](https://example.test/docs)."
+
+// plantedAnswer is what an attacker would make a model write: a script, an
+// onerror image, javascript: links, raw HTML.
+const plantedAnswer = "Tricks:\n\n<script>window.__xss = 1</script>\n\n" +
+	"<img src=x onerror=\"window.__xss = 2\">\n\n" +
+	"[click me](javascript:window.__xss=3) ![x](javascript:window.__xss=4)\n\n" +
+	"<a href=\"javascript:window.__xss=5\">raw link</a> <div onclick=\"window.__xss=6\">div</div>"
+
+// TestChatRendersAnswersAndToolWork: in Chromium, on desktop and phone
+// sizes, an answer's Markdown renders (code block with highlighting and a
+// copy button, list, table, link opening in a new tab) while what an
+// attacker planted stays inert; the run's tool calls show live under the
+// answer being written and, folded, under the answer after a reload; the
+// answer names the question it replies to.
+func TestChatRendersAnswersAndToolWork(t *testing.T) {
+	model := llmtest.NewServer(t)
+	model.Enqueue(
+		llmtest.Call("write_file", `{"path":"notes.md","content":"meeting on Tuesday"}`),
+		llmtest.Call("read_file", `{"path":"missing.md"}`),
+		llmtest.Reply{Text: mdAnswer, Delay: 1500 * time.Millisecond},
+		llmtest.Text(plantedAnswer))
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"desktop", 1280, 800}, {"phone", 390, 844}} {
+		t.Run(size.name, func(t *testing.T) {
+			ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(size.w, size.h),
+				chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
+				t.Fatal(err)
+			}
+			if size.name == "desktop" {
+				if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "make a plan"), chromedp.Click("#send")); err != nil {
+					t.Fatal(err)
+				}
+				// Live: the calls appear under the answer being written.
+				live, err := chromedp.Run(ctx, chromedp.Poll[string](
+					`(() => { const s = document.querySelector("li.msg.streaming details.tools summary"); return s && s.textContent.includes("1 failed") ? s.textContent : null })()`,
+					chromedp.WithPollingTimeout(15*time.Second)))
+				if err != nil {
+					t.Fatalf("tool calls not shown live: %v", err)
+				}
+				if !strings.HasPrefix(live, "working: ") || !strings.Contains(live, "1 failed") {
+					t.Fatalf("live summary %q", live)
+				}
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector("li.msg.assistant:not(.streaming) .body.md table")`,
+				chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+				t.Fatalf("the rendered answer did not arrive: %v", err)
+			}
+			if size.name == "desktop" {
+				// After a reload the calls come from the stored steps.
+				if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(".conn.online")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.querySelector("details.tools").open = true; return true })()`)); err != nil {
+					t.Fatal(err)
+				}
+				shoot(t, ctx, "chat-"+size.name+".png", size.w, size.h)
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.querySelector("details.tools").open = false; return true })()`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if size.name == "desktop" {
+				if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "show me some tricks"), chromedp.Click("#send")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("li.msg.assistant .body")].some(e => e.textContent.startsWith("Tricks"))`,
+				chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+				t.Fatalf("the planted answer did not arrive: %v", err)
+			}
+			check := func(what, js string) {
+				t.Helper()
+				ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+				if err != nil || !ok {
+					t.Errorf("%s: %v (%s)", what, err, js)
+				}
+			}
+			ans := `document.querySelector("li.msg.assistant:not(.streaming) .body.md")` // the first answer
+			check("code block highlighted", ans+`.querySelector("pre.chroma span.kd") !== null`)
+			check("copy button", ans+`.querySelector("button.copy") !== null`)
+			check("list", ans+`.querySelectorAll("ol li").length === 2`)
+			check("table", ans+`.querySelector("td").textContent === "write notes.md"`)
+			check("escaped code", ans+`.querySelector("pre").textContent.includes("a < b && c > d")`)
+			check("link in a new tab", `(() => { const a = `+ans+`.querySelector('a[href="https://example.test/docs"]'); return !!a && a.target === "_blank" && a.rel.includes("noopener") })()`)
+			check("nothing planted ran", `window.__xss === undefined`)
+			check("no script, handler or javascript: link", `!document.querySelector("#timeline script, #timeline [onerror], #timeline a[href^='javascript:'], #timeline img[src^='javascript:']")`)
+			check("tool calls under the answer", `(() => { const d = document.querySelector("li.msg.assistant:not(.streaming) details.tools"); return !!d && !d.open && d.querySelector("summary").textContent === "2 tool calls, 1 failed" && d.querySelectorAll("li.tool").length === 2 && d.querySelector("li.tool.ok .tname").textContent === "write_file" && d.querySelector("li.tool.error .targ").textContent === "missing.md" })()`)
+			check("names the question", `(() => { const r = document.querySelector("li.msg.assistant:not(.streaming) .replyto"); return !!r && r.textContent.includes("make a plan") })()`)
+			check("page does not scroll sideways", `document.documentElement.scrollWidth <= window.innerWidth`)
+		})
+	}
+}
+
+// TestCommandsAnsweredWithoutTheModel: /help lists every command (the
+// rules included) and an unknown command is answered "unknown command",
+// neither reaching the model.
+func TestCommandsAnsweredWithoutTheModel(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	for cmd, want := range map[string]string{"/help": "/rules", "/bogus": "Unknown command /bogus. /help lists the commands."} {
+		q, _, err := in.Chat.Post(context.Background(), services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			page, _ := in.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 100)
+			var reply string
+			for _, m := range page.Messages {
+				if meta, _ := services.DecodeMeta(m.Metadata); meta.ReplyTo == q.ID && m.Role == services.RoleAssistant {
+					reply = m.Content
+				}
+			}
+			if strings.Contains(reply, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: reply %q, want it to contain %q", cmd, reply, want)
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+	}
+	if n := model.RequestCount(); n != 0 {
+		t.Fatalf("the model was called %d times for commands", n)
+	}
+}
+
+// TestOfflineSendIsResentOnceAndLimitIsNamed: a message sent while the
+// server cannot be reached waits in the outbox, marked, and is stored
+// exactly once when the server is back; a message over the limit is refused
+// before sending, naming the limit, and stays in the composer.
+func TestOfflineSendIsResentOnceAndLimitIsNamed(t *testing.T) {
+	dbURL := apptest.SchemaURL(t)
+	first := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Token: testToken})
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(first.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
+		t.Fatal(err)
+	}
+	first.Crash() // the server is gone: every request fails
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "written in a tunnel"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const p = document.querySelector("li.pending"); return !!p && p.textContent.includes("written in a tunnel") && p.textContent.includes("not sent yet") })()`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the unsent message is not shown as waiting: %v", err)
+	}
+	// The server is back on the same address (another process, same database).
+	second := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Token: testToken, Addr: strings.TrimPrefix(first.URL, "http://")})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector("li.pending") && [...document.querySelectorAll("li.msg.user .body")].some(e => e.textContent === "written in a tunnel")`,
+		chromedp.WithPollingTimeout(40*time.Second))); err != nil {
+		t.Fatalf("the message was not sent when the server came back: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	page, _ := second.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 100)
+	stored := 0
+	for _, m := range page.Messages {
+		if m.Content == "written in a tunnel" {
+			stored++
+		}
+	}
+	if stored != 1 {
+		t.Fatalf("the message resent from the outbox is stored %d times, want once", stored)
+	}
+
+	long := strings.Repeat("x", 40000)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.getElementById("input").value = %q; document.getElementById("send").click(); return true })()`, long))); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const n = document.getElementById("notice"); return n.hidden ? null : n.textContent })()`, chromedp.WithPollingTimeout(5*time.Second)))
+	if err != nil || !strings.Contains(text, "40,000 bytes") || !strings.Contains(text, "the limit is 32,768 bytes") {
+		t.Fatalf("notice for a long message: %q %v", text, err)
+	}
+	if v, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("input").value.length`)); v != 40000 {
+		t.Fatalf("the long message left the composer (%d characters remain)", v)
+	}
+}
