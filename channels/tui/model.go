@@ -436,6 +436,29 @@ func (m *Model) applyEvent(e wire.Event) {
 		if _, ok := m.runs[e.RunID]; !ok {
 			m.runs[e.RunID] = string(services.RunRunning)
 		}
+	case wire.EventTool:
+		if e.RunID == 0 || m.finished[e.RunID] {
+			return
+		}
+		var u wire.ToolUse
+		if err := json.Unmarshal(e.Data, &u); err != nil {
+			m.setNotice("protocol error, bad tool event: " + err.Error())
+			return
+		}
+		s := m.streams[e.RunID]
+		if s == nil {
+			s = &stream{runID: e.RunID, started: m.opts.Now()}
+			m.streams[e.RunID] = s
+		}
+		replaced := false
+		for i := range s.tools {
+			if s.tools[i].ID == u.ID {
+				s.tools[i], replaced = u, true
+			}
+		}
+		if !replaced {
+			s.tools = append(s.tools, u)
+		}
 	case wire.EventRun:
 		var d wire.RunData
 		if err := json.Unmarshal(e.Data, &d); err != nil || d.Status == "" {

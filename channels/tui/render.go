@@ -119,6 +119,11 @@ func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location)
 		return ansi.Truncate(ts+" "+handoffStyle.Render(line), max(width, 10), "…")
 	}
 	header := ts + " " + label(m.Source) + " " + roleStyle.Render(m.Role+":")
+	if m.Role == "assistant" {
+		// Answers are Markdown: rendered for the terminal, with the tool
+		// calls of the run under them.
+		content = markdown(m.Content) + toolLines(m.Tools)
+	}
 	return entry(header, content, width)
 }
 
@@ -129,6 +134,8 @@ type stream struct {
 	started time.Time
 	// ended is a terminal status other than ok (the answer will not finish).
 	ended string
+	// tools are the run's tool calls seen so far.
+	tools []wire.ToolUse
 }
 
 func renderStream(s *stream, width int, now time.Time, loc *time.Location) string {
@@ -139,7 +146,7 @@ func renderStream(s *stream, width int, now time.Time, loc *time.Location) strin
 	} else {
 		text += "▍"
 	}
-	return entry(header, text, width)
+	return entry(header, text+toolLines(s.tools), width)
 }
 
 // renderPending renders a post not yet confirmed by the server.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
 func TestTUIHelpAndStartErrors(t *testing.T) {
@@ -324,4 +326,40 @@ func TestTUIInTmux(t *testing.T) {
 
 	tm.typeLine("/quit")
 	tm.waitFor("the TUI exiting cleanly", func(s string) bool { return strings.Contains(s, "[tui exited: 0]") })
+}
+
+// TestTUIMarkdownAndToolActivityInTmux: in tmux, against the real binary
+// and the fake model (in its tool-calling mode), the running answer shows
+// its tool call live, and the stored answer is Markdown rendered for the
+// terminal (bullets, a code block behind a bar, a link with its URL) with
+// the tool call under it.
+func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("tmux not installed")
+	}
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Call("write_file", `{"path":"notes.md","content":"meeting on Tuesday"}`),
+		llmtest.Reply{Text: "Done:\n\n- wrote **notes.md**\n- kept it short\n\n```sh\ncat notes.md\n```\n\nSee [the guide](https://example.test/guide).",
+			Delay: 2 * time.Second})
+	const token = "tui-md-owner-token-0123456789"
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startServeAt(t, bin, db, addr, "WEB_AUTH_TOKEN="+token, "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),
+		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-test")
+	tm := newTmux(t, 100, 30, fmt.Sprintf("%q tui --url %q --token %q; sleep 600", bin, "http://"+addr, token))
+	tm.waitFor("the live status", func(s string) bool { return strings.Contains(statusLine(s), "● live") })
+	tm.typeLine("write my notes")
+	tm.waitFor("the tool call while the answer is written", func(s string) bool {
+		return strings.Contains(s, "⚙ write_file notes.md · ok") && !strings.Contains(s, "Done:")
+	})
+	screen := tm.waitFor("the rendered answer", func(s string) bool { return strings.Contains(s, "Done:") })
+	for _, want := range []string{"• wrote notes.md", "• kept it short", "┌ sh", "│ cat notes.md", "the guide (https://example.test/guide)", "⚙ write_file notes.md · ok"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the answer lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "**notes.md**") || strings.Contains(screen, "```") {
+		t.Errorf("raw Markdown on the screen:\n%s", screen)
+	}
 }
