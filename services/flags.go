@@ -56,3 +56,31 @@ func (f Flags) Map() map[string]string {
 		"mode":                       f.Mode(),
 	}
 }
+
+// Describe says in plain words how the conversation's context and
+// delegated tasks work under these flags (for /status and /subagents; the
+// exact variables are on the debug page).
+func (f Flags) Describe() string {
+	var ctx string
+	switch f.Mode() {
+	case "scoped":
+		ctx = "each agent keeps its own context (the main conversation reads only its own summary)"
+	case "dual-write":
+		ctx = "one shared context, with each agent's own context being recorded for a later switch"
+	default:
+		ctx = "one shared context for everything"
+	}
+	return ctx + "; " + f.DelegationReason()
+}
+
+// DelegationReason says where delegated tasks run, and why.
+func (f Flags) DelegationReason() string {
+	switch {
+	case f.SubAgentsOn():
+		return "delegated tasks run as sub-agents, each in its own workspace scope"
+	case !f.SubAgents:
+		return "delegated tasks run inline in the main conversation because sub-agents are turned off"
+	default:
+		return "delegated tasks run inline in the main conversation because sub-agents need each agent's own context, which is not turned on yet"
+	}
+}

@@ -117,6 +117,7 @@ func TestChatRendersAnswersAndToolWork(t *testing.T) {
 			check("nothing planted ran", `window.__xss === undefined`)
 			check("no script, handler or javascript: link", `!document.querySelector("#timeline script, #timeline [onerror], #timeline a[href^='javascript:'], #timeline img[src^='javascript:']")`)
 			check("tool calls under the answer", `(() => { const d = document.querySelector("li.msg.assistant:not(.streaming) details.tools"); return !!d && !d.open && d.querySelector("summary").textContent === "2 tool calls, 1 failed" && d.querySelectorAll("li.tool").length === 2 && d.querySelector("li.tool.ok .tname").textContent === "write_file" && d.querySelector("li.tool.error .targ").textContent === "missing.md" })()`)
+			check("a day separator", `document.querySelector("#timeline > li.day").textContent === "Today"`)
 			check("names the question", `(() => { const r = document.querySelector("li.msg.assistant:not(.streaming) .replyto"); return !!r && r.textContent.includes("make a plan") })()`)
 			check("page does not scroll sideways", `document.documentElement.scrollWidth <= window.innerWidth`)
 		})
@@ -207,5 +208,32 @@ func TestOfflineSendIsResentOnceAndLimitIsNamed(t *testing.T) {
 	}
 	if v, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById("input").value.length`)); v != 40000 {
 		t.Fatalf("the long message left the composer (%d characters remain)", v)
+	}
+}
+
+// TestStreamingAnswerRendersAsItGrows: while an answer streams, its code
+// block and bold text already render (from text nodes: markup in the
+// stream stays text), and the stored answer then replaces the stream.
+func TestStreamingAnswerRendersAsItGrows(t *testing.T) {
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Reply{Text: "Intro with **bold** and <img src=x onerror=window.__xss=9>\n\n```\ncode line\n```\n\nand then many more words follow here slowly until the end", FragmentDelay: 120 * time.Millisecond})
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
+		chromedp.SendKeys("#input", "stream please"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const b = document.querySelector("li.msg.streaming .body"); return !!b && !!b.querySelector("pre code") && b.querySelector("pre code").textContent.includes("code line") && b.querySelector("strong").textContent === "bold" })()`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the streaming answer did not render its code block: %v", err)
+	}
+	if bad, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__xss !== undefined || !!document.querySelector("li.msg.streaming img")`)); bad {
+		t.Fatal("markup in the stream became HTML")
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector("li.msg.streaming") && [...document.querySelectorAll("li.msg.assistant .body.md")].some(b => b.textContent.includes("until the end"))`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the stored answer did not replace the stream: %v", err)
 	}
 }

@@ -223,11 +223,16 @@ func TestDebugPageInBrowser(t *testing.T) {
 	browser := browsertest.Browser(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 800),
 		chromedp.Navigate(in.URL+"/login?token="+testToken),
 		chromedp.Navigate(in.URL+"/debug"),
 		chromedp.WaitVisible("#runs tbody tr"),
 	); err != nil {
 		t.Fatalf("open debug page: %v", err)
+	}
+	// At 1280 px every column of the runs table is visible.
+	if fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const c = document.querySelector(".runs-col"); return c.scrollWidth <= c.clientWidth })()`)); err != nil || !fits {
+		t.Errorf("the runs table overflows its column at 1280 px (%v)", err)
 	}
 	poll := func(expr string) error {
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(10*time.Second)))

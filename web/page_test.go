@@ -202,7 +202,7 @@ func TestHandoffMarkerOnThePage(t *testing.T) {
 	if err != nil || marker != "⇄ sub-agent finished (ok): Found three sources." {
 		t.Fatalf("marker: %q %v", marker, err)
 	}
-	order, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#timeline > li")].map(e => e.className)`))
+	order, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#timeline > li:not(.day)")].map(e => e.className)`))
 	if strings.Join(order, ",") != "msg user,handoff,msg assistant" {
 		dump, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("timeline").outerHTML`))
 		t.Fatalf("order on the page: %v\n%s", order, dump)

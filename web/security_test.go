@@ -78,6 +78,7 @@ var publicRoutes = map[string]bool{
 	"POST /login":            true,
 	"POST /logout":           true, // only clears the cookie
 	"GET /static/*":          true,
+	"GET /favicon.ico":       true, // no content
 	"POST /telegram/webhook": true, // Telegram's secret header, checked by the channel
 }
 

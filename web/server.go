@@ -136,6 +136,8 @@ func New(opts Options) *Server {
 	e.POST("/logout", s.handleLogout)
 	e.GET("/", s.handleChatPage)
 	e.GET("/static/*", s.handleStatic)
+	// Browsers ask for it on every page; the pages declare none.
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
 	api := e.Group("/api", s.requireOwner)
 	api.POST("/messages", s.handlePostMessage)

@@ -423,14 +423,21 @@ func TestCommandsNewAndStatus(t *testing.T) {
 	b.waitVisible(t, 2)
 	b.say(t, "/status")
 	msgs := b.waitVisible(t, 4)
-	if !strings.Contains(msgs[3].Content, "Model: gpt-4o-mini") || !strings.Contains(msgs[3].Content, "Last run") || msgs[3].Source != "system" {
+	if !strings.Contains(msgs[3].Content, "Model: gpt-4o-mini") || !strings.Contains(msgs[3].Content, "Last answer (run #") || msgs[3].Source != "system" {
 		t.Fatalf("status: %q", msgs[3].Content)
 	}
+	// A second /status still reports the model's answer, not the first
+	// /status (a command, answered without the model).
+	b.say(t, "/status")
+	msgs = b.waitVisible(t, 6)
+	if !strings.Contains(msgs[5].Content, "Last answer (run #") || strings.Contains(msgs[5].Content, " 0 of 0 budget") {
+		t.Fatalf("status after a command: %q", msgs[5].Content)
+	}
 	b.say(t, "/new")
-	b.waitVisible(t, 6)
+	b.waitVisible(t, 8)
 	b.model.Enqueue(llmtest.Text("fresh"))
 	b.say(t, "what is my favourite colour?")
-	b.waitVisible(t, 8)
+	b.waitVisible(t, 10)
 	reqs := b.model.Requests()
 	body := string(reqs[len(reqs)-1].Body)
 	if strings.Contains(body, "blue") || strings.Contains(body, "/status") || strings.Contains(body, "Model:") {
@@ -440,5 +447,40 @@ func TestCommandsNewAndStatus(t *testing.T) {
 	all, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 100)
 	if !strings.Contains(all.Messages[0].Content, "blue") {
 		t.Fatal("history lost")
+	}
+}
+
+// TestStopKeepsThePartialAnswer: /stop while the answer streams keeps what
+// was written so far, marked as stopped, instead of a bare "Stopped.".
+func TestStopKeepsThePartialAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.model.Enqueue(llmtest.Reply{Text: "Once upon a time there was a switchboard that connected every voice in the valley", FragmentDelay: 150 * time.Millisecond})
+	q := b.say(t, "tell me a story")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.runOf(t, q.ID).Status != services.RunRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(800 * time.Millisecond) // a few words streamed
+	b.say(t, "/stop")
+	msgs := b.waitVisible(t, 4)
+	var kept string
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Content, "Once upon") {
+			kept = m.Content
+		}
+	}
+	if kept == "" || !strings.Contains(kept, "(stopped before the answer was finished)") || strings.Contains(kept, "valley") {
+		var all []string
+		for _, m := range msgs {
+			all = append(all, m.Content)
+		}
+		t.Fatalf("after /stop mid-stream: %q", all)
+	}
+	if r := b.runOf(t, q.ID); r.Status != services.RunCancelled {
+		t.Fatalf("run status %s", r.Status)
 	}
 }

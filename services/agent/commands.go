@@ -102,25 +102,19 @@ func (s *Service) lastRun(ctx context.Context, timeline string) (services.Run, b
 		return services.Run{}, false, err
 	}
 	for _, r := range runs {
-		if r.ParentRunID == 0 && r.FinishedAt != nil {
+		// A model run: commands answered without the model have no budget.
+		if r.ParentRunID == 0 && r.FinishedAt != nil && (r.PromptTokenBudget > 0 || r.PromptTokens > 0) {
 			return r, true, nil
 		}
 	}
 	return services.Run{}, false, nil
 }
 
-func onOff(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
 func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, error) {
 	var b strings.Builder
 	f := s.opts.Flags
 	fmt.Fprintf(&b, "Model: %s (%s), context window %d tokens.\n", s.opts.LLM.Model(), s.opts.LLM.Name(), s.opts.LLM.ContextWindow())
-	fmt.Fprintf(&b, "Flags: AGENT_CONTEXT_SCOPED_WRITE=%s AGENT_CONTEXT_SCOPED_READ=%s AGENT_SUBAGENTS=%s.\n", onOff(f.ScopedWrite), onOff(f.ScopedRead), onOff(f.SubAgents))
+	fmt.Fprintf(&b, "Context: %s.\n", f.Describe())
 	if s.opts.Catalog != nil {
 		_, servers := s.opts.Catalog.ToolCatalog()
 		for _, sv := range servers {
@@ -138,14 +132,14 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 		return "", err
 	}
 	if !ok {
-		b.WriteString("No finished run yet in this conversation.")
+		b.WriteString("No answer from the model yet in this conversation.")
 		return b.String(), nil
 	}
 	use := 0.0
 	if run.ModelContextWindow > 0 {
 		use = 100 * float64(run.EstimatedPromptTokens) / float64(run.ModelContextWindow)
 	}
-	fmt.Fprintf(&b, "Last run #%d: %s. Prompt %d of %d budget tokens (%.1f%% of the window). Provider usage: %d prompt (%d cached), %d completion.",
+	fmt.Fprintf(&b, "Last answer (run #%d): %s. Prompt %d of %d budget tokens (%.1f%% of the window). Provider usage: %d prompt (%d cached), %d completion.",
 		run.ID, run.Status, run.EstimatedPromptTokens, run.PromptTokenBudget, use, run.PromptTokens, run.CachedTokens, run.CompletionTokens)
 	return b.String(), nil
 }
@@ -352,14 +346,11 @@ func (s *Service) cmdSubagents(ctx context.Context, msg services.Message) (strin
 		}
 		fmt.Fprintf(&b, "\n#%d %s in %s (parent #%d): %s%s", r.ID, agentID, r.ContextScope, r.ParentRunID, r.Status, dur)
 	}
-	mode := "sub-agents in their own scopes"
-	if s.inline() {
-		mode = "inline in main (AGENT_SUBAGENTS=0 or AGENT_CONTEXT_SCOPED_READ=0)"
-	}
+	why := s.opts.Flags.DelegationReason()
 	if n == 0 {
-		return "No sub-agent runs yet. Delegated tasks run " + mode + ".", nil
+		return "No delegated tasks yet: " + why + ".", nil
 	}
-	return fmt.Sprintf("Recent sub-agent runs (delegated tasks run %s):%s", mode, b.String()), nil
+	return fmt.Sprintf("Recent delegated tasks (%s):%s", why, b.String()), nil
 }
 
 // cmdTools lists the tools the agent has in this conversation, built-in

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,25 @@ type loopSpec struct {
 	who string
 }
 
+// cutError is a loop cut short (an error, /stop) with the text the model
+// had written by then, which the owner may have seen streamed.
+type cutError struct {
+	err     error
+	partial string
+}
+
+func (e *cutError) Error() string { return e.err.Error() }
+func (e *cutError) Unwrap() error { return e.err }
+
+// partialText is the text a cut loop had written, "" if none.
+func partialText(err error) string {
+	var c *cutError
+	if errors.As(err, &c) {
+		return strings.TrimSpace(c.partial)
+	}
+	return ""
+}
+
 // stepLimitError ends a loop that used its steps without answering; Partial
 // is the last text the model wrote on the way, if any.
 type stepLimitError struct {
@@ -83,7 +103,10 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if err != nil {
 			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), l.stepRun, services.StepError, s.stepPayload(services.ErrorStep{
 				Error: err.Error(), Code: services.ErrorCode(err), StepOrigin: l.origin()}))
-			return "", u, err
+			if stream != nil && strings.TrimSpace(stream.all.String()) != "" {
+				partial = stream.all.String()
+			}
+			return "", u, &cutError{err: err, partial: partial}
 		}
 		u.add(resp.Usage)
 		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(services.ModelCallStep{
@@ -110,7 +133,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		}
 		results, err := s.runCalls(ctx, l, resp.ToolCalls, recorded.ToolCalls)
 		if err != nil {
-			return "", u, err
+			return "", u, &cutError{err: err, partial: partial}
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: recorded.ToolCalls})
 		req.Messages = append(req.Messages, results...)

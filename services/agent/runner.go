@@ -90,6 +90,10 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	case errors.Is(context.Cause(runCtx), errStopped):
 		fin.Status, fin.Error = services.RunCancelled, "stopped by the owner"
 		notice = "Stopped."
+		if p := partialText(runErr); p != "" {
+			// What was written (and streamed) so far is kept, marked.
+			notice = p + "\n\n_(stopped before the answer was finished)_"
+		}
 	// Only the run's own deadline makes a run time out; a model call that
 	// timed out is a provider error (the owner is told the model is slow).
 	case errors.Is(context.Cause(runCtx), context.DeadlineExceeded):

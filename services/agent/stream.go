@@ -18,6 +18,9 @@ type deltaStream struct {
 	run  services.Run
 	buf  strings.Builder
 	last time.Time
+	// all is every text of the call so far: what the owner has seen, kept
+	// when the call is cut short (/stop).
+	all strings.Builder
 }
 
 func newDeltaStream(ctx context.Context, pub services.Publisher, run services.Run) *deltaStream {
@@ -26,6 +29,7 @@ func newDeltaStream(ctx context.Context, pub services.Publisher, run services.Ru
 
 func (d *deltaStream) add(text string) {
 	d.buf.WriteString(text)
+	d.all.WriteString(text)
 	if d.buf.Len() >= 1024 || time.Since(d.last) >= 50*time.Millisecond {
 		d.flush()
 	}

@@ -136,6 +136,24 @@
     return li;
   }
 
+  // daySeparators puts a date line between messages of different days.
+  function daySeparators() {
+    list.querySelectorAll("li.day").forEach((n) => n.remove());
+    let prev = "";
+    for (const li of [...list.children]) {
+      const t = li.querySelector("time");
+      if (!t || !t.dateTime) continue;
+      const d = new Date(t.dateTime);
+      const day = d.toDateString();
+      if (day !== prev) {
+        const label = day === new Date().toDateString() ? "Today" : d.toLocaleDateString([], { weekday: "long", month: "long", day: "numeric", year: "numeric" });
+        const sep = el("li", "day", label);
+        li.before(sep);
+        prev = day;
+      }
+    }
+  }
+
   function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80; }
   function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
 
@@ -162,9 +180,57 @@
       if (id > m.id) after = n;
     }
     if (after) list.insertBefore(el, after); else list.append(el);
+    const prevMsg = el.previousElementSibling;
+    if (!prevMsg || prevMsg.classList.contains("day") || !prevMsg.querySelector("time") ||
+        new Date(prevMsg.querySelector("time").dateTime).toDateString() !== new Date(m.created_at).toDateString()) {
+      daySeparators();
+    }
     if (m.id > lastId) lastId = m.id;
     if (!oldestId || m.id < oldestId) oldestId = m.id;
     if (stick) toBottom();
+  }
+
+  // inlineNodes turns a line of streamed Markdown into text, code and bold
+  // nodes (text only: nothing of it is parsed as HTML).
+  function inlineNodes(text) {
+    const out = [];
+    const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+    let last = 0, m;
+    while ((m = re.exec(text))) {
+      if (m.index > last) out.push(document.createTextNode(text.slice(last, m.index)));
+      const tok = m[0];
+      out.push(tok[0] === "`" ? el("code", "", tok.slice(1, -1)) : el("strong", "", tok.slice(2, -2)));
+      last = m.index + tok.length;
+    }
+    if (last < text.length) out.push(document.createTextNode(text.slice(last)));
+    return out;
+  }
+
+  // renderStream shows a streaming answer as it grows, close to how the
+  // stored answer will look (paragraphs, code blocks, inline code, bold),
+  // built from text nodes only; the stored answer's HTML replaces it.
+  function renderStream(body, text) {
+    const nodes = [];
+    const parts = text.split(/^```.*$/m);
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) {
+        const pre = el("pre");
+        pre.append(el("code", "", part.replace(/^\n/, "")));
+        nodes.push(pre);
+        return;
+      }
+      for (const para of part.split(/\n{2,}/)) {
+        if (!para.trim()) continue;
+        const p = el("p");
+        para.split("\n").forEach((line, j) => {
+          if (j > 0) p.append(document.createElement("br"));
+          p.append(...inlineNodes(line));
+        });
+        nodes.push(p);
+      }
+    });
+    body.classList.add("md");
+    body.replaceChildren(...nodes);
   }
 
   // streamFor is the element of a running answer, made on first need.
@@ -186,7 +252,8 @@
       if (finished.has(e.run)) return; // late text of an answer already shown
       const li = streamFor(e.run);
       const stick = nearBottom();
-      li.querySelector(".body").textContent += (e.d.text || "");
+      li.dataset.text = (li.dataset.text || "") + (e.d.text || "");
+      renderStream(li.querySelector(".body"), li.dataset.text);
       if (stick) toBottom();
     } else if (e.t === "tool" && e.d) {
       if (finished.has(e.run)) return;
@@ -246,6 +313,7 @@
       if (m.id < oldestId) oldestId = m.id;
     }
     olderBtn.hidden = !page.has_older;
+    daySeparators();
     scroller.scrollTop += scroller.scrollHeight - h;
   }
 

@@ -35,6 +35,14 @@
     const d = new Date(iso);
     return d.toLocaleString([], { month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
   }
+  // fmtClock is the time of day only, the date when it is not today.
+  function fmtClock(iso) {
+    if (!iso) return "–";
+    const d = new Date(iso);
+    if (d.toDateString() !== new Date().toDateString()) return fmtTime(iso);
+    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
   function fmtDur(ms) {
     if (ms === undefined || ms === null) return "";
     return ms < 1000 ? ms + " ms" : (ms / 1000).toFixed(1) + " s";
@@ -85,7 +93,7 @@
   function runRow(r) {
     const tr = el("tr", { "data-run": String(r.id) },
       el("td", { class: "num" }, r.id),
-      el("td", {}, fmtTime(r.started_at)),
+      el("td", { title: fmtTime(r.started_at) }, fmtClock(r.started_at)),
       el("td", {}, r.timeline),
       el("td", { class: "scope" }, r.context_scope),
       el("td", { class: "status-" + r.status }, r.status),
