@@ -172,6 +172,14 @@ func TestOfflineSendIsResentOnceAndLimitIsNamed(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(first.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
 		t.Fatal(err)
 	}
+	// No model is configured: the page says so once, with what to set.
+	if banner, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const b = document.getElementById("banner"); return b.hidden ? null : b.textContent })()`,
+		chromedp.WithPollingTimeout(5*time.Second))); err != nil || !strings.Contains(banner, "LLM_PROVIDER") {
+		t.Errorf("offline-model banner: %q %v", banner, err)
+	}
+	if hint, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("li.hint") || {}).textContent || ""`)); !strings.Contains(hint, "/help") {
+		t.Errorf("empty timeline hint: %q", hint)
+	}
 	first.Crash() // the server is gone: every request fails
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "written in a tunnel"), chromedp.Click("#send")); err != nil {
 		t.Fatal(err)

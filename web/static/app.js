@@ -6,423 +6,412 @@
 // events show a running answer's calls live. Messages that cannot be sent
 // wait in an outbox (kept across reloads) and are sent again, with the same
 // client key, when the connection is back: stored once.
-(function () {
-  "use strict";
-  const list = document.getElementById("timeline");
-  const scroller = document.getElementById("scroller");
-  const conn = document.getElementById("conn");
-  const runEl = document.getElementById("run");
-  const olderBtn = document.getElementById("older");
-  const form = document.getElementById("composer");
-  const input = document.getElementById("input");
-  const notice = document.getElementById("notice");
-  const banner = document.getElementById("banner");
-  const seen = new Set();
-  const OUTBOX = "switchboard.outbox";
-  let maxBytes = 32768;
-  const streams = new Map(); // run id -> element with streamed text
-  const finished = new Set(); // runs whose stored answer or end arrived
-  let lastId = 0, oldestId = 0, ws = null, retry = 500;
+import { $, el, request } from "/static/lib.js";
 
-  function fmtTime(iso) {
-    const d = new Date(iso);
-    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-    if (d.toDateString() === new Date().toDateString()) return time;
-    return d.toLocaleDateString([], { month: "short", day: "numeric", year: d.getFullYear() === new Date().getFullYear() ? undefined : "numeric" }) + ", " + time;
+const list = $("timeline");
+const scroller = $("scroller");
+const conn = $("conn");
+const runEl = $("run");
+const olderBtn = $("older");
+const form = $("composer");
+const input = $("input");
+const notice = $("notice");
+const banner = $("banner");
+const seen = new Set();
+const OUTBOX = "switchboard.outbox";
+let maxBytes = 32768;
+const streams = new Map(); // run id -> element with streamed text
+const finished = new Set(); // runs whose stored answer or end arrived
+let lastId = 0, oldestId = 0, ws = null, retry = 500;
+
+function fmtTime(iso) {
+  const d = new Date(iso);
+  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return d.toLocaleDateString([], { month: "short", day: "numeric", year: d.getFullYear() === new Date().getFullYear() ? undefined : "numeric" }) + ", " + time;
+}
+
+
+function showError(text) {
+  notice.textContent = text;
+  notice.hidden = !text;
+}
+
+// toolLine is one tool call: name, short argument, outcome, duration.
+function toolLine(u) {
+  const li = el("li", { class: "tool " + u.status });
+  li.dataset.call = u.id;
+  li.append(el("span", { class: "tname" }, u.name));
+  if (u.arg) li.append(el("span", { class: "targ" }, u.arg));
+  let out = u.status === "running" ? "running…" : (u.status === "ok" ? "ok" : "error" + (u.code ? " " + u.code : ""));
+  if (u.status !== "running" && u.ms !== undefined) out += " · " + (u.ms < 1000 ? u.ms + " ms" : (u.ms / 1000).toFixed(1) + " s");
+  li.append(el("span", { class: "tout" }, out));
+  return li;
+}
+
+// setTools shows a run's tool calls under its answer, folded when done.
+function setTools(li, tools, live) {
+  let box = li.querySelector("details.tools");
+  if (!tools || !tools.length) { if (box) box.remove(); return; }
+  if (!box) {
+    box = el("details", { class: "tools" });
+    box.append(el("summary"), el("ol"));
+    li.append(box);
   }
+  box.open = !!live;
+  const n = tools.length, errs = tools.filter((u) => u.status === "error").length;
+  box.querySelector("summary").textContent = (live ? "working: " : "") + n + (n === 1 ? " tool call" : " tool calls") + (errs ? ", " + errs + " failed" : "");
+  const ol = box.querySelector("ol");
+  ol.replaceChildren(...tools.map(toolLine));
+}
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function showError(text) {
-    notice.textContent = text;
-    notice.hidden = !text;
-  }
-
-  // toolLine is one tool call: name, short argument, outcome, duration.
-  function toolLine(u) {
-    const li = el("li", "tool " + u.status);
-    li.dataset.call = u.id;
-    li.append(el("span", "tname", u.name));
-    if (u.arg) li.append(el("span", "targ", u.arg));
-    let out = u.status === "running" ? "running…" : (u.status === "ok" ? "ok" : "error" + (u.code ? " " + u.code : ""));
-    if (u.status !== "running" && u.ms !== undefined) out += " · " + (u.ms < 1000 ? u.ms + " ms" : (u.ms / 1000).toFixed(1) + " s");
-    li.append(el("span", "tout", out));
-    return li;
-  }
-
-  // setTools shows a run's tool calls under its answer, folded when done.
-  function setTools(li, tools, live) {
-    let box = li.querySelector("details.tools");
-    if (!tools || !tools.length) { if (box) box.remove(); return; }
-    if (!box) {
-      box = el("details", "tools");
-      box.append(el("summary"), el("ol"));
-      li.append(box);
-    }
-    box.open = !!live;
-    const n = tools.length, errs = tools.filter((u) => u.status === "error").length;
-    box.querySelector("summary").textContent = (live ? "working: " : "") + n + (n === 1 ? " tool call" : " tool calls") + (errs ? ", " + errs + " failed" : "");
-    const ol = box.querySelector("ol");
-    ol.replaceChildren(...tools.map(toolLine));
-  }
-
-  function addCopyButtons(body) {
-    body.querySelectorAll("pre").forEach((pre) => {
-      const b = el("button", "copy", "Copy");
-      b.type = "button";
-      b.addEventListener("click", () => {
-        navigator.clipboard.writeText(pre.innerText).then(() => { b.textContent = "Copied"; setTimeout(() => { b.textContent = "Copy"; }, 1500); }, () => {});
-      });
-      pre.before(b);
+function addCopyButtons(body) {
+  body.querySelectorAll("pre").forEach((pre) => {
+    const b = el("button", { class: "copy" }, "Copy");
+    b.type = "button";
+    b.addEventListener("click", () => {
+      navigator.clipboard.writeText(pre.innerText).then(() => { b.textContent = "Copied"; setTimeout(() => { b.textContent = "Copy"; }, 1500); }, () => {});
     });
-  }
+    pre.before(b);
+  });
+}
 
-  function render(m) {
-    if (m.metadata && m.metadata.kind === "handoff") {
-      // A sub-agent's handoff: one compact marker line.
-      const li = document.createElement("li");
-      li.className = "handoff";
-      li.dataset.id = m.id;
-      li.dataset.source = m.source;
-      li.textContent = "⇄ " + m.content;
-      return li;
-    }
+function render(m) {
+  if (m.metadata && m.metadata.kind === "handoff") {
+    // A sub-agent's handoff: one compact marker line.
     const li = document.createElement("li");
-    li.className = "msg " + m.role;
+    li.className = "handoff";
     li.dataset.id = m.id;
     li.dataset.source = m.source;
-    const meta = document.createElement("div");
-    meta.className = "meta";
-    const label = document.createElement("span");
-    label.className = "label " + m.source;
-    label.textContent = m.source;
-    const who = document.createElement("span");
-    // The label names the channel; "who" adds only what it does not say.
-    who.textContent = m.role === "user" ? "you" : (m.agent_id || "");
-    const t = document.createElement("time");
-    t.dateTime = m.created_at;
-    t.textContent = fmtTime(m.created_at);
-    meta.append(label, who, t);
-    li.append(meta);
-    if (m.reply_to) {
-      li.dataset.replyTo = m.reply_to;
-      const q = list.querySelector('li.msg[data-id="' + m.reply_to + '"] .body');
-      const r = el("a", "replyto", "↪ " + (q ? q.textContent.slice(0, 80) : "message " + m.reply_to));
-      r.href = "#";
-      r.addEventListener("click", (ev) => {
-        ev.preventDefault();
-        const target = list.querySelector('li.msg[data-id="' + m.reply_to + '"]');
-        if (target) { target.scrollIntoView({ block: "center" }); target.classList.add("flash"); setTimeout(() => target.classList.remove("flash"), 1200); }
-      });
-      li.append(r);
-    }
-    const body = document.createElement("div");
-    body.className = "body";
-    if (m.html) {
-      // Sanitised by the server (web/mdhtml): no script, handler or javascript: URL.
-      body.classList.add("md");
-      body.innerHTML = m.html;
-      addCopyButtons(body);
-    } else {
-      body.textContent = m.content;
-    }
-    li.append(body);
-    setTools(li, m.tools, false);
+    li.textContent = "⇄ " + m.content;
     return li;
   }
-
-  // daySeparators puts a date line between messages of different days.
-  function daySeparators() {
-    list.querySelectorAll("li.day").forEach((n) => n.remove());
-    let prev = "";
-    for (const li of [...list.children]) {
-      const t = li.querySelector("time");
-      if (!t || !t.dateTime) continue;
-      const d = new Date(t.dateTime);
-      const day = d.toDateString();
-      if (day !== prev) {
-        const label = day === new Date().toDateString() ? "Today" : d.toLocaleDateString([], { weekday: "long", month: "long", day: "numeric", year: "numeric" });
-        const sep = el("li", "day", label);
-        li.before(sep);
-        prev = day;
-      }
-    }
-  }
-
-  function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80; }
-  function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
-
-  function append(m) {
-    if (seen.has(m.id)) return;
-    seen.add(m.id);
-    const stick = nearBottom();
-    if (m.metadata && m.metadata.run_id && m.metadata.kind !== "handoff") {
-      finished.add(m.metadata.run_id);
-      if (streams.has(m.metadata.run_id)) {
-        streams.get(m.metadata.run_id).remove();
-        streams.delete(m.metadata.run_id);
-        liveTools.delete(m.metadata.run_id);
-      }
-    }
-    const hint = list.querySelector("li.hint");
-    if (hint) hint.remove();
-    // Keep id order even when a POST reply overtakes the websocket.
-    const el = render(m);
-    let after = null;
-    for (let n = list.lastElementChild; n; n = n.previousElementSibling) {
-      const id = Number(n.dataset.id);
-      if (id && id < m.id) break;
-      if (id > m.id) after = n;
-    }
-    if (after) list.insertBefore(el, after); else list.append(el);
-    const prevMsg = el.previousElementSibling;
-    if (!prevMsg || prevMsg.classList.contains("day") || !prevMsg.querySelector("time") ||
-        new Date(prevMsg.querySelector("time").dateTime).toDateString() !== new Date(m.created_at).toDateString()) {
-      daySeparators();
-    }
-    if (m.id > lastId) lastId = m.id;
-    if (!oldestId || m.id < oldestId) oldestId = m.id;
-    if (stick) toBottom();
-  }
-
-  // inlineNodes turns a line of streamed Markdown into text, code and bold
-  // nodes (text only: nothing of it is parsed as HTML).
-  function inlineNodes(text) {
-    const out = [];
-    const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
-    let last = 0, m;
-    while ((m = re.exec(text))) {
-      if (m.index > last) out.push(document.createTextNode(text.slice(last, m.index)));
-      const tok = m[0];
-      out.push(tok[0] === "`" ? el("code", "", tok.slice(1, -1)) : el("strong", "", tok.slice(2, -2)));
-      last = m.index + tok.length;
-    }
-    if (last < text.length) out.push(document.createTextNode(text.slice(last)));
-    return out;
-  }
-
-  // renderStream shows a streaming answer as it grows, close to how the
-  // stored answer will look (paragraphs, code blocks, inline code, bold),
-  // built from text nodes only; the stored answer's HTML replaces it.
-  function renderStream(body, text) {
-    const nodes = [];
-    const parts = text.split(/^```.*$/m);
-    parts.forEach((part, i) => {
-      if (i % 2 === 1) {
-        const pre = el("pre");
-        pre.append(el("code", "", part.replace(/^\n/, "")));
-        nodes.push(pre);
-        return;
-      }
-      for (const para of part.split(/\n{2,}/)) {
-        if (!para.trim()) continue;
-        const p = el("p");
-        para.split("\n").forEach((line, j) => {
-          if (j > 0) p.append(document.createElement("br"));
-          p.append(...inlineNodes(line));
-        });
-        nodes.push(p);
-      }
+  const li = document.createElement("li");
+  li.className = "msg " + m.role;
+  li.dataset.id = m.id;
+  li.dataset.source = m.source;
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const label = document.createElement("span");
+  label.className = "label " + m.source;
+  label.textContent = m.source;
+  const who = document.createElement("span");
+  // The label names the channel; "who" adds only what it does not say.
+  who.textContent = m.role === "user" ? "you" : (m.agent_id || "");
+  const t = document.createElement("time");
+  t.dateTime = m.created_at;
+  t.textContent = fmtTime(m.created_at);
+  meta.append(label, who, t);
+  li.append(meta);
+  if (m.reply_to) {
+    li.dataset.replyTo = m.reply_to;
+    const q = list.querySelector('li.msg[data-id="' + m.reply_to + '"] .body');
+    const r = el("a", { class: "replyto" }, "↪ " + (q ? q.textContent.slice(0, 80) : "message " + m.reply_to));
+    r.href = "#";
+    r.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      const target = list.querySelector('li.msg[data-id="' + m.reply_to + '"]');
+      if (target) { target.scrollIntoView({ block: "center" }); target.classList.add("flash"); setTimeout(() => target.classList.remove("flash"), 1200); }
     });
+    li.append(r);
+  }
+  const body = document.createElement("div");
+  body.className = "body";
+  if (m.html) {
+    // Sanitised by the server (web/mdhtml): no script, handler or javascript: URL.
     body.classList.add("md");
-    body.replaceChildren(...nodes);
+    body.innerHTML = m.html;
+    addCopyButtons(body);
+  } else {
+    body.textContent = m.content;
   }
+  li.append(body);
+  setTools(li, m.tools, false);
+  return li;
+}
 
-  // streamFor is the element of a running answer, made on first need.
-  function streamFor(run) {
-    let li = streams.get(run);
-    if (!li) {
-      li = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
-      li.classList.add("streaming");
-      streams.set(run, li);
-      list.append(li);
-    }
-    return li;
-  }
-
-  const liveTools = new Map(); // run id -> tool calls seen live
-
-  function onEvent(e) {
-    if (e.t === "delta" && e.d) {
-      if (finished.has(e.run)) return; // late text of an answer already shown
-      const li = streamFor(e.run);
-      const stick = nearBottom();
-      li.dataset.text = (li.dataset.text || "") + (e.d.text || "");
-      renderStream(li.querySelector(".body"), li.dataset.text);
-      if (stick) toBottom();
-    } else if (e.t === "tool" && e.d) {
-      if (finished.has(e.run)) return;
-      const calls = liveTools.get(e.run) || [];
-      const i = calls.findIndex((u) => u.id === e.d.id);
-      if (i >= 0) calls[i] = e.d; else calls.push(e.d);
-      liveTools.set(e.run, calls);
-      const stick = nearBottom();
-      setTools(streamFor(e.run), calls, true);
-      if (stick) toBottom();
-    } else if (e.t === "run" && e.d) {
-      runEl.textContent = e.d.status === "running" ? "agent is working…" : "";
-      if (e.d.status !== "running" && streams.has(e.run) && e.d.status !== "ok") {
-        streams.get(e.run).remove();
-        streams.delete(e.run);
-      }
+// daySeparators puts a date line between messages of different days.
+function daySeparators() {
+  list.querySelectorAll("li.day").forEach((n) => n.remove());
+  let prev = "";
+  for (const li of [...list.children]) {
+    const t = li.querySelector("time");
+    if (!t || !t.dateTime) continue;
+    const d = new Date(t.dateTime);
+    const day = d.toDateString();
+    if (day !== prev) {
+      const label = day === new Date().toDateString() ? "Today" : d.toLocaleDateString([], { weekday: "long", month: "long", day: "numeric", year: "numeric" });
+      const sep = el("li", { class: "day" }, label);
+      li.before(sep);
+      prev = day;
     }
   }
+}
 
-  async function loadLatest() {
-    const r = await fetch("/api/timeline?limit=50", { credentials: "same-origin" });
-    if (r.status === 401) { location.href = "/login"; return; }
-    const page = await r.json();
-    page.messages.forEach(append);
-    olderBtn.hidden = !page.has_older;
-    if (!page.messages.length) {
-      list.append(el("li", "hint", "Nothing here yet. Ask anything; /help lists the commands."));
+function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80; }
+function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
+
+function append(m) {
+  if (seen.has(m.id)) return;
+  seen.add(m.id);
+  const stick = nearBottom();
+  if (m.metadata && m.metadata.run_id && m.metadata.kind !== "handoff") {
+    finished.add(m.metadata.run_id);
+    if (streams.has(m.metadata.run_id)) {
+      streams.get(m.metadata.run_id).remove();
+      streams.delete(m.metadata.run_id);
+      liveTools.delete(m.metadata.run_id);
     }
-    showOutbox();
-    toBottom();
   }
-
-  async function loadWhoami() {
-    try {
-      const r = await fetch("/api/whoami", { credentials: "same-origin" });
-      if (!r.ok) return;
-      const w = await r.json();
-      if (w.max_message_bytes) maxBytes = w.max_message_bytes;
-      if (w.provider === "offline") {
-        banner.textContent = "No model is configured, so answers only say how to set one up: set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL and restart (see the README).";
-        banner.hidden = false;
-      } else if (w.model) {
-        input.placeholder = "Message " + w.model;
-      }
-    } catch (e) { /* the page works without it */ }
+  const hint = list.querySelector("li.hint");
+  if (hint) hint.remove();
+  // Keep id order even when a POST reply overtakes the websocket.
+  const el = render(m);
+  let after = null;
+  for (let n = list.lastElementChild; n; n = n.previousElementSibling) {
+    const id = Number(n.dataset.id);
+    if (id && id < m.id) break;
+    if (id > m.id) after = n;
   }
-
-  async function loadOlder() {
-    const r = await fetch("/api/timeline?limit=50&before=" + oldestId, { credentials: "same-origin" });
-    const page = await r.json();
-    const h = scroller.scrollHeight;
-    for (let i = page.messages.length - 1; i >= 0; i--) {
-      const m = page.messages[i];
-      if (seen.has(m.id)) continue;
-      seen.add(m.id);
-      list.prepend(render(m));
-      if (m.id < oldestId) oldestId = m.id;
-    }
-    olderBtn.hidden = !page.has_older;
+  if (after) list.insertBefore(el, after); else list.append(el);
+  const prevMsg = el.previousElementSibling;
+  if (!prevMsg || prevMsg.classList.contains("day") || !prevMsg.querySelector("time") ||
+      new Date(prevMsg.querySelector("time").dateTime).toDateString() !== new Date(m.created_at).toDateString()) {
     daySeparators();
-    scroller.scrollTop += scroller.scrollHeight - h;
   }
+  if (m.id > lastId) lastId = m.id;
+  if (!oldestId || m.id < oldestId) oldestId = m.id;
+  if (stick) toBottom();
+}
 
-  function setConn(online, text) {
-    conn.className = "conn " + (online ? "online" : "offline");
-    conn.textContent = text;
+// inlineNodes turns a line of streamed Markdown into text, code and bold
+// nodes (text only: nothing of it is parsed as HTML).
+function inlineNodes(text) {
+  const out = [];
+  const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+  let last = 0, m;
+  while ((m = re.exec(text))) {
+    if (m.index > last) out.push(document.createTextNode(text.slice(last, m.index)));
+    const tok = m[0];
+    out.push(tok[0] === "`" ? el("code", { class: "" }, tok.slice(1, -1)) : el("strong", { class: "" }, tok.slice(2, -2)));
+    last = m.index + tok.length;
   }
+  if (last < text.length) out.push(document.createTextNode(text.slice(last)));
+  return out;
+}
 
-  function connect() {
-    const proto = location.protocol === "https:" ? "wss://" : "ws://";
-    ws = new WebSocket(proto + location.host + "/api/ws?after=" + lastId);
-    ws.onopen = () => { retry = 500; };
-    ws.onmessage = (ev) => {
-      const f = JSON.parse(ev.data);
-      if (f.type === "message") append(f.message);
-      else if (f.type === "ready") { setConn(true, "live"); flushOutbox(); }
-      else if (f.type === "event") onEvent(f.event);
-      else if (f.type === "error") showError(f.error);
-    };
-    ws.onclose = () => {
-      setConn(false, "offline, reconnecting…");
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 8000);
-    };
-  }
-
-  // The outbox: messages not yet stored, with their client keys.
-  function outbox() {
-    try { return JSON.parse(localStorage.getItem(OUTBOX) || "[]"); } catch (e) { return []; }
-  }
-  function saveOutbox(items) {
-    try { localStorage.setItem(OUTBOX, JSON.stringify(items)); } catch (e) { /* private mode: kept in the page only */ }
-  }
-  function showOutbox() {
-    list.querySelectorAll("li.pending").forEach((n) => n.remove());
-    for (const item of outbox()) {
-      const li = render({ id: 0, role: "user", source: "web", content: item.text, created_at: item.at });
-      li.classList.add("pending");
-      li.dataset.key = item.key;
-      li.querySelector(".meta").append(el("span", "state", "not sent yet: will be sent when the connection is back"));
-      list.append(li);
+// renderStream shows a streaming answer as it grows, close to how the
+// stored answer will look (paragraphs, code blocks, inline code, bold),
+// built from text nodes only; the stored answer's HTML replaces it.
+function renderStream(body, text) {
+  const nodes = [];
+  const parts = text.split(/^```.*$/m);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) {
+      const pre = el("pre");
+      pre.append(el("code", { class: "" }, part.replace(/^\n/, "")));
+      nodes.push(pre);
+      return;
     }
-  }
-
-  // post sends one message; "ok", "retry" (network or server trouble) or
-  // an error text (refused: not worth retrying).
-  async function post(item) {
-    try {
-      const r = await fetch("/api/messages", {
-        method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ content: item.text, client_key: item.key }),
+    for (const para of part.split(/\n{2,}/)) {
+      if (!para.trim()) continue;
+      const p = el("p");
+      para.split("\n").forEach((line, j) => {
+        if (j > 0) p.append(document.createElement("br"));
+        p.append(...inlineNodes(line));
       });
-      if (r.ok) { const b = await r.json(); append(b.message); return "ok"; }
-      if (r.status === 401) { location.href = "/login"; return "retry"; }
-      const b = await r.json().catch(() => ({}));
-      if (r.status < 500 && r.status !== 429) return b.error || ("Error " + r.status);
-    } catch (e) { /* network */ }
-    return "retry";
-  }
-
-  let flushing = false;
-  async function flushOutbox() {
-    if (flushing) return;
-    flushing = true;
-    try {
-      for (const item of outbox()) {
-        const res = await post(item);
-        if (res === "retry") break;
-        saveOutbox(outbox().filter((x) => x.key !== item.key));
-        if (res !== "ok") showError("Not sent: " + res + " — " + item.text.slice(0, 60));
-      }
-      showOutbox();
-    } finally { flushing = false; }
-  }
-
-  async function send(text) {
-    const bytes = new TextEncoder().encode(text).length;
-    if (bytes > maxBytes) {
-      showError("This message is " + bytes.toLocaleString() + " bytes; the limit is " + maxBytes.toLocaleString() + " bytes. Shorten it or split it.");
-      return false;
+      nodes.push(p);
     }
-    showError("");
-    const item = { key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), text: text, at: new Date().toISOString() };
-    for (let attempt = 0; attempt < 3; attempt++) {
+  });
+  body.classList.add("md");
+  body.replaceChildren(...nodes);
+}
+
+// streamFor is the element of a running answer, made on first need.
+function streamFor(run) {
+  let li = streams.get(run);
+  if (!li) {
+    li = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
+    li.classList.add("streaming");
+    streams.set(run, li);
+    list.append(li);
+  }
+  return li;
+}
+
+const liveTools = new Map(); // run id -> tool calls seen live
+
+function onEvent(e) {
+  if (e.t === "delta" && e.d) {
+    if (finished.has(e.run)) return; // late text of an answer already shown
+    const li = streamFor(e.run);
+    const stick = nearBottom();
+    li.dataset.text = (li.dataset.text || "") + (e.d.text || "");
+    renderStream(li.querySelector(".body"), li.dataset.text);
+    if (stick) toBottom();
+  } else if (e.t === "tool" && e.d) {
+    if (finished.has(e.run)) return;
+    const calls = liveTools.get(e.run) || [];
+    const i = calls.findIndex((u) => u.id === e.d.id);
+    if (i >= 0) calls[i] = e.d; else calls.push(e.d);
+    liveTools.set(e.run, calls);
+    const stick = nearBottom();
+    setTools(streamFor(e.run), calls, true);
+    if (stick) toBottom();
+  } else if (e.t === "run" && e.d) {
+    runEl.textContent = e.d.status === "running" ? "agent is working…" : "";
+    if (e.d.status !== "running" && streams.has(e.run) && e.d.status !== "ok") {
+      streams.get(e.run).remove();
+      streams.delete(e.run);
+    }
+  }
+}
+
+async function loadLatest() {
+  const r = await request("GET", "/api/timeline?limit=50");
+  if (!r.ok) throw new Error(r.body.error || "HTTP " + r.status);
+  const page = r.body;
+  page.messages.forEach(append);
+  olderBtn.hidden = !page.has_older;
+  if (!page.messages.length) {
+    list.append(el("li", { class: "hint" }, "Nothing here yet. Ask anything; /help lists the commands."));
+  }
+  showOutbox();
+  toBottom();
+}
+
+async function loadWhoami() {
+  try {
+    const r = await request("GET", "/api/whoami");
+    if (!r.ok) return;
+    const w = r.body;
+    if (w.max_message_bytes) maxBytes = w.max_message_bytes;
+    if (w.provider === "offline") {
+      banner.textContent = "No model is configured, so answers only say how to set one up: set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL and restart (see the README).";
+      banner.hidden = false;
+    } else if (w.model) {
+      input.placeholder = "Message " + w.model;
+    }
+  } catch (e) { /* the page works without it */ }
+}
+
+async function loadOlder() {
+  const r = await request("GET", "/api/timeline?limit=50&before=" + oldestId);
+  if (!r.ok) { showError(r.body.error || "Could not load older messages."); return; }
+  const page = r.body;
+  const h = scroller.scrollHeight;
+  for (let i = page.messages.length - 1; i >= 0; i--) {
+    const m = page.messages[i];
+    if (seen.has(m.id)) continue;
+    seen.add(m.id);
+    list.prepend(render(m));
+    if (m.id < oldestId) oldestId = m.id;
+  }
+  olderBtn.hidden = !page.has_older;
+  daySeparators();
+  scroller.scrollTop += scroller.scrollHeight - h;
+}
+
+function setConn(online, text) {
+  conn.className = "conn " + (online ? "online" : "offline");
+  conn.textContent = text;
+}
+
+function connect() {
+  const proto = location.protocol === "https:" ? "wss://" : "ws://";
+  ws = new WebSocket(proto + location.host + "/api/ws?after=" + lastId);
+  ws.onopen = () => { retry = 500; };
+  ws.onmessage = (ev) => {
+    const f = JSON.parse(ev.data);
+    if (f.type === "message") append(f.message);
+    else if (f.type === "ready") { setConn(true, "live"); flushOutbox(); }
+    else if (f.type === "event") onEvent(f.event);
+    else if (f.type === "error") showError(f.error);
+  };
+  ws.onclose = () => {
+    setConn(false, "offline, reconnecting…");
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, 8000);
+  };
+}
+
+// The outbox: messages not yet stored, with their client keys.
+function outbox() {
+  try { return JSON.parse(localStorage.getItem(OUTBOX) || "[]"); } catch (e) { return []; }
+}
+function saveOutbox(items) {
+  try { localStorage.setItem(OUTBOX, JSON.stringify(items)); } catch (e) { /* private mode: kept in the page only */ }
+}
+function showOutbox() {
+  list.querySelectorAll("li.pending").forEach((n) => n.remove());
+  for (const item of outbox()) {
+    const li = render({ id: 0, role: "user", source: "web", content: item.text, created_at: item.at });
+    li.classList.add("pending");
+    li.dataset.key = item.key;
+    li.querySelector(".meta").append(el("span", { class: "state" }, "not sent yet: will be sent when the connection is back"));
+    list.append(li);
+  }
+}
+
+// post sends one message; "ok", "retry" (network or server trouble) or
+// an error text (refused: not worth retrying).
+async function post(item) {
+  try {
+    const r = await request("POST", "/api/messages", { content: item.text, client_key: item.key });
+    if (r.ok) { append(r.body.message); return "ok"; }
+    if (r.status === 401) return "retry";
+    if (r.status < 500 && r.status !== 429) return r.body.error || ("Error " + r.status);
+  } catch (e) { /* network */ }
+  return "retry";
+}
+
+let flushing = false;
+async function flushOutbox() {
+  if (flushing) return;
+  flushing = true;
+  try {
+    for (const item of outbox()) {
       const res = await post(item);
-      if (res === "ok") return true;
-      if (res !== "retry") { showError(res); return false; }
-      await new Promise((r) => setTimeout(r, 400 * (attempt + 1)));
+      if (res === "retry") break;
+      saveOutbox(outbox().filter((x) => x.key !== item.key));
+      if (res !== "ok") showError("Not sent: " + res + " — " + item.text.slice(0, 60));
     }
-    // Unreachable: keep it, marked, and send it when the connection is back.
-    saveOutbox(outbox().concat([item]));
     showOutbox();
-    toBottom();
-    return true;
+  } finally { flushing = false; }
+}
+
+async function send(text) {
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > maxBytes) {
+    showError("This message is " + bytes.toLocaleString() + " bytes; the limit is " + maxBytes.toLocaleString() + " bytes. Shorten it or split it.");
+    return false;
   }
+  showError("");
+  const item = { key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), text: text, at: new Date().toISOString() };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const res = await post(item);
+    if (res === "ok") return true;
+    if (res !== "retry") { showError(res); return false; }
+    await new Promise((r) => setTimeout(r, 400 * (attempt + 1)));
+  }
+  // Unreachable: keep it, marked, and send it when the connection is back.
+  saveOutbox(outbox().concat([item]));
+  showOutbox();
+  toBottom();
+  return true;
+}
 
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    const text = input.value;
-    if (!text.trim()) return;
-    input.value = "";
-    if (!(await send(text))) input.value = text;
-  });
-  input.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
-  });
-  olderBtn.addEventListener("click", loadOlder);
+form.addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const text = input.value;
+  if (!text.trim()) return;
+  input.value = "";
+  if (!(await send(text))) input.value = text;
+});
+input.addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
+});
+olderBtn.addEventListener("click", loadOlder);
 
-  loadWhoami();
-  loadLatest().then(connect, () => { setConn(false, "offline"); showOutbox(); setTimeout(() => location.reload(), 3000); });
-})();
+loadWhoami();
+loadLatest().then(connect, () => { setConn(false, "offline"); showOutbox(); setTimeout(() => location.reload(), 3000); });

@@ -1,8 +1,6 @@
 // The owner's Telegram pairing page: lists pending and approved Telegram
 // users and approves a code through /api/pairings.
-"use strict";
-
-const $ = (id) => document.getElementById(id);
+import { $, el, request } from "/static/lib.js";
 
 // A little layout without a stylesheet of its own (the CSP allows no inline <style>).
 Object.assign(document.querySelector(".pair-box").style, {
@@ -12,7 +10,7 @@ Object.assign(document.querySelector(".pair-box").style, {
 Object.assign($("approve").style, { display: "flex", gap: ".5rem" });
 
 function item(p) {
-  const li = document.createElement("li");
+  const li = el("li");
   const name = p.name || "(no name)";
   const when = p.approved_at
     ? "approved " + new Date(p.approved_at).toLocaleString()
@@ -22,13 +20,13 @@ function item(p) {
 }
 
 function fill(list, items, empty) {
-  list.replaceChildren(...(items.length ? items.map(item) : [Object.assign(document.createElement("li"), { textContent: empty, className: "muted" })]));
+  list.replaceChildren(...(items.length ? items.map(item) : [el("li", { class: "muted" }, empty)]));
 }
 
 async function load() {
-  const resp = await fetch("/api/pairings", { credentials: "same-origin" });
-  if (resp.status === 401) { location.href = "/login"; return; }
-  const body = await resp.json();
+  const r = await request("GET", "/api/pairings");
+  if (!r.ok) return;
+  const body = r.body;
   $("off").hidden = body.enabled;
   fill($("pending"), body.pending, "nobody");
   fill($("approved"), body.approved, "nobody");
@@ -38,13 +36,8 @@ $("approve").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const code = $("code").value.trim();
   if (!code) return;
-  const resp = await fetch("/api/pairings/approve", {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ code }),
-  });
-  const body = await resp.json().catch(() => ({}));
+  const resp = await request("POST", "/api/pairings/approve", { code });
+  const body = resp.body;
   if (resp.ok) {
     $("result").textContent = `Approved ${body.pairing.name || body.pairing.user_id}: they now talk in ${body.pairing.timeline}.`;
     $("result").className = "";
