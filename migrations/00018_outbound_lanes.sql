@@ -6,6 +6,8 @@
 -- retries, restarts and instances. A delivery's River job only wakes a
 -- worker for its lane; the reaper wakes one for a lane whose worker died.
 -- done_at is set once a delivery went out or was given up (failed_at too).
+-- A head that failed waits until not_before (Telegram's retry_after, or a
+-- backoff), whichever job of its lane looks at it.
 --
 -- telegram_sent_chunks.message_id is NULL while a chunk's sendMessage is in
 -- flight: after a crash, a chunk found that way is sent again at most once
@@ -20,6 +22,9 @@ CREATE TABLE outbound_deliveries (
     payload    BYTEA       NOT NULL,
     attempts   INTEGER     NOT NULL DEFAULT 0,
     last_error TEXT,
+    -- not_before: after a 429 or a failed call, no worker calls the channel
+    -- for this delivery (the head of its lane) before then.
+    not_before TIMESTAMPTZ,
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     done_at    TIMESTAMPTZ,
     failed_at  TIMESTAMPTZ,

@@ -24,7 +24,8 @@ import (
 // and every ReapEvery, without waiting for River's stuck-job rescue.
 
 // maxDeliveryAttempts bounds the failed attempts of one delivery (429s do
-// not count); then it is given up, logged, and the lane goes on.
+// not count); then it is given up, logged, and the lane goes on. Between
+// attempts the delivery waits retryDelay (1 s doubling to 5 min).
 const maxDeliveryAttempts = 20
 
 // OutboundArgs is the job of one outbound delivery: it drains the lane.
@@ -108,10 +109,18 @@ type errSnooze struct{ d time.Duration }
 func (e errSnooze) Error() string { return fmt.Sprintf("snooze %s", e.d) }
 
 type delivery struct {
-	id       int64
-	key      string
-	payload  []byte
-	attempts int
+	id        int64
+	key       string
+	payload   []byte
+	attempts  int
+	notBefore *time.Time
+}
+
+// retryDelay is the wait after the n-th failed attempt of a delivery: 1 s
+// doubling to 5 min.
+func retryDelay(n int) time.Duration {
+	d := time.Second << min(max(n-1, 0), 9)
+	return min(d, 5*time.Minute)
 }
 
 // drainLane sends the lane's pending deliveries in order (see above).
@@ -129,6 +138,12 @@ func (q *Queue) drainLane(ctx context.Context, channel, lane string) error {
 				}
 				if err != nil {
 					return err
+				}
+				if d.notBefore != nil {
+					if wait := time.Until(*d.notBefore); wait > 0 {
+						// The head waits out a 429 or a backoff: so does the lane.
+						return errSnooze{wait}
+					}
 				}
 				if err := q.deliver(ctx, h, channel, d); err != nil {
 					return err
@@ -156,23 +171,29 @@ func (q *Queue) drainLane(ctx context.Context, channel, lane string) error {
 
 func (q *Queue) nextDelivery(ctx context.Context, channel, lane string) (delivery, error) {
 	var d delivery
-	err := q.pool.QueryRow(ctx, `SELECT id, key, payload, attempts FROM outbound_deliveries
+	err := q.pool.QueryRow(ctx, `SELECT id, key, payload, attempts, not_before FROM outbound_deliveries
 		WHERE channel = $1 AND lane = $2 AND done_at IS NULL ORDER BY id LIMIT 1`, channel, lane).
-		Scan(&d.id, &d.key, &d.payload, &d.attempts)
+		Scan(&d.id, &d.key, &d.payload, &d.attempts, &d.notBefore)
 	return d, err
 }
 
 // deliver sends one delivery, the head of its lane. nil: it is done (sent
-// or given up) and the lane goes on; errSnooze: the lane waits; another
-// error: the lane's job is retried with backoff.
+// or given up) and the lane goes on; errSnooze: the lane waits, the wait
+// recorded on the delivery (not_before) so that no other job of the lane
+// calls the channel before it ends either.
 func (q *Queue) deliver(ctx context.Context, h services.OutboundHandler, channel string, d delivery) error {
 	err := h(ctx, d.payload)
 	var ra *services.RetryAfterError
 	switch {
 	case err == nil:
-		_, err = q.pool.Exec(ctx, `UPDATE outbound_deliveries SET done_at = now() WHERE id = $1`, d.id)
+		_, err = q.pool.Exec(ctx, `UPDATE outbound_deliveries SET done_at = now(), not_before = NULL WHERE id = $1`, d.id)
 		return err
 	case errors.As(err, &ra):
+		// Telegram's retry_after: not an attempt that failed.
+		if _, uerr := q.pool.Exec(ctx, `UPDATE outbound_deliveries SET not_before = now() + $2 * interval '1 millisecond' WHERE id = $1`,
+			d.id, ra.Delay.Milliseconds()); uerr != nil {
+			return uerr
+		}
 		return errSnooze{ra.Delay}
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -183,11 +204,13 @@ func (q *Queue) deliver(ctx context.Context, h services.OutboundHandler, channel
 			done_at = now(), failed_at = now() WHERE id = $1`, d.id, err.Error())
 		return uerr
 	}
-	if _, uerr := q.pool.Exec(ctx, `UPDATE outbound_deliveries SET attempts = attempts + 1, last_error = $2 WHERE id = $1`,
-		d.id, err.Error()); uerr != nil {
+	wait := retryDelay(d.attempts + 1)
+	q.log.Warn("outbound delivery failed; retrying", "channel", channel, "key", d.key, "attempt", d.attempts+1, "in", wait.String(), "err", err)
+	if _, uerr := q.pool.Exec(ctx, `UPDATE outbound_deliveries SET attempts = attempts + 1, last_error = $2,
+		not_before = now() + $3 * interval '1 millisecond' WHERE id = $1`, d.id, err.Error(), wait.Milliseconds()); uerr != nil {
 		return uerr
 	}
-	return err
+	return errSnooze{wait}
 }
 
 // reapLanes wakes every lane with pending deliveries that no worker holds

@@ -112,12 +112,17 @@ func waitDelivered(t *testing.T, r *recorder, n int) []string {
 
 // TestLaneKeepsOrderThroughRetries: deliveries of one lane go out in the
 // order they were scheduled even when the first one is refused for a while
-// (a 429 window, then a failed call retried with backoff); another lane is
-// not held up meanwhile.
+// (a 429 window, then a failed call retried with backoff); no job of the
+// lane calls the channel again before the 429's retry_after is over;
+// another lane is not held up meanwhile.
 func TestLaneKeepsOrderThroughRetries(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.Schema(t)
+	var calls []time.Time
 	r := &recorder{seen: map[string]int{}, fail: func(p string, n int) error {
+		if p == `"a1"` {
+			calls = append(calls, time.Now())
+		}
 		switch {
 		case p == `"a1"` && n == 1:
 			return &services.RetryAfterError{Delay: time.Second}
@@ -146,6 +151,11 @@ func TestLaneKeepsOrderThroughRetries(t *testing.T) {
 	}
 	if strings.Join(lane1, ",") != `"a1","a2","a3"` {
 		t.Fatalf("chat 1 got %v; want a1, a2, a3 in order", lane1)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(calls) != 3 || calls[1].Sub(calls[0]) < 950*time.Millisecond {
+		t.Fatalf("a1 was called %d times, the second time %s after a 429 asking for 1 s", len(calls), calls[1].Sub(calls[0]))
 	}
 }
 

@@ -148,7 +148,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 // got to, and how to go on.
 func stepLimitNotice(e *stepLimitError) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "I used all %d steps one answer may take (AGENT_MAX_STEPS) before finishing.", e.Steps)
+	fmt.Fprintf(&b, "I used all %d steps one answer may take before finishing.", e.Steps)
 	if p := strings.TrimSpace(e.Partial); p != "" {
 		b.WriteString(" Where I got to:\n\n" + p + "\n\n")
 	} else {

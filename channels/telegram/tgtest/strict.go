@@ -40,6 +40,8 @@ type Strict struct {
 	script   func(method string, n int) Fault
 	latency  time.Duration
 	username string
+	// closed ends every hold when the test ends.
+	closed chan struct{}
 }
 
 type strictChat struct {
@@ -76,9 +78,13 @@ type Fault struct {
 func StartStrict(t testing.TB, token string) *Strict {
 	t.Helper()
 	s := &Strict{Token: token, changed: make(chan struct{}), nextUpd: 1, chats: map[int64]*strictChat{},
-		calls: map[string]int{}, username: "switchbot"}
+		calls: map[string]int{}, username: "switchbot", closed: make(chan struct{})}
 	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		close(s.closed)
+		hs.CloseClientConnections()
+		hs.Close()
+	})
 	s.URL = hs.URL
 	return s
 }
@@ -209,21 +215,22 @@ func (s *Strict) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPI(w, nil, &apiError{status: f.Status, desc: desc, retryAfter: f.RetryAfter})
 		return
 	}
-	if !sleep(r, f.Hold) {
+	if !s.sleep(r, f.Hold) {
 		return
 	}
-	if method == "sendMessage" && !sleep(r, latency) {
+	if method == "sendMessage" && !s.sleep(r, latency) {
 		return
 	}
 	result, apiErr := s.serve(r, method, params)
-	if apiErr == nil && !sleep(r, f.HoldAfter) {
+	if apiErr == nil && !s.sleep(r, f.HoldAfter) {
 		return
 	}
 	writeAPI(w, result, apiErr)
 }
 
-// sleep waits d or until the client goes away (false).
-func sleep(r *http.Request, d time.Duration) bool {
+// sleep waits d, or until the client goes away or the server closes
+// (false).
+func (s *Strict) sleep(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
@@ -231,6 +238,8 @@ func sleep(r *http.Request, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	case <-r.Context().Done():
+		return false
+	case <-s.closed:
 		return false
 	}
 }
@@ -325,6 +334,8 @@ func (s *Strict) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 			return []json.RawMessage{}, nil
 		case <-r.Context().Done():
 			return []json.RawMessage{}, nil
+		case <-s.closed:
+			return []json.RawMessage{}, nil
 		}
 	}
 }
@@ -409,6 +420,9 @@ func readParams(r *http.Request) (map[string]string, error) {
 	if r.Body == nil {
 		return p, nil
 	}
+	// Whatever is left of the body is read, so that a client that goes
+	// away is noticed (the request's context ends) during a hold.
+	defer func() { _, _ = io.Copy(io.Discard, r.Body) }()
 	mt, mp, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "", "application/x-www-form-urlencoded":
