@@ -86,23 +86,19 @@ function render(m) {
     li.textContent = "⇄ " + m.content;
     return li;
   }
-  const li = document.createElement("li");
-  li.className = "msg " + m.role;
+  // The markup of a message is the <template id="msg"> of the page.
+  const li = $("msg").content.firstElementChild.cloneNode(true);
+  li.classList.add(m.role);
   li.dataset.id = m.id;
   li.dataset.source = m.source;
-  const meta = document.createElement("div");
-  meta.className = "meta";
-  const label = document.createElement("span");
-  label.className = "label " + m.source;
+  const label = li.querySelector(".label");
+  label.classList.add(m.source);
   label.textContent = m.source;
-  const who = document.createElement("span");
   // The label names the channel; "who" adds only what it does not say.
-  who.textContent = m.role === "user" ? "you" : (m.agent_id || "");
-  const t = document.createElement("time");
+  li.querySelector(".who").textContent = m.role === "user" ? "you" : (m.agent_id || "");
+  const t = li.querySelector("time");
   t.dateTime = m.created_at;
   t.textContent = fmtTime(m.created_at);
-  meta.append(label, who, t);
-  li.append(meta);
   if (m.reply_to) {
     li.dataset.replyTo = m.reply_to;
     const q = list.querySelector('li.msg[data-id="' + m.reply_to + '"] .body');
@@ -113,10 +109,9 @@ function render(m) {
       const target = list.querySelector('li.msg[data-id="' + m.reply_to + '"]');
       if (target) { target.scrollIntoView({ block: "center" }); target.classList.add("flash"); setTimeout(() => target.classList.remove("flash"), 1200); }
     });
-    li.append(r);
+    li.querySelector(".meta").after(r);
   }
-  const body = document.createElement("div");
-  body.className = "body";
+  const body = li.querySelector(".body");
   if (m.html) {
     // Sanitised by the server (web/mdhtml): no script, handler or javascript: URL.
     body.classList.add("md");
@@ -125,7 +120,6 @@ function render(m) {
   } else {
     body.textContent = m.content;
   }
-  li.append(body);
   setTools(li, m.tools, false);
   return li;
 }
