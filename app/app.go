@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/mcp"
@@ -68,6 +69,8 @@ type Options struct {
 	Metrics metrics.Options
 	// MCP are the MCP servers whose tools the agent gets.
 	MCP mcp.Config
+	// Fetch bounds the fetch_url tool.
+	Fetch fetch.Options
 }
 
 // TelegramOptions are the Telegram channel's settings; an empty Token
@@ -176,6 +179,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	if err := agent.RegisterMemoryTool(registry, a.store); err != nil {
 		return nil, err
+	}
+	b.Fetch = o.Fetch
+	if err := fetch.Register(registry, o.Fetch); err != nil {
+		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
 	}
 	b.Metrics = o.Metrics
 	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log

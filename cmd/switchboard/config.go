@@ -46,6 +46,7 @@ type Config struct {
 
 	AgentProfiles       map[string]agent.Profile
 	MCPServers          mcp.Config
+	FetchAllow          []string
 	SubAgentConcurrency int
 	SubAgentDepth       int
 	SubAgentTimeout     time.Duration
@@ -197,6 +198,16 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) {
 				c.MCPServers, err = mcp.ParseConfig(v)
 				return err
+			}},
+		{Name: "FETCH_ALLOW", Help: "Comma-separated addresses, CIDR ranges or host names (resolved at start) that fetch_url may reach although they are internal (loopback, private, link-local). Empty: none; public addresses only.",
+			set: func(c *Config, v string) error {
+				c.FetchAllow = nil
+				for _, f := range strings.Split(v, ",") {
+					if f = strings.TrimSpace(f); f != "" {
+						c.FetchAllow = append(c.FetchAllow, f)
+					}
+				}
+				return nil
 			}},
 		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}; "tools" may name a whole MCP server as "<server>__*". Empty: one general sub-agent.`,
 			set: func(c *Config, v string) error {

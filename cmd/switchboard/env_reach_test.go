@@ -136,6 +136,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			}
 			return nil
 		}},
+		"FETCH_ALLOW": {"127.0.0.1, 10.0.0.0/8", func(_ *Config, a *app.App, b app.Options) error {
+			if !slices.Equal(b.Fetch.Allow, []string{"127.0.0.1", "10.0.0.0/8"}) {
+				return fmt.Errorf("fetch allow list = %v", b.Fetch.Allow)
+			}
+			return nil
+		}},
 		"AGENT_PROFILES": {`{"researcher":{"system":"Find facts.","tools":["search"],"model":"small"}}`, func(_ *Config, _ *app.App, b app.Options) error {
 			p, ok := b.Agent.Profiles["researcher"]
 			if !ok || p.SystemPrompt != "Find facts." || !slices.Equal(p.Tools, []string{"search"}) || p.Model != "small" || p.LLM == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
@@ -40,6 +41,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Web:          c.WebOptions(),
 		Telegram:     c.TelegramOptions(),
 		MCP:          c.MCPServers,
+		Fetch:        fetch.Options{Allow: c.FetchAllow},
 	}
 }
 
