@@ -32,9 +32,9 @@ import (
 
 // Error codes of fetch_url.
 const (
-	CodeRefused     = "FETCH_REFUSED"      // the address or scheme is not allowed
-	CodeUnsupported = "FETCH_UNSUPPORTED"  // a content type it does not read
-	CodeFailed      = "FETCH_FAILED"       // the server could not be reached or answered an error status
+	CodeRefused     = "FETCH_REFUSED"     // the address or scheme is not allowed
+	CodeUnsupported = "FETCH_UNSUPPORTED" // a content type it does not read
+	CodeFailed      = "FETCH_FAILED"      // the server could not be reached or answered an error status
 	CodeTooMany     = "FETCH_TOO_MANY_REDIRECTS"
 )
 
