@@ -97,3 +97,11 @@ func ToolArg(arguments json.RawMessage) string {
 	}
 	return s
 }
+
+// Image is a picture a tool returned (an MCP server's image content). It
+// reaches a model that reads images (LLM_IMAGES=1) with the tool's result;
+// otherwise only the result's text describes it.
+type Image struct {
+	MIMEType string
+	Data     []byte
+}

@@ -40,6 +40,7 @@ type Config struct {
 	LLMContextWindow int
 	LLMTimeout       time.Duration
 	LLMMaxRetries    int
+	LLMImages        bool
 
 	ContextKeepTurns int
 	ContextCompactAt float64
@@ -179,6 +180,8 @@ func envTable() []envVar {
 				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
 				return
 			}},
+		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: images that tools return (MCP servers) are sent with their results; 0: only described in text.",
+			set: func(c *Config, v string) (err error) { c.LLMImages, err = parseBool(v); return }},
 		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
 		{Name: "LLM_MAX_RETRIES", Default: "2", Help: "Retries of a failed model call (429, 5xx, timeouts) before the user is told; 0 disables.",

@@ -119,6 +119,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"LLM_TIMEOUT": {"45s", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("model call timeout", b.LLM.Timeout, 45*time.Second)
 		}},
+		"LLM_IMAGES": {"1", func(_ *Config, _ *app.App, b app.Options) error {
+			if !b.Agent.PassImages {
+				return fmt.Errorf("the agent does not pass images on")
+			}
+			return nil
+		}},
 		"LLM_MAX_RETRIES": {"5", func(_ *Config, _ *app.App, b app.Options) error { return want("retries", b.LLM.MaxRetries, 5) }},
 		"CONTEXT_KEEP_TURNS": {"7", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("keep turns", b.Context.Compaction.KeepTurns, 7)

@@ -84,6 +84,7 @@ func (c *Config) AgentOptions() agent.Options {
 		MaxSteps:   c.AgentMaxSteps,
 		RunTimeout: c.AgentRunTimeout,
 		LogContent: c.LogContent,
+		PassImages: c.LLMImages,
 		Profiles:   profiles,
 		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
 	}

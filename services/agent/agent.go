@@ -30,6 +30,9 @@ type Options struct {
 	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
 	// registry's tools only.
 	Catalog services.ToolCatalog
+	// PassImages sends the images tools return to the model with their
+	// results (the model must read images: LLM_IMAGES=1).
+	PassImages bool
 	Context *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore

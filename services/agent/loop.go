@@ -207,7 +207,11 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	if err := l.rec.toolResult(ctx, call, res); err != nil {
 		return llm.Message{}, err
 	}
-	return llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}, nil
+	msg := llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}
+	if s.opts.PassImages {
+		msg.Images = res.Images
+	}
+	return msg, nil
 }
 
 // mainRecorder keeps a main run's tool calls and results as hidden rows of

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,6 +196,11 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			}
 			if m.Content != "" {
 				result.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
+			}
+			for _, im := range m.Images {
+				result.Content = append(result.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+					Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+						Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: anthropic.Base64ImageSourceMediaType(im.MIMEType)}}}})
 			}
 			add(anthropic.MessageParamRoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &result})
 		default:

@@ -89,6 +89,10 @@ type Message struct {
 	ToolCallID string
 	// IsError marks a tool message whose tool failed.
 	IsError bool
+	// Images of a tool message go to the model with its result (Anthropic:
+	// in the tool_result; OpenAI-compatible: in a user message after the
+	// tool messages, since tool messages carry text only).
+	Images []services.Image
 }
 
 // Stop reasons, normalised across providers.

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,7 +136,22 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
+	var images []services.Image // of the tool messages since the last other message
+	flushImages := func() {
+		if len(images) == 0 {
+			return
+		}
+		parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("Images returned by the tool calls above:")}
+		for _, im := range images {
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
+		}
+		params.Messages = append(params.Messages, openai.UserMessage(parts))
+		images = nil
+	}
 	for i, m := range req.Messages {
+		if m.Role != RoleTool {
+			flushImages()
+		}
 		switch m.Role {
 		case RoleUser:
 			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
@@ -169,10 +185,12 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 				content = "Error: " + content
 			}
 			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
+			images = append(images, m.Images...)
 		default:
 			return params, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
 		}
 	}
+	flushImages()
 	for _, t := range req.Tools {
 		schema, err := schemaObject(t)
 		if err != nil {
@@ -273,4 +291,9 @@ func schemaObject(t services.ToolSpec) (map[string]any, error) {
 		return nil, services.Errorf(services.EINVALID, "tool %q: JSON schema is not a JSON object: %v", t.Name, err)
 	}
 	return schema, nil
+}
+
+// dataURL is an image inline, as OpenAI's image_url parts take it.
+func dataURL(im services.Image) string {
+	return "data:" + im.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }

@@ -415,13 +415,13 @@ func (s *server) call(toolName string) tools.Handler {
 			return tools.Result{}, services.CodedErrorf(services.EUNAVAILABLE, CodeServerDown,
 				"the MCP server %q failed during the call (%v); it is being started again", s.name, err)
 		}
-		content := resultText(res)
+		content, images := resultContent(res)
 		if res.IsError {
 			s.observe(toolName, d, CodeToolError)
 			return tools.ErrorResult(CodeToolError, content), nil
 		}
 		s.observe(toolName, d, "")
-		return tools.Result{Content: content}, nil
+		return tools.Result{Content: content, Images: images}, nil
 	}
 }
 
@@ -431,17 +431,33 @@ func (s *server) observe(tool string, d time.Duration, code string) {
 	}
 }
 
-// resultText is what the model reads of a result: text as it is, other
-// content described, structured content as JSON when no text says it, the
-// whole cut at 64 KiB.
-func resultText(res *mcp.CallToolResult) string {
+// Images a result may pass to the model: how many, how large, which types.
+const (
+	maxImages     = 4
+	maxImageBytes = 2 << 20
+)
+
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// resultContent is what the model reads of a result: text as it is, images
+// passed on (within limits; a model that does not read images sees only
+// their description), other content described, structured content as JSON
+// when no text says it, the text cut at 64 KiB.
+func resultContent(res *mcp.CallToolResult) (string, []services.Image) {
 	var parts []string
+	var images []services.Image
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			parts = append(parts, c.Text)
 		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image, %s, %d bytes: not shown]", c.MIMEType, len(c.Data)))
+			if imageTypes[c.MIMEType] && len(c.Data) <= maxImageBytes && len(images) < maxImages {
+				images = append(images, services.Image{MIMEType: c.MIMEType, Data: c.Data})
+				parts = append(parts, fmt.Sprintf("[image %d, %s, %d bytes]", len(images), c.MIMEType, len(c.Data)))
+			} else {
+				parts = append(parts, fmt.Sprintf("[image, %s, %d bytes: not passed on (at most %d images of %d bytes, PNG, JPEG, GIF or WebP)]",
+					c.MIMEType, len(c.Data), maxImages, maxImageBytes))
+			}
 		case *mcp.AudioContent:
 			parts = append(parts, fmt.Sprintf("[audio, %s, %d bytes: not shown]", c.MIMEType, len(c.Data)))
 		case *mcp.ResourceLink:
@@ -472,5 +488,5 @@ func resultText(res *mcp.CallToolResult) string {
 	if text == "" {
 		text = "(no content)"
 	}
-	return text
+	return text, images
 }

@@ -78,6 +78,9 @@ type Result struct {
 	// transaction that produced it (a sub-agent's handoff): the runtime must
 	// not store it again.
 	Stored bool
+	// Images go to a model that reads them, with this result only (they are
+	// not kept in history; Content describes them).
+	Images []services.Image
 }
 
 // HistoryRule describes how a tool's result is kept in conversation history
