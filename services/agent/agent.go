@@ -33,7 +33,7 @@ type Options struct {
 	// PassImages sends the images tools return to the model with their
 	// results (the model must read images: LLM_IMAGES=1).
 	PassImages bool
-	Context *prompt.Manager
+	Context    *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	Tokenizer    prompt.Tokenizer
