@@ -69,8 +69,10 @@ type Options struct {
 	Metrics metrics.Options
 	// MCP are the MCP servers whose tools the agent gets.
 	MCP mcp.Config
-	// Fetch bounds the fetch_url tool.
-	Fetch fetch.Options
+	// Fetch bounds the fetch_url tool; Search configures web_search (off
+	// without a URL).
+	Fetch  fetch.Options
+	Search fetch.SearchOptions
 }
 
 // TelegramOptions are the Telegram channel's settings; an empty Token
@@ -183,6 +185,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Fetch = o.Fetch
 	if err := fetch.Register(registry, o.Fetch); err != nil {
 		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
+	}
+	b.Search = o.Search
+	if err := fetch.RegisterSearch(registry, o.Search); err != nil {
+		return nil, err
 	}
 	b.Metrics = o.Metrics
 	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log

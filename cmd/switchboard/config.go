@@ -48,6 +48,7 @@ type Config struct {
 	AgentProfiles       map[string]agent.Profile
 	MCPServers          mcp.Config
 	FetchAllow          []string
+	SearxngURL          string
 	SubAgentConcurrency int
 	SubAgentDepth       int
 	SubAgentTimeout     time.Duration
@@ -210,6 +211,14 @@ func envTable() []envVar {
 						c.FetchAllow = append(c.FetchAllow, f)
 					}
 				}
+				return nil
+			}},
+		{Name: "SEARXNG_URL", Help: "Base URL of a SearXNG instance with its JSON API on (search.formats: json): the agent gets a web_search tool. Empty: no web_search.",
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+					return fmt.Errorf("want an http(s) URL, got %q", v)
+				}
+				c.SearxngURL = v
 				return nil
 			}},
 		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}; "tools" may name a whole MCP server as "<server>__*". Empty: one general sub-agent.`,

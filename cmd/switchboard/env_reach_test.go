@@ -148,6 +148,18 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			}
 			return nil
 		}},
+		"SEARXNG_URL": {"http://127.0.0.1:8888", func(_ *Config, a *app.App, b app.Options) error {
+			if b.Search.URL != "http://127.0.0.1:8888" {
+				return fmt.Errorf("search URL = %q", b.Search.URL)
+			}
+			tools, _ := a.Tools().ToolCatalog()
+			for _, t := range tools {
+				if t.Name == "web_search" {
+					return nil
+				}
+			}
+			return fmt.Errorf("the agent has no web_search tool")
+		}},
 		"AGENT_PROFILES": {`{"researcher":{"system":"Find facts.","tools":["search"],"model":"small"}}`, func(_ *Config, _ *app.App, b app.Options) error {
 			p, ok := b.Agent.Profiles["researcher"]
 			if !ok || p.SystemPrompt != "Find facts." || !slices.Equal(p.Tools, []string{"search"}) || p.Model != "small" || p.LLM == nil {

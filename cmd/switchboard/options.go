@@ -42,6 +42,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Telegram:     c.TelegramOptions(),
 		MCP:          c.MCPServers,
 		Fetch:        fetch.Options{Allow: c.FetchAllow},
+		Search:       fetch.SearchOptions{URL: c.SearxngURL},
 	}
 }
 
