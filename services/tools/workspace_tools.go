@@ -33,8 +33,9 @@ const (
 	tmpFilePrefix     = ".switchboard-tmp-"
 )
 
-// RegisterWorkspaceTools registers read_file, write_file, list_files and
-// search, each working in the workspace of the calling timeline.
+// RegisterWorkspaceTools registers read_file, write_file, edit_file,
+// list_files and search, each working in the workspace of the calling
+// timeline.
 func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 	t := workspaceTools{ws: ws}
 	for _, tool := range []Tool{
@@ -47,6 +48,9 @@ func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 			}),
 		Func("write_file", "Write a text file in your workspace, creating parent directories. Replaces the file "+
 			"atomically, or appends with append=true. At most 1 MiB per call.", t.writeFile).
+			WithHistory(HistoryRule{MaxChars: 300}),
+		Func("edit_file", "Change part of a text file in your workspace: replace old_text (exact, unique unless "+
+			"replace_all) with new_text. Cheaper and safer than rewriting the whole file with write_file.", t.editFile).
 			WithHistory(HistoryRule{MaxChars: 300}),
 		Func("list_files", "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
 			WithHistory(HistoryRule{MaxChars: 1500}),
