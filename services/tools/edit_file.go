@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"unicode/utf8"
 
@@ -47,22 +48,10 @@ func (t workspaceTools) editFile(ctx context.Context, call Call, a editFileArgs)
 	if err != nil {
 		return Result{}, err
 	}
-	f, info, err := w.open(a.Path, rel)
+	text, info, err := readText(w, a.Path, rel)
 	if err != nil {
 		return Result{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
-	f.Close()
-	if err != nil {
-		return Result{}, fsError("read", a.Path, err)
-	}
-	if len(data) > maxEditBytes {
-		return Result{}, services.Errorf(services.ETOOLARGE, "%q is over %d bytes; edit_file changes files up to that size", a.Path, maxEditBytes)
-	}
-	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return Result{}, services.Errorf(services.EINVALID, "%q is not a UTF-8 text file", a.Path)
-	}
-	text := string(data)
 	n := strings.Count(text, a.OldText)
 	switch {
 	case n == 0:
@@ -101,4 +90,25 @@ func lines(text, s string, max int) string {
 		off += i + len(s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// readText reads a whole text file for an edit: at most maxEditBytes, UTF-8
+// without NUL.
+func readText(w *Workspace, name, rel string) (string, fs.FileInfo, error) {
+	f, info, err := w.open(name, rel)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	f.Close()
+	if err != nil {
+		return "", nil, fsError("read", name, err)
+	}
+	if len(data) > maxEditBytes {
+		return "", nil, services.Errorf(services.ETOOLARGE, "%q is over %d bytes; it can be changed only with write_file", name, maxEditBytes)
+	}
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		return "", nil, services.Errorf(services.EINVALID, "%q is not a UTF-8 text file", name)
+	}
+	return string(data), info, nil
 }

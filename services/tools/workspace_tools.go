@@ -52,6 +52,11 @@ func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 		Func("edit_file", "Change part of a text file in your workspace: replace old_text (exact, unique unless "+
 			"replace_all) with new_text. Cheaper and safer than rewriting the whole file with write_file.", t.editFile).
 			WithHistory(HistoryRule{MaxChars: 300}),
+		Func("read_block", "Read one section of a Markdown file in your workspace by its heading path (e.g. \"Plan / Risks\").", t.readBlock).
+			WithHistory(HistoryRule{MaxChars: 1000, KeepFields: []string{"path", "heading", "start_line", "end_line", "content"}}),
+		Func("replace_block", "Replace the body of one section of a Markdown file in your workspace (below its heading, "+
+			"down to the next heading of the same or a higher level), found by its heading path.", t.replaceBlock).
+			WithHistory(HistoryRule{MaxChars: 300}),
 		Func("list_files", "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
 			WithHistory(HistoryRule{MaxChars: 1500}),
 		Func("search", "Search the text files of your workspace for a plain substring, ignoring case. "+
