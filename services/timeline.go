@@ -125,6 +125,10 @@ type PostParams struct {
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
 // besides its text. Writers set the fields they know and store Encode();
 // readers use DecodeMeta. A new kind of message is a new field here.
+// NoticeOfflineModel marks an answer of the offline model (how to configure
+// a real one): shown to the owner, never sent to a model.
+const NoticeOfflineModel = "offline_model"
+
 type MessageMeta struct {
 	// RunID is the run that wrote the row (answers, notices, steps).
 	RunID int64 `json:"run_id,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -114,10 +115,16 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
 	// answered, finished one, never an answer without a closed run.
+	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID}
+	if s.opts.LLM.Name() == llm.ProviderOffline {
+		// How to configure a model is for the owner, not for the model
+		// configured later: such answers stay out of prompts.
+		meta.Notice = services.NoticeOfflineModel
+	}
 	post := services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
 		Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID}.Encode(),
+		Metadata: meta.Encode(),
 	}
 	if runErr != nil {
 		post = noticeParams(run, trigger, notice, fin.Status)

@@ -468,6 +468,10 @@ func promptable(m services.Message) bool {
 	if meta.Kind == services.MetaHandoff && m.Visible {
 		return false
 	}
+	// The offline model's "configure a model" answers are for the owner.
+	if meta.Notice == services.NoticeOfflineModel {
+		return false
+	}
 	return meta.Command == ""
 }
 
