@@ -135,12 +135,11 @@ func New(o Options) (*Fetcher, error) {
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: f.control}
 	transport := &http.Transport{
-		DialContext:           dialer.DialContext,
-		Proxy:                 nil, // a proxy would dial on our behalf, unchecked
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: o.Timeout,
-		MaxIdleConns:          4,
-		IdleConnTimeout:       30 * time.Second,
+		DialContext:         dialer.DialContext,
+		Proxy:               nil, // a proxy would dial on our behalf, unchecked
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConns:        4,
+		IdleConnTimeout:     30 * time.Second,
 	}
 	f.client = &http.Client{Transport: transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) > o.MaxRedirects {
@@ -328,7 +327,9 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 		return services.CodedErrorf(services.EINVALID, CodeRefused, "%s", refused.msg)
 	case errors.As(err, &coded):
 		return coded
-	case ctx.Err() != nil:
+	}
+	var ne net.Error
+	if ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout() {
 		return services.CodedErrorf(services.EUNAVAILABLE, tools.CodeTimeout, "the page did not load within %s", f.o.Timeout)
 	}
 	return services.CodedErrorf(services.EUNAVAILABLE, CodeFailed, "could not fetch: %v", err)
