@@ -132,7 +132,8 @@ func TestCommandsAnsweredWithoutTheModel(t *testing.T) {
 	model := llmtest.NewServer(t)
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	for cmd, want := range map[string]string{"/help": "/rules", "/bogus": "Unknown command /bogus. /help lists the commands."} {
+	for cmd, want := range map[string]string{"/help": "/rules", "/bogus": "Unknown command /bogus. /help lists the commands.",
+		"/start": "Hello! Write anything"} {
 		q, _, err := in.Chat.Post(context.Background(), services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: cmd})
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,9 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	switch name {
 	case "help":
 		reply = helpText()
+	case "start":
+		// Telegram clients send /start when someone first opens the bot.
+		reply = "Hello! Write anything and the agent answers.\n\n" + helpText()
 	case "new":
 		reply, err = s.cmdNew(ctx, msg)
 	case "stop":
