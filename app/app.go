@@ -504,14 +504,15 @@ func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]
 
 // ServePoolSize is the connection pool serve needs: each agent worker holds
 // one connection for its timeline's run lock while the run's queries use
-// another, plus the queue, the LISTEN connection and web requests. pgxpool's
-// default (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a
-// 2-core machine: every connection holds a lock and waits for a second one.
+// another, and so does each outbound lane worker for its chat's lock; plus
+// the queue, the LISTEN connection and web requests. pgxpool's default
+// (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a 2-core
+// machine: every connection holds a lock and waits for a second one.
 func ServePoolSize(workers int) int {
 	if workers <= 0 {
 		workers = 16
 	}
-	return 2*workers + 10
+	return 2*workers + 2*queue.OutboundWorkers + 10
 }
 
 // WithPoolSize sets pool_max_conns on a database URL (URL or key=value

@@ -39,6 +39,11 @@ const (
 	laneLockKey = 7303
 )
 
+// OutboundWorkers is how many lanes (chats) one instance delivers to at
+// once. Each holds a connection for its lane's lock while its queries use
+// another (app.ServePoolSize counts them).
+const OutboundWorkers = 8
+
 // Options configures the queue.
 type Options struct {
 	Logger *slog.Logger
@@ -194,7 +199,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	cfg.FetchPollInterval = opts.PollInterval
 	cfg.JobTimeout = opts.RunTimeout + time.Minute
 	cfg.RescueStuckJobsAfter = opts.RunTimeout + 2*time.Minute
-	cfg.Queues = map[string]river.QueueConfig{queueOutbound: {MaxWorkers: 8}}
+	cfg.Queues = map[string]river.QueueConfig{queueOutbound: {MaxWorkers: OutboundWorkers}}
 	if opts.TurnWorkers > 0 {
 		cfg.Queues[queueTurns] = river.QueueConfig{MaxWorkers: opts.TurnWorkers}
 	}
