@@ -355,6 +355,9 @@ func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger 
 			fmt.Fprintf(&b, "Scope %s: nothing to archive (%s).\n", r.Scope, r.Skipped)
 		} else if r.Turns > 0 {
 			fmt.Fprintf(&b, "Scope %s: archived %d turn(s) (%d messages) into a %d-token summary.\n", r.Scope, r.Turns, r.Messages, r.Tokens)
+			if r.FreeForm {
+				b.WriteString("(The model did not follow the summary template; its summary was kept as written.)\n")
+			}
 		}
 	}
 	if err != nil {

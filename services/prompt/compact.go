@@ -54,6 +54,9 @@ type CompactResult struct {
 	Tokens   int    `json:"summary_tokens,omitempty"`
 	// Skipped says why nothing was summarised (too few turns).
 	Skipped string `json:"skipped,omitempty"`
+	// FreeForm: the model did not follow the summary template; its summary
+	// was kept as written (non-empty, within the size limit).
+	FreeForm bool `json:"free_form,omitempty"`
 }
 
 // ShouldCompact reports whether the last prompt's size (provider-reported
@@ -99,6 +102,8 @@ func (m *Manager) Compact(ctx context.Context, timeline, contextScope, focus str
 			errs = append(errs, fmt.Errorf("scope %s: %w", scope, err))
 		case res.Skipped != "":
 			result = "skipped"
+		case res.FreeForm:
+			result = "free_form"
 		}
 		if m.opts.Compaction.OnResult != nil {
 			m.opts.Compaction.OnResult(result)
@@ -178,7 +183,14 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 	}
 	text := strings.TrimSpace(resp.Text)
 	if err := ValidateSummary(text); err != nil {
-		return res, err
+		// A weak model that ignores the template still summarised: keep
+		// its summary, under the template's title, rather than fail the
+		// same way forever. An empty or oversized one is still refused.
+		if text == "" || len(text) > MaxSummaryBytes-len(SummaryTitle)-8 {
+			return res, err
+		}
+		m.log.Warn("compaction: the summary does not follow the template; kept as written", "timeline", timeline, "scope", scope, "err", err)
+		text, res.FreeForm = "## "+SummaryTitle+"\n\n"+text, true
 	}
 	seg, err := m.opts.Context.AppendSegment(ctx, services.Segment{
 		TimelineScope: timeline, Scope: scope, Kind: services.SegmentSummary,
