@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/schedule"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
@@ -73,6 +74,15 @@ type Options struct {
 	// without a URL).
 	Fetch  fetch.Options
 	Search fetch.SearchOptions
+	// Schedule is the owner's time zone and the limits of schedules.
+	Schedule ScheduleOptions
+}
+
+// ScheduleOptions configure schedules.
+type ScheduleOptions struct {
+	// Location is the owner's time zone (nil: the server's).
+	Location *time.Location
+	Limits   schedule.Limits
 }
 
 // TelegramOptions are the Telegram channel's settings; an empty Token
@@ -216,7 +226,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Chat.Store, b.Chat.Publisher, b.Chat.Logger, b.Chat.CountTokens = a.store, publisher, log, tokenizer.Count
 	b.Telegram = o.Telegram
 	if b.Telegram.Token != "" {
-		b.Chat.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: telegram.Router{Queue: enqueuer}}
+		router := telegram.Router{Queue: enqueuer, OwnerChats: b.Telegram.OwnerIDs}
+		b.Chat.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
+		b.Chat.Notifiers = []services.Notifier{router}
 	}
 	turns := b.Chat.Turns
 	b.Chat.Turns = nil
@@ -234,9 +246,16 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		observers = []services.RunObserver{typing, a.meter}
 	}
 
+	// Schedules: the owner's controls and the fire ledger; the agent runs
+	// the fires.
+	b.Schedule = o.Schedule
+	scheduler := schedule.New(schedule.Options{Store: a.store, Queue: enqueuer, Location: o.Schedule.Location, Limits: o.Schedule.Limits,
+		Profiles: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
+
 	// The agent runtime; profiles with a model of their own get a provider
 	// of their own (same server and key).
 	b.Agent = o.Agent
+	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved = scheduler, scheduler, a.meter.FireObserved
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
@@ -272,7 +291,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 
 	// The queue's workers: agent turns and outbound deliveries.
 	b.Queue = o.Queue
-	b.Queue.Logger, b.Queue.Outbound = log, outbound
+	b.Queue.Logger, b.Queue.Outbound, b.Queue.Fires = log, outbound, a.agent
 	if a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, b.Queue); err != nil {
 		return nil, err
 	}
@@ -289,7 +308,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
-	b.Web.Debug, b.Web.Pairings = a.store, tstore
+	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}
@@ -504,7 +523,8 @@ func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]
 
 // ServePoolSize is the connection pool serve needs: each agent worker holds
 // one connection for its timeline's run lock while the run's queries use
-// another, and so does each outbound lane worker for its chat's lock; plus
+// another, and so does each outbound lane worker for its chat's lock and
+// each schedule worker for its schedule's lock; plus
 // the queue, the LISTEN connection and web requests. pgxpool's default
 // (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a 2-core
 // machine: every connection holds a lock and waits for a second one.
@@ -512,7 +532,7 @@ func ServePoolSize(workers int) int {
 	if workers <= 0 {
 		workers = 16
 	}
-	return 2*workers + 2*queue.OutboundWorkers + 10
+	return 2*workers + 2*queue.OutboundWorkers + 2*queue.ScheduleWorkers + 10
 }
 
 // WithPoolSize sets pool_max_conns on a database URL (URL or key=value

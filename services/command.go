@@ -26,6 +26,7 @@ var Commands = []Command{
 	{Name: "subagents", Help: "recent delegated tasks"},
 	{Name: "rules", Args: "[add|remove|approve|reject …]", Help: "the standing rules, and rule proposals"},
 	{Name: "tools", Help: "the agent's tools and MCP servers"},
+	{Name: "schedules", Args: "[pause|resume|delete ID]", Help: "reminders and monitors, and their last results"},
 }
 
 // KnownCommand reports whether name is one of Commands.

@@ -43,6 +43,11 @@ type Run struct {
 	CachedTokens          int
 }
 
+// IsMain reports whether r is a run of the main agent (answering a
+// message of its timeline, under the timeline's run lock): not a
+// sub-agent's and not a schedule's fire.
+func (r Run) IsMain() bool { return r.ParentRunID == 0 && r.AgentID != ScheduleAgent }
+
 // NewRun is what CreateRun stores.
 type NewRun struct {
 	TimelineScope    string
@@ -176,6 +181,8 @@ type TokenUsage struct {
 type StepOrigin struct {
 	Child  bool `json:"child,omitempty"`
 	Inline bool `json:"inline,omitempty"`
+	// Schedule marks a step of a schedule's fire.
+	Schedule bool `json:"schedule,omitempty"`
 }
 
 // ModelCallStep is the payload of a model_call step.

@@ -8,5 +8,6 @@ import "context"
 type Store interface {
 	ChatStore
 	RunStore
+	ScheduleStore
 	Transact(ctx context.Context, fn func(tx Store) error) error
 }

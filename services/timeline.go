@@ -28,6 +28,8 @@ const (
 	SourceAPI      Source = "api"
 	SourceSystem   Source = "system"
 	SourceAgent    Source = "agent"
+	// SourceSchedule is a scheduled task's notification to the owner.
+	SourceSchedule Source = "schedule"
 )
 
 // Role is who wrote a message.
@@ -120,6 +122,10 @@ type PostParams struct {
 	// ReplyTo is the id of the message this one answers; its channel's
 	// ReplyRouter (if any) delivers this message there.
 	ReplyTo int64
+	// NotifyOwner delivers the message to the owner's external channels
+	// (Telegram) although it answers nothing there: a schedule's
+	// notification.
+	NotifyOwner bool
 }
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
@@ -154,6 +160,10 @@ type MessageMeta struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// ScheduleID and ScheduleName name the schedule a notification comes
+	// from (Kind MetaScheduleNotice), or whose fire a hidden row belongs to.
+	ScheduleID   int64  `json:"schedule_id,omitempty"`
+	ScheduleName string `json:"schedule_name,omitempty"`
 	// ClosedBy is the end of the run that closed a tool call left open.
 	ClosedBy RunStatus `json:"closed_by,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys

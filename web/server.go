@@ -79,6 +79,9 @@ type Options struct {
 	// See pairing.go.
 	Pairings        services.Pairings
 	TelegramWebhook http.Handler
+	// Schedules backs /api/schedules (nil: it answers 503); see
+	// schedules_api.go.
+	Schedules services.Schedules
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
@@ -146,6 +149,7 @@ func New(opts Options) *Server {
 	api.GET("/ws", s.handleWS)
 	api.GET("/tools", s.handleTools)
 	s.registerContextRoutes(api)
+	s.registerScheduleRoutes(api)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)

@@ -44,9 +44,28 @@ func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) e
 // only the outbound queue, so ChatService can be built before the bot.
 type Router struct {
 	Queue services.OutboundQueue
+	// OwnerChats are the owner's private chats (their user ids), where
+	// messages nobody asked for (schedules' notifications) go.
+	OwnerChats []int64
 }
 
-var _ services.ReplyRouter = Router{}
+var (
+	_ services.ReplyRouter = Router{}
+	_ services.Notifier    = Router{}
+)
+
+// NotifyOwner enqueues msg for each of the owner's chats, keyed by the
+// message's id (enqueueing it again after a crash does nothing).
+func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
+	for _, chat := range r.OwnerChats {
+		if err := enqueue(ctx, r.Queue, OutboundPayload{
+			Key: fmt.Sprintf("notify:%d:%d", msg.ID, chat), ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // RouteReply enqueues reply for the chat of to, keyed by the reply's id
 // (enqueueing it again after a crash does nothing). EINVALID when to carries

@@ -57,6 +57,14 @@ type Config struct {
 	AgentRunTimeout time.Duration
 	AgentWorkers    int
 
+	OwnerTimezone         *time.Location
+	ScheduleMinInterval   time.Duration
+	ScheduleMaxActive     int
+	ScheduleMaxFailures   int
+	ScheduleMaxSteps      int
+	ScheduleFireTimeout   time.Duration
+	ScheduleMaxFireTokens int
+
 	AgentMaxWriteBytes    int64
 	AgentMaxRunWriteBytes int64
 	WorkspaceMaxBytes     int64
@@ -101,6 +109,28 @@ func defaultDataDir() string {
 		return filepath.Join(h, ".local", "share", "switchboard")
 	}
 	return ".switchboard"
+}
+
+// serverZone is the server's own time zone under its IANA name when it
+// can be found (TZ, /etc/timezone, the /etc/localtime link), else UTC.
+func serverZone() *time.Location {
+	names := []string{os.Getenv("TZ")}
+	if b, err := os.ReadFile("/etc/timezone"); err == nil {
+		names = append(names, strings.TrimSpace(string(b)))
+	}
+	if l, err := os.Readlink("/etc/localtime"); err == nil {
+		if _, name, ok := strings.Cut(l, "zoneinfo/"); ok {
+			names = append(names, name)
+		}
+	}
+	for _, n := range names {
+		if n = strings.TrimPrefix(n, ":"); n != "" {
+			if loc, err := time.LoadLocation(n); err == nil {
+				return loc
+			}
+		}
+	}
+	return time.UTC
 }
 
 func envTable() []envVar {
@@ -244,6 +274,31 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.SubAgentDepth, err = parseIntRange(v, 1, 5); return }},
 		{Name: "AGENT_SUBAGENT_TIMEOUT", Default: "3m", Help: "Time one sub-agent run may take before it hands back a timeout.",
 			set: func(c *Config, v string) (err error) { c.SubAgentTimeout, err = parseDuration(v); return }},
+		{Name: "OWNER_TIMEZONE", Help: "The owner's IANA time zone (e.g. Europe/Berlin): schedules' times are read and shown in it unless a schedule names its own. Default: the server's zone.",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					c.OwnerTimezone = serverZone()
+					return nil
+				}
+				loc, err := time.LoadLocation(v)
+				if err != nil {
+					return fmt.Errorf("unknown time zone %q; use an IANA name such as Europe/Berlin", v)
+				}
+				c.OwnerTimezone = loc
+				return nil
+			}},
+		{Name: "SCHEDULE_MIN_INTERVAL", Default: "1m", Help: "Shortest time between two fires of a schedule (every, cron); shorter schedules are refused.",
+			set: func(c *Config, v string) (err error) { c.ScheduleMinInterval, err = parseDuration(v); return }},
+		{Name: "SCHEDULE_MAX_ACTIVE", Default: "20", Help: "Active schedules one conversation may have.",
+			set: func(c *Config, v string) (err error) { c.ScheduleMaxActive, err = parseIntRange(v, 1, 10000); return }},
+		{Name: "SCHEDULE_MAX_FAILURES", Default: "3", Help: "Failed fires in a row after which a schedule pauses (the owner is told once).",
+			set: func(c *Config, v string) (err error) { c.ScheduleMaxFailures, err = parseIntRange(v, 1, 100); return }},
+		{Name: "SCHEDULE_MAX_STEPS", Default: "8", Help: "Model calls one fire of a schedule may make.",
+			set: func(c *Config, v string) (err error) { c.ScheduleMaxSteps, err = parseIntRange(v, 1, 100); return }},
+		{Name: "SCHEDULE_FIRE_TIMEOUT", Default: "5m", Help: "Time one fire may take; longer fires fail (and count towards SCHEDULE_MAX_FAILURES).",
+			set: func(c *Config, v string) (err error) { c.ScheduleFireTimeout, err = parseDuration(v); return }},
+		{Name: "SCHEDULE_MAX_FIRE_TOKENS", Default: "60000", Help: "Tokens (prompt and completion) one fire may use before it is stopped as failed.",
+			set: func(c *Config, v string) (err error) { c.ScheduleMaxFireTokens, err = parseIntRange(v, 1000, 10000000); return }},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",

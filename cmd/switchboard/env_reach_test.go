@@ -176,6 +176,23 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_SUBAGENT_TIMEOUT": {"90s", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("sub-agent timeout", b.Agent.SubAgents.Timeout, 90*time.Second)
 		}},
+		"OWNER_TIMEZONE": {"Asia/Tokyo", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("owner zone", b.Schedule.Location, "Asia/Tokyo")
+		}},
+		"SCHEDULE_MIN_INTERVAL": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("min interval", b.Schedule.Limits.MinInterval, 5*time.Minute)
+		}},
+		"SCHEDULE_MAX_ACTIVE": {"7", func(_ *Config, _ *app.App, b app.Options) error { return want("max active", b.Schedule.Limits.MaxActive, 7) }},
+		"SCHEDULE_MAX_FAILURES": {"5", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("max failures", b.Schedule.Limits.MaxFailures, 5)
+		}},
+		"SCHEDULE_MAX_STEPS": {"4", func(_ *Config, _ *app.App, b app.Options) error { return want("fire steps", b.Agent.Fire.MaxSteps, 4) }},
+		"SCHEDULE_FIRE_TIMEOUT": {"90s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("fire timeout", b.Agent.Fire.Timeout, 90*time.Second)
+		}},
+		"SCHEDULE_MAX_FIRE_TOKENS": {"12345", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("fire tokens", b.Agent.Fire.MaxTokens, 12345)
+		}},
 		"AGENT_MAX_STEPS": {"20", func(_ *Config, _ *app.App, b app.Options) error { return want("max steps", b.Agent.MaxSteps, 20) }},
 		"AGENT_RUN_TIMEOUT": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("run timeout (agent, queue, API wait)", []time.Duration{b.Agent.RunTimeout, b.Queue.RunTimeout, b.Web.APITurnTimeout},

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/schedule"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
 )
@@ -41,6 +42,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Web:          c.WebOptions(),
 		Telegram:     c.TelegramOptions(),
 		MCP:          c.MCPServers,
+		Schedule:     c.ScheduleOptions(),
 		Fetch:        fetch.Options{Allow: c.FetchAllow},
 		Search:       fetch.SearchOptions{URL: c.SearxngURL},
 	}
@@ -88,7 +90,14 @@ func (c *Config) AgentOptions() agent.Options {
 		PassImages: c.LLMImages,
 		Profiles:   profiles,
 		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
+		Fire:       agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
 	}
+}
+
+// ScheduleOptions are the owner's zone and the limits of schedules.
+func (c *Config) ScheduleOptions() app.ScheduleOptions {
+	return app.ScheduleOptions{Location: c.OwnerTimezone, Limits: schedule.Limits{
+		MinInterval: c.ScheduleMinInterval, MaxActive: c.ScheduleMaxActive, MaxFailures: c.ScheduleMaxFailures}}
 }
 
 // WorkspaceOptions bound what the agent writes in its workspaces.

@@ -58,6 +58,8 @@ type Options struct {
 	PollInterval time.Duration
 	// Outbound delivers the payloads of each channel (e.g. "telegram").
 	Outbound map[services.Source]services.OutboundHandler
+	// Fires runs schedules' fires (nil: this instance runs none).
+	Fires services.FireExecutor
 }
 
 // Queue is the River client with Switchboard's workers.
@@ -69,6 +71,7 @@ type Queue struct {
 	log      *slog.Logger
 	opts     Options
 	handlers map[services.Source]services.OutboundHandler
+	fires    services.FireExecutor
 }
 
 // Enqueuer inserts jobs, in the caller's transaction when it has one. It
@@ -185,7 +188,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 250 * time.Millisecond
 	}
-	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}}
+	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}, fires: opts.Fires}
 	for ch, h := range opts.Outbound {
 		q.handlers[ch] = h
 	}
@@ -196,10 +199,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &turnWorker{q: q})
 	river.AddWorker(workers, &outboundWorker{q: q})
+	river.AddWorker(workers, &fireWorker{q: q})
 	cfg.FetchPollInterval = opts.PollInterval
 	cfg.JobTimeout = opts.RunTimeout + time.Minute
 	cfg.RescueStuckJobsAfter = opts.RunTimeout + 2*time.Minute
 	cfg.Queues = map[string]river.QueueConfig{queueOutbound: {MaxWorkers: OutboundWorkers}}
+	if opts.Fires != nil {
+		cfg.Queues[queueSchedules] = river.QueueConfig{MaxWorkers: ScheduleWorkers}
+	}
 	if opts.TurnWorkers > 0 {
 		cfg.Queues[queueTurns] = river.QueueConfig{MaxWorkers: opts.TurnWorkers}
 	}
@@ -222,6 +229,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	// Deliveries a dead process was sending resume now, not at River's
 	// stuck-job rescue.
 	q.reapLanes(ctx)
+	q.reapFires(ctx)
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("queue: start: %w", err)
 	}
@@ -330,7 +338,7 @@ func (q *Queue) interruptOrphans(ctx context.Context, timeline string) ([]servic
 	}
 	var closed []services.Run
 	for _, r := range runs {
-		if r.ParentRunID != 0 {
+		if !r.IsMain() {
 			continue
 		}
 		if err := q.exec.InterruptRun(ctx, r); err != nil {
@@ -355,6 +363,7 @@ func (q *Queue) reapLoop(ctx context.Context) {
 			q.Reap(ctx)
 		}
 		q.reapLanes(ctx)
+		q.reapFires(ctx)
 	}
 }
 
@@ -377,7 +386,7 @@ func (q *Queue) Reap(ctx context.Context) {
 		return
 	}
 	for _, r := range running {
-		if r.ParentRunID != 0 || done[r.TimelineScope] {
+		if !r.IsMain() || done[r.TimelineScope] {
 			continue
 		}
 		done[r.TimelineScope] = true
@@ -401,7 +410,7 @@ func (q *Queue) Reap(ctx context.Context) {
 		return
 	}
 	for _, r := range queued {
-		if r.ParentRunID != 0 || done[r.TimelineScope] {
+		if !r.IsMain() || done[r.TimelineScope] {
 			continue
 		}
 		done[r.TimelineScope] = true

@@ -48,6 +48,14 @@ type Options struct {
 	// Profiles are the named sub-agents; SubAgents bounds delegation.
 	Profiles  map[string]Profile
 	SubAgents SubAgentLimits
+	// Schedules are the owner's schedules (their tools and /schedules) and
+	// Fires their ledger; nil: no schedules. Fire bounds one fire;
+	// FireObserved counts fires by result (ok, notified, error,
+	// interrupted).
+	Schedules    services.Schedules
+	Fires        services.ScheduleFires
+	Fire         FireLimits
+	FireObserved func(result string)
 }
 
 // Service is the agent runtime.
@@ -63,6 +71,7 @@ type Service struct {
 var (
 	_ chat.TurnHandler     = (*Service)(nil)
 	_ services.RunExecutor = (*Service)(nil)
+	_ services.FireExecutor = (*Service)(nil)
 )
 
 // New returns the runtime.
@@ -80,6 +89,7 @@ func New(opts Options) *Service {
 		opts.Tokenizer = prompt.HeuristicTokenizer{}
 	}
 	opts.SubAgents.defaults()
+	opts.Fire.defaults()
 	for id, p := range opts.Profiles {
 		p.ID = id
 		opts.Profiles[id] = p
@@ -89,6 +99,11 @@ func New(opts Options) *Service {
 		if _, ok := opts.Tools.Get("delegate"); !ok {
 			if err := s.registerDelegate(opts.Tools); err != nil {
 				opts.Logger.Error("register delegate tool", "err", err)
+			}
+		}
+		if _, ok := opts.Tools.Get("schedule"); !ok && opts.Schedules != nil {
+			if err := s.registerScheduleTools(opts.Tools); err != nil {
+				opts.Logger.Error("register schedule tools", "err", err)
 			}
 		}
 		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {

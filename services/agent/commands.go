@@ -37,6 +37,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdSubagents(ctx, msg)
 	case "tools":
 		reply = s.cmdTools(msg.TimelineScope)
+	case "schedules":
+		reply, err = s.cmdSchedules(ctx, msg, args)
 	default:
 		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}
@@ -106,7 +108,7 @@ func (s *Service) lastRun(ctx context.Context, timeline string) (services.Run, b
 	}
 	for _, r := range runs {
 		// A model run: commands answered without the model have no budget.
-		if r.ParentRunID == 0 && r.FinishedAt != nil && (r.PromptTokenBudget > 0 || r.PromptTokens > 0) {
+		if r.IsMain() && r.FinishedAt != nil && (r.PromptTokenBudget > 0 || r.PromptTokens > 0) {
 			return r, true, nil
 		}
 	}
@@ -129,6 +131,19 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 				b.WriteString(".\n")
 			}
 		}
+	}
+	if s.opts.Schedules != nil {
+		list, err := s.opts.Schedules.List(ctx, msg.TimelineScope, 0)
+		if err != nil {
+			return "", err
+		}
+		active := 0
+		for _, w := range list {
+			if w.State == services.ScheduleActive {
+				active++
+			}
+		}
+		fmt.Fprintf(&b, "Schedules: %d active of %d (/schedules).\n", active, len(list))
 	}
 	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
 	if err != nil {

@@ -21,6 +21,8 @@ const (
 	kindMain   = "main"
 	kindChild  = "child"
 	kindInline = "inline"
+	// kindSchedule is a schedule's fire (own run and scope, no parent).
+	kindSchedule = "schedule"
 )
 
 // recorder stores what one kind of loop keeps of its messages; the steps
@@ -41,6 +43,9 @@ type loopSpec struct {
 	provider llm.Provider
 	req      llm.Request
 	maxSteps int
+	// maxTokens, when positive, bounds the tokens (prompt and completion)
+	// the loop may use; past it the loop ends with an error.
+	maxTokens int
 	// stepRun is the run the steps are recorded on.
 	stepRun int64
 	// call is the template of every tool call (timeline, scope, run, depth).
@@ -109,6 +114,9 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			return "", u, &cutError{err: err, partial: partial}
 		}
 		u.add(resp.Usage)
+		if l.maxTokens > 0 && u.prompt+u.completion > l.maxTokens && len(resp.ToolCalls) > 0 {
+			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", l.who, l.maxTokens, u.prompt+u.completion), partial: resp.Text}
+		}
 		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(services.ModelCallStep{
 			Model: resp.Model, StopReason: resp.StopReason, Usage: resp.Usage,
 			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})); err != nil {
@@ -143,7 +151,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 
 // origin marks the steps of delegated work with their kind.
 func (l loopSpec) origin() services.StepOrigin {
-	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline}
+	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline, Schedule: l.kind == kindSchedule}
 }
 
 // stepPayload is a step's stored JSON.
@@ -256,6 +264,8 @@ type childRecorder struct {
 	agentID          string
 	childID          int64
 	store            bool
+	// replyTo is the row the stored rows answer (a fire's input), 0: none.
+	replyTo          int64
 	refs, transcript []string
 }
 
@@ -264,6 +274,14 @@ func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error
 		return nil
 	}
 	m.TimelineScope, m.ContextScope, m.AgentID, m.Source, m.Visible = r.timeline, r.scope, r.agentID, services.SourceAgent, false
+	if r.replyTo != 0 {
+		meta, err := services.DecodeMeta(m.Metadata)
+		if err != nil {
+			return err
+		}
+		meta.ReplyTo = r.replyTo
+		m.Metadata = meta.Encode()
+	}
 	_, _, err := r.s.opts.Store.InsertMessage(ctx, m)
 	return err
 }

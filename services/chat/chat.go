@@ -41,6 +41,10 @@ type Options struct {
 	// Routers deliver replies to external channels, by the source of the
 	// message being answered (e.g. "telegram").
 	Routers map[services.Source]services.ReplyRouter
+	// Notifiers deliver messages posted with NotifyOwner (a schedule's
+	// notification) to the owner's external channels, in the post's
+	// transaction.
+	Notifiers []services.Notifier
 }
 
 // Service is ChatService.
@@ -63,7 +67,7 @@ func New(opts Options) *Service {
 
 var channelSources = map[services.Source]bool{
 	services.SourceTelegram: true, services.SourceWeb: true, services.SourceTUI: true,
-	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true,
+	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true, services.SourceSchedule: true,
 }
 
 // Post validates and stores a visible message in its timeline, publishes it
@@ -152,6 +156,13 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 	if p.ReplyTo != 0 {
 		if err := s.routeReply(services.WithTx(ctx, tx), tx, p.ReplyTo, msg); err != nil {
 			return services.Message{}, false, err
+		}
+	}
+	if p.NotifyOwner && created && msg.TimelineScope == services.DefaultTimeline {
+		for _, n := range s.opts.Notifiers {
+			if err := n.NotifyOwner(services.WithTx(ctx, tx), msg); err != nil {
+				return services.Message{}, false, err
+			}
 		}
 	}
 	return msg, created, nil

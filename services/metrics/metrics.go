@@ -91,6 +91,7 @@ type Metrics struct {
 	budgetUse        prometheus.Histogram
 	handoffs         *prometheus.CounterVec
 	compactions      *prometheus.CounterVec
+	fires            *prometheus.CounterVec
 	telegramErrors   *prometheus.CounterVec
 	mcpCalls         *prometheus.CounterVec
 	mcpDuration      *prometheus.HistogramVec
@@ -129,6 +130,7 @@ func New(opts Options) *Metrics {
 	m.budgetUse = f.histogram("switchboard_prompt_budget_use_ratio", "Estimated prompt tokens divided by the prompt token budget, per finished run.",
 		[]float64{0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1, 1.1})
 	m.handoffs = f.counterVec("switchboard_handoffs_total", "Sub-agent runs (parent_run_id set) that ended and handed back to their parent, by status.", "status")
+	m.fires = f.counterVec("switchboard_schedule_fires_total", "Fires of schedules, by result: ok (nothing told), notified, error, interrupted.", "result")
 	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions, by result (e.g. ok, failed, timeout, invalid, skipped).", "result")
 	m.telegramErrors = f.counterVec("switchboard_telegram_send_errors_total", "Failed Telegram Bot API sends, by error code (HTTP/Bot API code, or network).", "code")
 	m.mcpCalls = f.counterVec("switchboard_mcp_calls_total", "Calls to MCP servers' tools, by server and result (ok, or the error code such as tool_timeout, mcp_server_down, mcp_tool_error).", "server", "result")
@@ -203,6 +205,12 @@ func (m *Metrics) RunFinished(ctx context.Context, run services.Run, trigger ser
 	if run.ParentRunID != 0 {
 		m.handoffs.WithLabelValues(status).Inc()
 	}
+}
+
+// FireObserved counts one fire of a schedule by its result (ok, notified,
+// error, interrupted).
+func (m *Metrics) FireObserved(result string) {
+	m.fires.WithLabelValues(label(result)).Inc()
 }
 
 // CompactionObserved counts one compaction attempt by its result, a short

@@ -1,0 +1,304 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// FireLimits bound one fire of a schedule.
+type FireLimits struct {
+	// MaxSteps bounds model calls per fire (default 8).
+	MaxSteps int
+	// Timeout bounds one fire (default 5 minutes).
+	Timeout time.Duration
+	// MaxTokens bounds the tokens (prompt and completion) one fire may use
+	// (default 60,000).
+	MaxTokens int
+}
+
+func (l *FireLimits) defaults() {
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = 8
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = 5 * time.Minute
+	}
+	if l.MaxTokens <= 0 {
+		l.MaxTokens = 60000
+	}
+}
+
+// notForFires are tools a fire is not offered: a fire does not start
+// sub-agents (their handoffs go to main) nor create or change schedules.
+var notForFires = map[string]bool{"delegate": true, "schedule": true, "update_schedule": true, "cancel_schedule": true}
+
+// ExecuteFire runs the fire of schedule id due at at (the queue's worker
+// holds the schedule's lock): it begins the fire in the ledger (which
+// advances the schedule and enqueues its next fire), runs the task in the
+// schedule's own scope with invisible steps, then, in one transaction,
+// closes the run, records the fire's end and, when the policy says so,
+// posts the notification to the owner's timeline and channels. A fire that
+// already ran or is no longer due is left alone.
+func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error {
+	if s.opts.Fires == nil {
+		return services.Errorf(services.EUNAVAILABLE, "schedules are not configured")
+	}
+	var sc services.Schedule
+	var fire services.ScheduleFire
+	var run services.Run
+	var input string
+	scoped := s.opts.Flags.ScopedRead
+	err := s.retryConflict(ctx, func(tx services.Store) error {
+		var err error
+		if sc, fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
+			return err
+		}
+		scope := s.mainScope()
+		if scoped {
+			scope = sc.Scope()
+		}
+		input = s.fireInput(sc, at)
+		nr := services.NewRun{TimelineScope: sc.TimelineScope, ContextScope: scope, AgentID: services.ScheduleAgent,
+			Source: services.SourceSchedule, Status: services.RunRunning, Model: s.fireProvider(sc).Model()}
+		if scoped {
+			// The fire's input is the first row of its turn in the schedule's
+			// scope: the next fires read it back with what this one found.
+			trigger, _, err := tx.InsertMessage(ctx, services.NewMessage{
+				TimelineScope: sc.TimelineScope, ContextScope: scope, Role: services.RoleUser, Source: services.SourceSchedule,
+				AgentID: services.ScheduleAgent, Content: input, Visible: false, TokenCount: s.opts.Tokenizer.Count(input),
+				DedupeKey: fmt.Sprintf("fire:%d:input", fire.ID),
+				Metadata:  services.MessageMeta{ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
+			})
+			if err != nil {
+				return err
+			}
+			nr.TriggerMessageID = trigger.ID
+		}
+		if run, err = tx.CreateRun(ctx, nr); err != nil {
+			return err
+		}
+		fire.RunID = run.ID
+		return tx.UpdateFire(ctx, fire)
+	})
+	if services.IsKind(err, services.ENOTFOUND) {
+		s.log.Info("fire skipped", "schedule_id", id, "fire_at", at, "reason", services.ErrorMessage(err))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("fire started", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "timeline", sc.TimelineScope)
+	started := time.Now()
+
+	fctx, cancel := context.WithTimeoutCause(ctx, s.opts.Fire.Timeout, context.DeadlineExceeded)
+	defer cancel()
+	answer, u, runErr := s.fireLoop(fctx, sc, run, input)
+	if runErr != nil && ctx.Err() != nil {
+		// This process is shutting down: the reaper closes the fire as
+		// interrupted, the next fire is already scheduled.
+		return ctx.Err()
+	}
+	result := services.FireResult{Status: services.FireOK, Answer: answer}
+	fin := services.RunFinish{Status: services.RunOK, PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
+	switch {
+	case runErr == nil:
+	case errors.Is(context.Cause(fctx), context.DeadlineExceeded):
+		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", s.opts.Fire.Timeout)}
+		fin.Status, fin.Error = services.RunTimeout, result.Error
+	default:
+		result = services.FireResult{Status: services.FireError, Error: services.ErrorMessage(runErr)}
+		fin.Status, fin.Error = services.RunError, result.Error
+	}
+	endCtx := context.WithoutCancel(ctx)
+	var posted []services.Message
+	var decision services.FireDecision
+	err = s.retryConflict(endCtx, func(tx services.Store) error {
+		posted = posted[:0]
+		var err error
+		if _, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
+			return err
+		}
+		var ended services.ScheduleFire
+		if sc, ended, decision, err = s.opts.Fires.EndFireTx(endCtx, tx, sc.ID, fire, result); err != nil {
+			return err
+		}
+		if _, err := tx.AppendStep(endCtx, run.ID, services.StepKind("fire_result"), mustJSON(map[string]any{
+			"status": result.Status, "notify": decision.Notify, "message": decision.Message, "error": result.Error, "paused": decision.Paused,
+		})); err != nil {
+			return err
+		}
+		if decision.Notify {
+			msg, err := s.postNotice(endCtx, tx, sc, fire, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message)
+			if err != nil {
+				return err
+			}
+			posted = append(posted, msg)
+			ended.MessageID = msg.ID
+			if err := tx.UpdateFire(endCtx, ended); err != nil {
+				return err
+			}
+		}
+		if decision.Paused {
+			msg, err := s.postNotice(endCtx, tx, sc, fire, "paused", decision.PauseNotice)
+			if err != nil {
+				return err
+			}
+			posted = append(posted, msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range posted {
+		s.opts.Chat.Announce(endCtx, m, true)
+	}
+	if done, err := s.opts.Store.GetRun(endCtx, run.ID); err == nil {
+		for _, o := range s.opts.Observers {
+			o.RunFinished(endCtx, done, services.Message{})
+		}
+	}
+	if s.opts.FireObserved != nil {
+		label := string(result.Status)
+		if result.Status == services.FireOK && decision.Notify {
+			label = "notified"
+		}
+		s.opts.FireObserved(label)
+	}
+	s.log.Info("fire finished", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "status", result.Status,
+		"notified", decision.Notify, "paused", decision.Paused, "duration_ms", time.Since(started).Milliseconds())
+	return nil
+}
+
+// retryConflict runs fn in a transaction, again when the schedule changed
+// under it (ECONFLICT from a versioned update), a few times.
+func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) error) error {
+	var err error
+	for range 5 {
+		if err = s.opts.Store.Transact(ctx, fn); !services.IsKind(err, services.ECONFLICT) {
+			return err
+		}
+	}
+	return err
+}
+
+// postNotice posts a schedule's message to the owner's timeline (visible
+// in main, delivered to every channel of the owner), once per fire and kind.
+func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services.Schedule, fire services.ScheduleFire, kind, text string) (services.Message, error) {
+	msg, _, err := s.opts.Chat.PostTx(ctx, tx, services.PostParams{
+		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,
+		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", fire.ID, kind), NotifyOwner: true,
+		Metadata: services.MessageMeta{Kind: services.MetaScheduleNotice, ScheduleID: sc.ID, ScheduleName: sc.Name, RunID: fire.RunID}.Encode(),
+	})
+	return msg, err
+}
+
+// InterruptFire closes a fire whose worker died: its run and the fire end
+// interrupted (the owner is not told; the fire is counted on the schedule
+// and shown on /schedules and the debug page).
+func (s *Service) InterruptFire(ctx context.Context, f services.ScheduleFire) error {
+	if f.RunID != 0 {
+		if _, err := s.opts.Store.FinishRun(ctx, f.RunID, services.RunFinish{Status: services.RunInterrupted,
+			Error: "the worker stopped mid-fire (process restart or crash)"}); err != nil && !services.IsKind(err, services.ECONFLICT) {
+			return err
+		}
+	}
+	now := time.Now()
+	f.Status, f.Error, f.FinishedAt = services.FireInterrupted, "the server stopped during this fire; it is not run again", &now
+	if err := s.opts.Store.UpdateFire(ctx, f); err != nil {
+		return err
+	}
+	if s.opts.FireObserved != nil {
+		s.opts.FireObserved(string(services.FireInterrupted))
+	}
+	s.log.Warn("fire interrupted", "schedule_id", f.ScheduleID, "fire_id", f.ID, "run_id", f.RunID)
+	return nil
+}
+
+// fireProvider is the model of a schedule's fires: its profile's, or the
+// main one.
+func (s *Service) fireProvider(sc services.Schedule) llm.Provider {
+	if p, ok := s.opts.Profiles[sc.Profile]; ok && p.LLM != nil {
+		return p.LLM
+	}
+	return s.opts.LLM
+}
+
+// fireInput is the task as the fire's model reads it: what to do, when it
+// was due in the owner's zone, and how to answer under the notify policy.
+func (s *Service) fireInput(sc services.Schedule, at time.Time) string {
+	loc := s.opts.Fires.Location(sc)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Scheduled task %q (schedule #%d), due %s; it is now %s.\n", sc.Name, sc.ID,
+		at.In(loc).Format("Mon 2006-01-02 15:04 MST"), time.Now().In(loc).Format("Mon 2006-01-02 15:04 MST"))
+	b.WriteString("The owner does not see this conversation; your final answer decides what they hear.\n\n")
+	b.WriteString("Task: " + sc.Task + "\n\n")
+	switch sc.Notify {
+	case services.NotifyAlways:
+		b.WriteString("Answer with the message for the owner (a reminder: short and self-contained).")
+	case services.NotifyOnFinding:
+		b.WriteString("Do the task now with your tools. If you found what the task looks for, answer with a short, self-contained message for the owner. Otherwise answer exactly " + services.NothingNew + ".")
+	default:
+		b.WriteString("Do the task now with your tools. Answer with a short, self-contained message for the owner stating what you found. If there is nothing the owner needs to hear, answer exactly " + services.NothingNew + ". The owner is told only when your message differs from the last one they got")
+		if sc.LastNotified != "" {
+			b.WriteString(", which was:\n\n" + truncateText(sc.LastNotified, 1500))
+		} else {
+			b.WriteString(" (they have had none from this schedule yet).")
+		}
+	}
+	return b.String()
+}
+
+// fireLoop runs a fire's model/tool loop. Scoped (AGENT_CONTEXT_SCOPED_READ
+// =1) its prompt is the schedule's own scope (its earlier fires, with the
+// owner's rules and settings) and its rows are kept there, hidden; with
+// scoped reads off it runs single-space: the prompt is the main
+// conversation's with the task appended, and only its steps are recorded.
+func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run services.Run, input string) (string, usage, error) {
+	var defs []services.ToolSpec
+	profile, hasProfile := s.opts.Profiles[sc.Profile]
+	for _, t := range s.toolDefs(sc.TimelineScope) {
+		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
+			continue
+		}
+		defs = append(defs, t)
+	}
+	scoped := s.opts.Flags.ScopedRead
+	bp := prompt.BuildParams{TimelineScope: sc.TimelineScope, ContextScope: services.MainScope, Tools: defs}
+	if scoped {
+		bp.ContextScope, bp.TriggerID = sc.Scope(), run.TriggerMessageID
+	}
+	built, err := s.opts.Context.Build(ctx, bp)
+	if err != nil {
+		return "", usage{}, err
+	}
+	req := built.Request
+	if !scoped {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: input})
+	}
+	if hasProfile && profile.SystemPrompt != "" {
+		req.System = profile.SystemPrompt + "\n\n" + req.System
+	}
+	obs := built.Inspection
+	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
+		return "", usage{}, err
+	}
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepPrompt, mustJSON(obs)); err != nil {
+		return "", usage{}, err
+	}
+	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
+		store: scoped, replyTo: run.TriggerMessageID}
+	return s.toolLoop(ctx, loopSpec{
+		kind: kindSchedule, provider: s.fireProvider(sc), req: req, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens,
+		stepRun: run.ID, rec: rec, who: "the scheduled task",
+		call: tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
+	})
+}

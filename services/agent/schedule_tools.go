@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+type scheduleArgs struct {
+	Task     string `json:"task" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
+	Name     string `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
+	At       string `json:"at,omitempty" jsonschema:"One-shot: when to fire, RFC 3339 (2026-05-01T09:00:00+02:00) or a local time 2026-05-01T09:00 in the schedule's time zone."`
+	Every    string `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
+	Cron     string `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
+	Notify   string `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
+	Timezone string `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
+	Profile  string `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
+}
+
+type updateScheduleArgs struct {
+	ID       int64  `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
+	Task     string `json:"task,omitempty" jsonschema:"A new task text."`
+	Name     string `json:"name,omitempty" jsonschema:"A new name."`
+	At       string `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
+	Every    string `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
+	Cron     string `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
+	Notify   string `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
+	Timezone string `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
+	State    string `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
+}
+
+type scheduleIDArgs struct {
+	ID int64 `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
+}
+
+type noArgs struct{}
+
+// registerScheduleTools adds schedule, update_schedule, cancel_schedule and
+// list_schedules: "remind me tomorrow at 9" and "check this page every 30
+// minutes and tell me when tickets appear" in plain words.
+func (s *Service) registerScheduleTools(reg *tools.Registry) error {
+	for _, t := range []tools.Tool{
+		tools.Func("schedule", "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
+			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
+			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise.", s.toolSchedule),
+		tools.Func("update_schedule", "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
+		tools.Func("cancel_schedule", "Delete a schedule: it never fires again.", s.toolCancelSchedule),
+		tools.Func("list_schedules", "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
+	} {
+		if err := reg.Register(t.WithHistory(tools.HistoryRule{MaxChars: 600})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func optional(v string) *string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	return &v
+}
+
+func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleArgs) (tools.Result, error) {
+	task := a.Task
+	sc, err := s.opts.Schedules.Create(ctx, call.TimelineScope, services.ScheduleRequest{
+		Task: &task, Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), Profile: optional(a.Profile),
+	})
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.JSONResult(s.scheduleView(sc))
+}
+
+func (s *Service) toolUpdateSchedule(ctx context.Context, call tools.Call, a updateScheduleArgs) (tools.Result, error) {
+	sc, err := s.opts.Schedules.Update(ctx, call.TimelineScope, a.ID, 0, services.ScheduleRequest{
+		Task: optional(a.Task), Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State),
+	})
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.JSONResult(s.scheduleView(sc))
+}
+
+func (s *Service) toolCancelSchedule(ctx context.Context, call tools.Call, a scheduleIDArgs) (tools.Result, error) {
+	sc, err := s.opts.Schedules.Delete(ctx, call.TimelineScope, a.ID)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.JSONResult(map[string]any{"id": sc.ID, "name": sc.Name, "state": sc.State})
+}
+
+func (s *Service) toolListSchedules(ctx context.Context, call tools.Call, _ noArgs) (tools.Result, error) {
+	list, err := s.opts.Schedules.List(ctx, call.TimelineScope, 1)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, w := range list {
+		v := s.scheduleView(w.Schedule)
+		if len(w.Fires) > 0 {
+			v["last_fire"] = map[string]any{"status": w.Fires[0].Status, "notified": w.Fires[0].Notified, "at": s.localTime(w.Schedule, w.Fires[0].FireAt)}
+		}
+		out = append(out, v)
+	}
+	return tools.JSONResult(map[string]any{"schedules": out})
+}
+
+// scheduleView is a schedule as the model reads it: times in its zone.
+func (s *Service) scheduleView(sc services.Schedule) map[string]any {
+	v := map[string]any{"id": sc.ID, "name": sc.Name, "task": sc.Task, string(sc.Kind): sc.Spec, "notify": sc.Notify,
+		"timezone": sc.Timezone, "state": sc.State}
+	if sc.NextFireAt != nil {
+		v["next_fire"] = s.localTime(sc, *sc.NextFireAt)
+	}
+	if sc.StateReason != "" {
+		v["state_reason"] = sc.StateReason
+	}
+	return v
+}
+
+func (s *Service) localTime(sc services.Schedule, t time.Time) string {
+	return t.In(s.opts.Fires.Location(sc)).Format("Mon 2006-01-02 15:04 MST")
+}
+
+// cmdSchedules answers /schedules (the list) and /schedules pause|resume|
+// delete ID.
+func (s *Service) cmdSchedules(ctx context.Context, msg services.Message, args string) (string, error) {
+	if s.opts.Schedules == nil {
+		return "Schedules are not available on this server.", nil
+	}
+	verb, rest, _ := strings.Cut(strings.TrimSpace(args), " ")
+	if verb == "" {
+		return s.listSchedulesText(ctx, msg.TimelineScope)
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(rest), "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return "Usage: /schedules, or /schedules pause|resume|delete ID (ID from /schedules).", nil
+	}
+	var sc services.Schedule
+	switch verb {
+	case "pause", "resume":
+		state := string(services.SchedulePaused)
+		if verb == "resume" {
+			state = string(services.ScheduleActive)
+		}
+		sc, err = s.opts.Schedules.Update(ctx, msg.TimelineScope, id, 0, services.ScheduleRequest{State: &state})
+	case "delete":
+		sc, err = s.opts.Schedules.Delete(ctx, msg.TimelineScope, id)
+	default:
+		return fmt.Sprintf("Unknown /schedules %s. Usage: /schedules, or /schedules pause|resume|delete ID.", verb), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch sc.State {
+	case services.ScheduleDeleted:
+		return fmt.Sprintf("Deleted schedule #%d %q.", sc.ID, sc.Name), nil
+	case services.SchedulePaused:
+		return fmt.Sprintf("Paused schedule #%d %q.", sc.ID, sc.Name), nil
+	}
+	next := ""
+	if sc.NextFireAt != nil {
+		next = "; next fire " + s.localTime(sc, *sc.NextFireAt)
+	}
+	return fmt.Sprintf("Resumed schedule #%d %q%s.", sc.ID, sc.Name, next), nil
+}
+
+func (s *Service) listSchedulesText(ctx context.Context, timeline string) (string, error) {
+	list, err := s.opts.Schedules.List(ctx, timeline, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "No schedules. Ask the agent, e.g. \"remind me tomorrow at 9 to call Anna\" or \"check example.org/tickets every 30 minutes and tell me when tickets appear\".", nil
+	}
+	var b strings.Builder
+	b.WriteString("Schedules:")
+	for _, w := range list {
+		sc := w.Schedule
+		fmt.Fprintf(&b, "\n#%d %s — %s %s, notify %s, %s", sc.ID, sc.Name, sc.Kind, sc.Spec, sc.Notify, sc.State)
+		if sc.NextFireAt != nil {
+			fmt.Fprintf(&b, ", next %s", s.localTime(sc, *sc.NextFireAt))
+		}
+		if len(w.Fires) > 0 {
+			f := w.Fires[0]
+			fmt.Fprintf(&b, ", last %s %s", s.localTime(sc, f.FireAt), f.Status)
+			if f.Notified {
+				b.WriteString(" (told you)")
+			}
+		}
+		if sc.StateReason != "" && sc.State == services.SchedulePaused {
+			fmt.Fprintf(&b, " — %s", sc.StateReason)
+		}
+	}
+	b.WriteString("\n/schedules pause|resume|delete ID changes one.")
+	return b.String(), nil
+}

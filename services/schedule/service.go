@@ -1,0 +1,464 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// Limits bound what the owner may schedule.
+type Limits struct {
+	// MinInterval is the shortest time between two fires (default 1 minute).
+	MinInterval time.Duration
+	// MaxActive is how many active schedules one timeline may have
+	// (default 20).
+	MaxActive int
+	// MaxFailures is how many failed fires in a row pause a schedule
+	// (default 3).
+	MaxFailures int
+}
+
+// MaxTaskBytes bounds a schedule's task text.
+const MaxTaskBytes = 8000
+
+// Options configure the Service.
+type Options struct {
+	Store services.Store
+	Queue services.ScheduleQueue
+	// Location is the owner's time zone, the default of new schedules
+	// (OWNER_TIMEZONE); nil: the server's.
+	Location *time.Location
+	Limits   Limits
+	// Profiles reports whether a sub-agent profile exists (nil: none do).
+	Profiles func(name string) bool
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Service implements services.Schedules (the owner's controls) and
+// services.ScheduleFires (the fire ledger).
+type Service struct{ opts Options }
+
+var (
+	_ services.Schedules     = (*Service)(nil)
+	_ services.ScheduleFires = (*Service)(nil)
+)
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Limits.MinInterval <= 0 {
+		opts.Limits.MinInterval = time.Minute
+	}
+	if opts.Limits.MaxActive <= 0 {
+		opts.Limits.MaxActive = 20
+	}
+	if opts.Limits.MaxFailures <= 0 {
+		opts.Limits.MaxFailures = 3
+	}
+	return &Service{opts: opts}
+}
+
+// Limits are the limits in force.
+func (s *Service) Limits() Limits { return s.opts.Limits }
+
+// ZoneName is the name the owner's zone is stored under.
+func (s *Service) ZoneName() string { return s.opts.Location.String() }
+
+// Location is the zone a schedule's times are shown in.
+func (s *Service) Location(sc services.Schedule) *time.Location {
+	if loc, err := time.LoadLocation(sc.Timezone); err == nil {
+		return loc
+	}
+	return s.opts.Location
+}
+
+// SpecOf parses a stored schedule's spec.
+func (s *Service) SpecOf(sc services.Schedule) (Spec, error) {
+	return ParseSpec(sc.Kind, sc.Spec, s.Location(sc))
+}
+
+var notifyPolicies = map[string]services.NotifyPolicy{
+	"always": services.NotifyAlways, "on_change": services.NotifyOnChange, "on_finding": services.NotifyOnFinding,
+}
+
+// apply validates r onto sc (a new schedule, or a copy of the stored one)
+// and reports whether the time rule changed.
+func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creating bool) (timing bool, err error) {
+	if r.Task != nil {
+		t := strings.TrimSpace(*r.Task)
+		switch {
+		case t == "":
+			return false, services.Errorf(services.EINVALID, "task is empty: say what to do at each fire")
+		case !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0:
+			return false, services.Errorf(services.EINVALID, "task is not valid text")
+		case len(t) > MaxTaskBytes:
+			return false, services.Errorf(services.ETOOLARGE, "task is %d bytes; the limit is %d", len(t), MaxTaskBytes)
+		}
+		sc.Task = t
+	} else if creating {
+		return false, services.Errorf(services.EINVALID, "task is missing: say what to do at each fire")
+	}
+	if r.Name != nil {
+		n := strings.TrimSpace(*r.Name)
+		if utf8.RuneCountInString(n) > 80 || strings.ContainsAny(n, "\n\r\x00") {
+			return false, services.Errorf(services.EINVALID, "name must be one line of at most 80 characters")
+		}
+		sc.Name = n
+	}
+	if sc.Name == "" {
+		sc.Name = defaultName(sc.Task)
+	}
+	if r.Timezone != nil {
+		loc, err := LoadZone(*r.Timezone)
+		if err != nil {
+			return false, err
+		}
+		sc.Timezone, timing = loc.String(), true
+	} else if creating {
+		sc.Timezone = s.opts.Location.String()
+	}
+	var given []string
+	for _, k := range []struct {
+		v    *string
+		kind services.ScheduleKind
+	}{{r.At, services.ScheduleAt}, {r.Every, services.ScheduleEvery}, {r.Cron, services.ScheduleCron}} {
+		if k.v != nil {
+			given = append(given, string(k.kind))
+			sc.Kind, sc.Spec, timing = k.kind, *k.v, true
+		}
+	}
+	switch {
+	case len(given) > 1:
+		return false, services.Errorf(services.EINVALID, "give one of at, every and cron, not %s", strings.Join(given, " and "))
+	case len(given) == 0 && creating:
+		return false, services.Errorf(services.EINVALID, "say when: one of at (a time), every (an interval such as 30m) or cron (5 fields)")
+	}
+	if r.Notify != nil {
+		p, ok := notifyPolicies[strings.TrimSpace(*r.Notify)]
+		if !ok {
+			return false, services.Errorf(services.EINVALID, "notify %q is not one of always, on_change, on_finding", *r.Notify)
+		}
+		sc.Notify = p
+	} else if creating {
+		sc.Notify = services.NotifyOnChange
+		if sc.Kind == services.ScheduleAt {
+			sc.Notify = services.NotifyAlways
+		}
+	}
+	if r.Profile != nil {
+		p := strings.TrimSpace(*r.Profile)
+		if p != "" && (s.opts.Profiles == nil || !s.opts.Profiles(p)) {
+			return false, services.Errorf(services.EINVALID, "unknown profile %q (AGENT_PROFILES names the profiles)", p)
+		}
+		sc.Profile = p
+	}
+	if timing {
+		spec, err := ParseSpec(sc.Kind, sc.Spec, s.Location(*sc))
+		if err != nil {
+			return false, err
+		}
+		sc.Spec = spec.Text
+		if gap := spec.MinGap(s.opts.Now()); gap > 0 && gap < s.opts.Limits.MinInterval {
+			return false, services.Errorf(services.EINVALID, "%s fires every %s, below the minimum interval of %s", spec.Describe(), gap, s.opts.Limits.MinInterval)
+		}
+	}
+	return timing, nil
+}
+
+// defaultName is the first words of the task.
+func defaultName(task string) string {
+	line, _, _ := strings.Cut(task, "\n")
+	words := strings.Fields(line)
+	if len(words) > 6 {
+		words = words[:6]
+	}
+	n := strings.Join(words, " ")
+	if r := []rune(n); len(r) > 60 {
+		n = string(r[:60]) + "…"
+	}
+	return n
+}
+
+// schedule sets sc's next fire from now (a new or resumed schedule).
+func (s *Service) schedule(sc *services.Schedule) error {
+	spec, err := s.SpecOf(*sc)
+	if err != nil {
+		return err
+	}
+	next, err := spec.First(s.opts.Now())
+	if err != nil {
+		return err
+	}
+	sc.NextFireAt = &next
+	return nil
+}
+
+// Create validates and stores a new schedule with its first fire's job.
+func (s *Service) Create(ctx context.Context, timeline string, r services.ScheduleRequest) (services.Schedule, error) {
+	sc := services.Schedule{TimelineScope: timeline, State: services.ScheduleActive}
+	if r.State != nil && *r.State != string(services.ScheduleActive) {
+		return sc, services.Errorf(services.EINVALID, "a new schedule is active; pause it afterwards")
+	}
+	if _, err := s.apply(&sc, r, true); err != nil {
+		return sc, err
+	}
+	if err := s.schedule(&sc); err != nil {
+		return sc, err
+	}
+	var out services.Schedule
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if err := s.checkActive(ctx, tx, timeline); err != nil {
+			return err
+		}
+		var err error
+		if out, err = tx.CreateSchedule(ctx, sc); err != nil {
+			return err
+		}
+		return s.opts.Queue.EnqueueFireTx(ctx, tx, out.ID, *out.NextFireAt)
+	})
+	return out, err
+}
+
+func (s *Service) checkActive(ctx context.Context, tx services.Store, timeline string) error {
+	all, err := tx.ListSchedules(ctx, timeline, false)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, x := range all {
+		if x.State == services.ScheduleActive {
+			n++
+		}
+	}
+	if n >= s.opts.Limits.MaxActive {
+		return services.Errorf(services.ECONFLICT, "this conversation has %d active schedules, the limit; pause or delete one first", n)
+	}
+	return nil
+}
+
+// Get returns one schedule of timeline.
+func (s *Service) Get(ctx context.Context, timeline string, id int64) (services.Schedule, error) {
+	sc, err := s.opts.Store.GetSchedule(ctx, id)
+	if err != nil {
+		return sc, err
+	}
+	if sc.TimelineScope != timeline || sc.State == services.ScheduleDeleted {
+		return services.Schedule{}, services.Errorf(services.ENOTFOUND, "no schedule #%d", id)
+	}
+	return sc, nil
+}
+
+// Update changes a schedule; see services.Schedules.
+func (s *Service) Update(ctx context.Context, timeline string, id int64, version int, r services.ScheduleRequest) (services.Schedule, error) {
+	var out services.Schedule
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		sc, err := tx.GetSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		if sc.TimelineScope != timeline || sc.State == services.ScheduleDeleted {
+			return services.Errorf(services.ENOTFOUND, "no schedule #%d", id)
+		}
+		if version != 0 && version != sc.Version {
+			return services.Errorf(services.ECONFLICT, "schedule #%d is at version %d, not %d: it was changed meanwhile; read it again", id, sc.Version, version)
+		}
+		was := sc.State
+		timing, err := s.apply(&sc, r, false)
+		if err != nil {
+			return err
+		}
+		reschedule := timing && was != services.SchedulePaused
+		if r.State != nil {
+			switch services.ScheduleState(strings.TrimSpace(*r.State)) {
+			case services.SchedulePaused:
+				if sc.State == services.ScheduleDone {
+					return services.Errorf(services.EINVALID, "schedule #%d is done; there is nothing to pause", id)
+				}
+				sc.State, sc.StateReason, sc.NextFireAt, reschedule = services.SchedulePaused, "paused by the owner", nil, false
+			case services.ScheduleActive:
+				if was != services.ScheduleActive {
+					if err := s.checkActive(ctx, tx, timeline); err != nil {
+						return err
+					}
+					sc.State, sc.StateReason, sc.Failures, reschedule = services.ScheduleActive, "", 0, true
+				}
+			default:
+				return services.Errorf(services.EINVALID, "state %q is not one of active, paused", *r.State)
+			}
+		} else if timing && was == services.ScheduleDone {
+			// A one-shot that fired, given a new time, fires again.
+			if err := s.checkActive(ctx, tx, timeline); err != nil {
+				return err
+			}
+			sc.State, reschedule = services.ScheduleActive, true
+		}
+		if reschedule {
+			if err := s.schedule(&sc); err != nil {
+				return err
+			}
+		}
+		if out, err = tx.UpdateSchedule(ctx, sc); err != nil {
+			return err
+		}
+		if reschedule {
+			return s.opts.Queue.EnqueueFireTx(ctx, tx, out.ID, *out.NextFireAt)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Delete stops and hides a schedule.
+func (s *Service) Delete(ctx context.Context, timeline string, id int64) (services.Schedule, error) {
+	var out services.Schedule
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		sc, err := tx.GetSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		if sc.TimelineScope != timeline || sc.State == services.ScheduleDeleted {
+			return services.Errorf(services.ENOTFOUND, "no schedule #%d", id)
+		}
+		sc.State, sc.StateReason, sc.NextFireAt = services.ScheduleDeleted, "deleted by the owner", nil
+		out, err = tx.UpdateSchedule(ctx, sc)
+		return err
+	})
+	return out, err
+}
+
+// List returns timeline's schedules with their latest fires.
+func (s *Service) List(ctx context.Context, timeline string, fires int) ([]services.ScheduleWithFires, error) {
+	all, err := s.opts.Store.ListSchedules(ctx, timeline, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]services.ScheduleWithFires, 0, len(all))
+	for _, sc := range all {
+		w := services.ScheduleWithFires{Schedule: sc, Fires: []services.ScheduleFire{}}
+		if fires > 0 {
+			if w.Fires, err = s.opts.Store.ListFires(ctx, sc.ID, fires); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// BeginFireTx starts the fire due at at; see services.ScheduleFires.
+func (s *Service) BeginFireTx(ctx context.Context, tx services.Store, id int64, at time.Time) (services.Schedule, services.ScheduleFire, error) {
+	sc, err := tx.GetSchedule(ctx, id)
+	if err != nil {
+		return sc, services.ScheduleFire{}, err
+	}
+	if sc.State != services.ScheduleActive || sc.NextFireAt == nil || !sc.NextFireAt.Equal(at) {
+		return sc, services.ScheduleFire{}, services.Errorf(services.ENOTFOUND, "schedule #%d has no fire due at %s", id, at.Format(time.RFC3339))
+	}
+	fire, err := tx.InsertFire(ctx, services.ScheduleFire{ScheduleID: id, FireAt: at})
+	if services.IsKind(err, services.ECONFLICT) {
+		return sc, fire, services.Errorf(services.ENOTFOUND, "schedule #%d already fired at %s", id, at.Format(time.RFC3339))
+	}
+	if err != nil {
+		return sc, fire, err
+	}
+	spec, err := s.SpecOf(sc)
+	if err != nil {
+		return sc, fire, err
+	}
+	sc.LastFireAt = &at
+	sc.NextFireAt = nil
+	if next, ok := spec.Next(at, s.opts.Now()); ok {
+		sc.NextFireAt = &next
+	}
+	if sc, err = tx.UpdateSchedule(ctx, sc); err != nil {
+		return sc, fire, err
+	}
+	if sc.NextFireAt != nil {
+		if err := s.opts.Queue.EnqueueFireTx(ctx, tx, id, *sc.NextFireAt); err != nil {
+			return sc, fire, err
+		}
+	}
+	return sc, fire, nil
+}
+
+// EndFireTx records the end of a fire; see services.ScheduleFires.
+func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f services.ScheduleFire, r services.FireResult) (services.Schedule, services.ScheduleFire, services.FireDecision, error) {
+	var d services.FireDecision
+	sc, err := tx.GetSchedule(ctx, id)
+	if err != nil {
+		return sc, f, d, err
+	}
+	now := s.opts.Now()
+	f.Status, f.Result, f.Error, f.FinishedAt = r.Status, r.Answer, r.Error, &now
+	sc.LastStatus = string(r.Status)
+	d.Notify, d.Message = Decide(sc, r)
+	if r.Status == services.FireOK {
+		sc.Failures = 0
+	} else {
+		sc.Failures++
+		if sc.Failures >= s.opts.Limits.MaxFailures && sc.State == services.ScheduleActive && sc.Kind != services.ScheduleAt {
+			sc.State, sc.NextFireAt = services.SchedulePaused, nil
+			sc.StateReason = fmt.Sprintf("paused after %d failed runs in a row; last: %s", sc.Failures, r.Error)
+			d.Paused = true
+			d.PauseNotice = fmt.Sprintf("Schedule #%d %q is paused: its last %d runs failed (the last one: %s). `/schedules resume %d` turns it back on.",
+				sc.ID, sc.Name, sc.Failures, r.Error, sc.ID)
+		}
+	}
+	if sc.Kind == services.ScheduleAt && sc.State == services.ScheduleActive && sc.NextFireAt == nil {
+		sc.State, sc.StateReason = services.ScheduleDone, ""
+	}
+	if d.Notify {
+		sc.LastNotified = d.Message
+		f.Notified = true
+	}
+	if err := tx.UpdateFire(ctx, f); err != nil {
+		return sc, f, d, err
+	}
+	sc, err = tx.UpdateSchedule(ctx, sc)
+	return sc, f, d, err
+}
+
+// Decide applies a schedule's notify policy to a fire's result: always
+// (a reminder reaches the owner even when its run failed), on_finding
+// (when the fire found something), on_change (when that differs from what
+// the owner was last told).
+func Decide(sc services.Schedule, r services.FireResult) (bool, string) {
+	answer := strings.TrimSpace(r.Answer)
+	nothing := answer == "" || IsNothingNew(answer)
+	switch sc.Notify {
+	case services.NotifyAlways:
+		switch {
+		case r.Status != services.FireOK:
+			return true, fmt.Sprintf("Reminder: %s\n\n(I could not prepare more: %s.)", sc.Task, r.Error)
+		case nothing:
+			return true, "Reminder: " + sc.Task
+		}
+		return true, answer
+	case services.NotifyOnFinding:
+		return r.Status == services.FireOK && !nothing, answer
+	default: // on_change
+		if r.Status != services.FireOK || nothing {
+			return false, answer
+		}
+		return normalize(answer) != normalize(sc.LastNotified), answer
+	}
+}
+
+// IsNothingNew reports whether a fire's answer says there is nothing to
+// tell (NOTHING_NEW, alone or with a trailing remark).
+func IsNothingNew(answer string) bool {
+	a := strings.TrimSpace(strings.Trim(strings.TrimSpace(answer), "`*_\"'."))
+	return strings.HasPrefix(strings.ToUpper(a), services.NothingNew)
+}
+
+func normalize(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }

@@ -1,0 +1,139 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// registerScheduleRoutes adds the owner's schedules API (docs/SCHEDULES.md):
+// GET/POST /api/schedules, PATCH/DELETE /api/schedules/:id.
+func (s *Server) registerScheduleRoutes(api *echo.Group) {
+	api.GET("/schedules", s.handleListSchedules)
+	api.POST("/schedules", s.handleCreateSchedule)
+	api.GET("/schedules/:id", s.handleGetSchedule)
+	api.PATCH("/schedules/:id", s.handleUpdateSchedule)
+	api.DELETE("/schedules/:id", s.handleDeleteSchedule)
+}
+
+// scheduleBody is what POST and PATCH take: the request's fields, and on
+// PATCH the version the client read.
+type scheduleBody struct {
+	services.ScheduleRequest
+	Version *int `json:"version,omitempty"`
+}
+
+func (s *Server) schedules() (services.Schedules, error) {
+	if s.opts.Schedules == nil {
+		return nil, services.Errorf(services.EUNAVAILABLE, "schedules are not available on this server")
+	}
+	return s.opts.Schedules, nil
+}
+
+func scheduleID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, services.Errorf(services.EINVALID, "schedule id %q is not a positive number", c.Param("id"))
+	}
+	return id, nil
+}
+
+func (s *Server) handleListSchedules(c echo.Context) error {
+	sch, err := s.schedules()
+	if err != nil {
+		return err
+	}
+	fires := 5
+	if v := c.QueryParam("fires"); v != "" {
+		if fires, err = strconv.Atoi(v); err != nil || fires < 0 || fires > 100 {
+			return services.Errorf(services.EINVALID, "fires %q: want a number from 0 to 100", v)
+		}
+	}
+	list, err := sch.List(c.Request().Context(), s.opts.OwnerTimeline, fires)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"schedules": list})
+}
+
+func (s *Server) handleCreateSchedule(c echo.Context) error {
+	sch, err := s.schedules()
+	if err != nil {
+		return err
+	}
+	var body scheduleBody
+	if err := decodeJSON(c.Request(), &body); err != nil {
+		return err
+	}
+	if body.Version != nil {
+		return services.Errorf(services.EINVALID, "version is for PATCH; a new schedule starts at version 1")
+	}
+	sc, err := sch.Create(c.Request().Context(), s.opts.OwnerTimeline, body.ScheduleRequest)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sc)
+}
+
+func (s *Server) handleGetSchedule(c echo.Context) error {
+	sch, err := s.schedules()
+	if err != nil {
+		return err
+	}
+	id, err := scheduleID(c)
+	if err != nil {
+		return err
+	}
+	sc, err := sch.Get(c.Request().Context(), s.opts.OwnerTimeline, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sc)
+}
+
+func (s *Server) handleUpdateSchedule(c echo.Context) error {
+	sch, err := s.schedules()
+	if err != nil {
+		return err
+	}
+	id, err := scheduleID(c)
+	if err != nil {
+		return err
+	}
+	var body scheduleBody
+	if err := decodeJSON(c.Request(), &body); err != nil {
+		return err
+	}
+	if body.Version == nil || *body.Version <= 0 {
+		return services.Errorf(services.EINVALID, "version is required: send the version of the schedule you read (GET /api/schedules)")
+	}
+	if body.State != nil {
+		st := strings.TrimSpace(*body.State)
+		body.State = &st
+	}
+	sc, err := sch.Update(c.Request().Context(), s.opts.OwnerTimeline, id, *body.Version, body.ScheduleRequest)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sc)
+}
+
+func (s *Server) handleDeleteSchedule(c echo.Context) error {
+	sch, err := s.schedules()
+	if err != nil {
+		return err
+	}
+	id, err := scheduleID(c)
+	if err != nil {
+		return err
+	}
+	sc, err := sch.Delete(c.Request().Context(), s.opts.OwnerTimeline, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sc)
+}
