@@ -298,7 +298,10 @@ func envTable() []envVar {
 		{Name: "SCHEDULE_FIRE_TIMEOUT", Default: "5m", Help: "Time one fire may take; longer fires fail (and count towards SCHEDULE_MAX_FAILURES).",
 			set: func(c *Config, v string) (err error) { c.ScheduleFireTimeout, err = parseDuration(v); return }},
 		{Name: "SCHEDULE_MAX_FIRE_TOKENS", Default: "60000", Help: "Tokens (prompt and completion) one fire may use before it is stopped as failed.",
-			set: func(c *Config, v string) (err error) { c.ScheduleMaxFireTokens, err = parseIntRange(v, 1000, 10000000); return }},
+			set: func(c *Config, v string) (err error) {
+				c.ScheduleMaxFireTokens, err = parseIntRange(v, 1000, 10000000)
+				return
+			}},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",

@@ -182,7 +182,9 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"SCHEDULE_MIN_INTERVAL": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("min interval", b.Schedule.Limits.MinInterval, 5*time.Minute)
 		}},
-		"SCHEDULE_MAX_ACTIVE": {"7", func(_ *Config, _ *app.App, b app.Options) error { return want("max active", b.Schedule.Limits.MaxActive, 7) }},
+		"SCHEDULE_MAX_ACTIVE": {"7", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("max active", b.Schedule.Limits.MaxActive, 7)
+		}},
 		"SCHEDULE_MAX_FAILURES": {"5", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("max failures", b.Schedule.Limits.MaxFailures, 5)
 		}},

@@ -69,8 +69,8 @@ type Service struct {
 }
 
 var (
-	_ chat.TurnHandler     = (*Service)(nil)
-	_ services.RunExecutor = (*Service)(nil)
+	_ chat.TurnHandler      = (*Service)(nil)
+	_ services.RunExecutor  = (*Service)(nil)
 	_ services.FireExecutor = (*Service)(nil)
 )
 

@@ -259,11 +259,11 @@ func (mainRecorder) answer(context.Context, string) error { return nil }
 // own scope (hidden); inline work stores none (the transcript travels in the
 // handoff). Both collect the files touched and the transcript.
 type childRecorder struct {
-	s                *Service
-	timeline, scope  string
-	agentID          string
-	childID          int64
-	store            bool
+	s               *Service
+	timeline, scope string
+	agentID         string
+	childID         int64
+	store           bool
 	// replyTo is the row the stored rows answer (a fire's input), 0: none.
 	replyTo          int64
 	refs, transcript []string
