@@ -122,13 +122,12 @@ func FormatInterval(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
+	s := d.String() // "1h30m0s", "10s", "1.5s"
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
 	if strings.HasSuffix(s, "h0m") {
 		s = strings.TrimSuffix(s, "0m")
-	}
-	if s == "" {
-		return d.String()
 	}
 	return s
 }
@@ -147,7 +146,11 @@ func (s Spec) First(now time.Time) (time.Time, error) {
 	case services.ScheduleEvery:
 		return now.Add(s.every).Truncate(time.Second), nil
 	default:
-		return s.cron.Next(now.In(s.Loc)), nil
+		next := s.cron.Next(now.In(s.Loc))
+		if next.IsZero() {
+			return next, services.Errorf(services.EINVALID, "cron %q never fires (no matching time in the next five years)", s.Text)
+		}
+		return next, nil
 	}
 }
 
@@ -167,7 +170,8 @@ func (s Spec) Next(prev, now time.Time) (time.Time, bool) {
 		}
 		return next, true
 	default:
-		return s.cron.Next(now.In(s.Loc)), true
+		next := s.cron.Next(now.In(s.Loc))
+		return next, !next.IsZero()
 	}
 }
 
