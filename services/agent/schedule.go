@@ -205,6 +205,12 @@ func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services
 // interrupted (the owner is not told; the fire is counted on the schedule
 // and shown on /schedules and the debug page).
 func (s *Service) InterruptFire(ctx context.Context, f services.ScheduleFire) error {
+	// Read again under the schedule's lock: another reaper may have
+	// closed it since it was listed.
+	f, err := s.opts.Store.GetFire(ctx, f.ScheduleID, f.FireAt)
+	if err != nil || f.Status != services.FireRunning {
+		return err
+	}
 	if f.RunID != 0 {
 		if _, err := s.opts.Store.FinishRun(ctx, f.RunID, services.RunFinish{Status: services.RunInterrupted,
 			Error: "the worker stopped mid-fire (process restart or crash)"}); err != nil && !services.IsKind(err, services.ECONFLICT) {
