@@ -290,3 +290,63 @@ func TestReminderFiresOnceInTheOwnersZone(t *testing.T) {
 		t.Fatalf("GET deleted: %d", code)
 	}
 }
+
+// TestFailingScheduleIsPausedAndTheOwnerToldOnce: fires whose model call
+// fails are recorded on the schedule; after SCHEDULE_MAX_FAILURES in a row
+// the schedule pauses and the owner is told why, once; /schedules shows it
+// and /schedules resume turns it back on.
+func TestFailingScheduleIsPausedAndTheOwnerToldOnce(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	var broken atomic.Bool
+	broken.Store(true)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(string(r.Body), fireMarker) && broken.Load() {
+			return llmtest.Status(http.StatusBadRequest, "")
+		}
+		return llmtest.Echo(r)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
+		Configure: func(o *app.Options) {
+			o.Schedule.Limits.MinInterval, o.Schedule.Limits.MaxFailures = time.Second, 2
+		}})
+	var sc services.Schedule
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Flaky","task":"check","every":"1s"}`, &sc); code != http.StatusCreated {
+		t.Fatalf("POST: %d", code)
+	}
+	waitFor(t, "the pause", func() bool {
+		got, err := in.Store.GetSchedule(context.Background(), sc.ID)
+		return err == nil && got.State == services.SchedulePaused
+	})
+	got, _ := in.Store.GetSchedule(context.Background(), sc.ID)
+	if got.Failures != 2 || got.LastStatus != "error" || !strings.Contains(got.StateReason, "paused after 2 failed runs") || got.NextFireAt != nil {
+		t.Fatalf("paused schedule: %+v", got)
+	}
+	time.Sleep(2 * time.Second) // a paused schedule does not fire
+	fires, _ := in.Store.ListFires(context.Background(), sc.ID, 10)
+	notes := visibleFrom(t, in, services.SourceSchedule)
+	if len(fires) != 2 || len(notes) != 1 || !strings.Contains(notes[0].Content, `"Flaky" is paused`) || !strings.Contains(notes[0].Content, "/schedules resume") {
+		t.Fatalf("fires %+v, notices %+v", fires, notes)
+	}
+
+	if reply := ask(t, in, "/schedules"); !strings.Contains(reply, "Flaky") || !strings.Contains(reply, "paused") || !strings.Contains(reply, "failed runs") {
+		t.Fatalf("/schedules: %q", reply)
+	}
+	if reply := ask(t, in, "/status"); !strings.Contains(reply, "Schedules: 0 active of 1") {
+		t.Fatalf("/status: %q", reply)
+	}
+	broken.Store(false)
+	if reply := ask(t, in, fmt.Sprintf("/schedules resume %d", sc.ID)); !strings.Contains(reply, "Resumed schedule") || !strings.Contains(reply, "next fire") {
+		t.Fatalf("resume: %q", reply)
+	}
+	waitFor(t, "a fire after resuming", func() bool {
+		fires, _ := in.Store.ListFires(context.Background(), sc.ID, 10)
+		return len(fires) == 3 && fires[0].Status == services.FireOK
+	})
+	if reply := ask(t, in, fmt.Sprintf("/schedules delete %d", sc.ID)); !strings.Contains(reply, "Deleted schedule") {
+		t.Fatalf("delete: %q", reply)
+	}
+	if reply := ask(t, in, "/schedules delete 999"); !strings.Contains(reply, "no schedule #999") {
+		t.Fatalf("delete unknown: %q", reply)
+	}
+}
