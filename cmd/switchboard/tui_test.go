@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,5 +362,54 @@ func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 	}
 	if strings.Contains(screen, "**notes.md**") || strings.Contains(screen, "```") {
 		t.Errorf("raw Markdown on the screen:\n%s", screen)
+	}
+}
+
+// TestTUIShowsScheduleNotificationOnce: a monitor's notification arrives in
+// the TUI live, labelled schedule, once, although later fires find the
+// same.
+func TestTUIShowsScheduleNotificationOnce(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("tmux not installed")
+	}
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	var fires atomic.Int64
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(string(r.Body), "Scheduled task") {
+			fires.Add(1)
+			return llmtest.Text("Tickets are on sale.")
+		}
+		return llmtest.Echo(r)
+	})
+	const token = "tui-sched-owner-token-0123456789"
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	base := "http://" + addr
+	startServeAt(t, bin, db, addr, "WEB_AUTH_TOKEN="+token, "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),
+		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-test", "SCHEDULE_MIN_INTERVAL=1s",
+		"AGENT_CONTEXT_SCOPED_WRITE=1", "AGENT_CONTEXT_SCOPED_READ=1")
+	tm := newTmux(t, 100, 30, fmt.Sprintf("%q tui --url %q --token %q; sleep 600", bin, base, token))
+	tm.waitFor("the live status", func(s string) bool { return strings.Contains(statusLine(s), "● live") })
+	req, _ := http.NewRequest("POST", base+"/api/schedules", strings.NewReader(`{"name":"Tickets","task":"check the box office","every":"1s"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	tm.waitFor("the notification", func(s string) bool { return strings.Contains(s, "Tickets are on sale.") })
+	seen := fires.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for fires.Load() < seen+2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	screen := tm.waitFor("the screen", func(string) bool { return true })
+	if n := strings.Count(screen, "Tickets are on sale."); n != 1 {
+		t.Fatalf("the notification shows %d times:\n%s", n, screen)
+	}
+	if !strings.Contains(screen, "[schedule]") {
+		t.Fatalf("the notification is not labelled schedule:\n%s", screen)
 	}
 }

@@ -169,7 +169,10 @@ func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creat
 		}
 		sc.Spec = spec.Text
 		if gap := spec.MinGap(s.opts.Now()); gap > 0 && gap < s.opts.Limits.MinInterval {
-			return false, services.Errorf(services.EINVALID, "%s fires every %s, below the minimum interval of %s", spec.Describe(), gap, s.opts.Limits.MinInterval)
+			if sc.Kind == services.ScheduleEvery {
+				return false, services.Errorf(services.EINVALID, "every %s is below the minimum interval of %s", spec.Text, s.opts.Limits.MinInterval)
+			}
+			return false, services.Errorf(services.EINVALID, "cron %q fires as often as every %s, below the minimum interval of %s", spec.Text, gap, s.opts.Limits.MinInterval)
 		}
 	}
 	return timing, nil

@@ -95,7 +95,9 @@ function render(m) {
   label.classList.add(m.source);
   label.textContent = m.source;
   // The label names the channel; "who" adds only what it does not say.
-  li.querySelector(".who").textContent = m.role === "user" ? "you" : (m.agent_id || "");
+  // A schedule's notification names its schedule.
+  const sched = m.metadata && m.metadata.schedule_name;
+  li.querySelector(".who").textContent = m.role === "user" ? "you" : (sched || m.agent_id || "");
   const t = li.querySelector("time");
   t.dateTime = m.created_at;
   t.textContent = fmtTime(m.created_at);

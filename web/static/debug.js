@@ -7,6 +7,7 @@ import { $, el, getJSON } from "/static/lib.js";
 const form = $("filters"), fTimeline = $("f-timeline"), fScope = $("f-scope"), fStatus = $("f-status");
 const runsBody = document.querySelector("#runs tbody");
 const cursorsBody = document.querySelector("#cursors tbody");
+const schedulesBody = document.querySelector("#schedules tbody");
 const detail = $("detail"), statusEl = $("status");
 let selected = 0;
 
@@ -232,7 +233,26 @@ async function loadSegments(c) {
   } catch (e) { box.replaceChildren(el("p", { class: "error" }, "segments: " + e.message)); }
 }
 
-form.addEventListener("submit", (ev) => { ev.preventDefault(); loadRuns(); loadCursors(); });
+// Schedules with their last fires: a fire opens its run; a schedule's id
+// filters the runs by its scope (sched:<id>).
+async function loadSchedules() {
+  try {
+    const { schedules } = await getJSON("/api/schedules?fires=5");
+    schedulesBody.replaceChildren(...schedules.map((sc) => {
+      const scope = el("a", { href: "?context_scope=sched:" + sc.id, title: "runs of sched:" + sc.id }, "#" + sc.id);
+      scope.addEventListener("click", (ev) => { ev.preventDefault(); fScope.value = "sched:" + sc.id; loadRuns(); });
+      const fires = sc.fires.map((f) => el("span", { class: "fire status-" + f.status },
+        f.run_id ? runLink(f.run_id) : "", " " + f.status + (f.notified ? " · told" : "") + " "));
+      return el("tr", { "data-schedule": sc.id },
+        el("td", {}, scope), el("td", {}, sc.name), el("td", {}, sc.kind + " " + sc.spec),
+        el("td", {}, sc.notify), el("td", { class: "status-" + sc.state }, sc.state + (sc.state_reason ? " (" + sc.state_reason + ")" : "")),
+        el("td", {}, sc.next_fire_at ? fmtTime(sc.next_fire_at) : "–"), el("td", {}, ...fires));
+    }));
+    if (!schedules.length) schedulesBody.replaceChildren(el("tr", {}, el("td", { colSpan: 7, class: "muted" }, "no schedules")));
+  } catch (e) { schedulesBody.replaceChildren(el("tr", {}, el("td", { colSpan: 7, class: "error" }, e.message))); }
+}
+
+form.addEventListener("submit", (ev) => { ev.preventDefault(); loadRuns(); loadCursors(); loadSchedules(); });
 
 const init = new URLSearchParams(location.search);
 fTimeline.value = init.get("timeline") || "";
@@ -241,3 +261,4 @@ fStatus.value = init.get("status") || "";
 loadFlags();
 loadRuns().then(() => { const id = Number(init.get("run")); if (id > 0) openRun(id); });
 loadCursors();
+loadSchedules();
