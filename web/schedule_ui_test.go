@@ -58,6 +58,7 @@ func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
 		const all = document.querySelectorAll('li.msg[data-source="schedule"]');
 		if (all.length !== 1) return "count " + all.length;
 		const li = all[0];
+		if (li.querySelector("details.tools")) return "a fire's steps are shown";
 		return [li.querySelector(".label").textContent, li.querySelector(".who").textContent,
 			li.querySelector(".body strong") ? li.querySelector(".body").textContent.trim() : "not rendered"].join("|");
 	})()`))

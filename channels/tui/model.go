@@ -139,7 +139,7 @@ func NewModel(b Backend, opts Options) *Model {
 		opts.Location = time.Local
 	}
 	ta := textarea.New()
-	ta.Placeholder = "wire.Message the agent (Enter sends, /help lists commands)"
+	ta.Placeholder = "Message the agent (Enter sends, /help lists commands)"
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
 	ta.CharLimit = 32 << 10

@@ -196,7 +196,10 @@ func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services
 	msg, _, err := s.opts.Chat.PostTx(ctx, tx, services.PostParams{
 		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", fire.ID, kind), NotifyOwner: true,
-		Metadata: services.MessageMeta{Kind: services.MetaScheduleNotice, ScheduleID: sc.ID, ScheduleName: sc.Name, RunID: fire.RunID}.Encode(),
+		// No run id: the fire's steps stay out of the owner's view (the
+		// page shows a run's tool calls under its answer); the fire row
+		// links the two for the debug page.
+		Metadata: services.MessageMeta{Kind: services.MetaScheduleNotice, ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
 	})
 	return msg, err
 }
