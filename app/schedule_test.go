@@ -350,3 +350,42 @@ func TestFailingScheduleIsPausedAndTheOwnerToldOnce(t *testing.T) {
 		t.Fatalf("delete unknown: %q", reply)
 	}
 }
+
+// TestFireRunsSingleSpaceWithScopedReadsOff: with the scoped read path off
+// (legacy 0/0) a fire's prompt is the main conversation with the task
+// appended, and nothing of it is stored as a row but its notification.
+func TestFireRunsSingleSpaceWithScopedReadsOff(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.LastMessage, fireMarker) {
+			return llmtest.Text("Water the plants.")
+		}
+		return llmtest.Echo(r)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) { o.Schedule.Limits.MinInterval = time.Second }})
+	ask(t, in, "the plants are on the balcony")
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Plants","task":"remind me to water the plants","every":"1s","notify":"always"}`, nil); code != http.StatusCreated {
+		t.Fatalf("POST: %d", code)
+	}
+	waitFor(t, "the reminder", func() bool { return len(visibleFrom(t, in, services.SourceSchedule)) > 0 })
+	var fire llmtest.Request
+	for _, r := range model.Requests() {
+		if strings.Contains(r.LastMessage, fireMarker) {
+			fire = r
+			break
+		}
+	}
+	if !strings.Contains(string(fire.Body), "the plants are on the balcony") {
+		t.Fatalf("the fire does not read the main conversation: %.800s", fire.Body)
+	}
+	var hidden int
+	if err := in.App.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM chat_messages WHERE visible = 0 OR context_scope LIKE 'sched:%' OR source = 'schedule' AND visible = 0`).Scan(&hidden); err != nil || hidden != 0 {
+		t.Fatalf("%d rows stored for a single-space fire (%v)", hidden, err)
+	}
+	var scope string
+	if err := in.App.Pool().QueryRow(context.Background(), `SELECT context_scope FROM agent_runs WHERE agent_id = 'schedule' LIMIT 1`).Scan(&scope); err != nil || scope != "main" {
+		t.Fatalf("the fire's run is in scope %q (%v)", scope, err)
+	}
+}
