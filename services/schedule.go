@@ -248,7 +248,8 @@ type ScheduleFires interface {
 }
 
 // Notifier delivers a message nobody asked for (a schedule's notification)
-// to the owner's external channels (Telegram), in the transaction ctx
+// to the external channels of its timeline's person (the owner's Telegram
+// chats; a Telegram user's own chat for "tg:<id>"), in the transaction ctx
 // carries (WithTx), idempotently per message id.
 type Notifier interface {
 	NotifyOwner(ctx context.Context, msg Message) error

@@ -122,9 +122,9 @@ type PostParams struct {
 	// ReplyTo is the id of the message this one answers; its channel's
 	// ReplyRouter (if any) delivers this message there.
 	ReplyTo int64
-	// NotifyOwner delivers the message to the owner's external channels
-	// (Telegram) although it answers nothing there: a schedule's
-	// notification.
+	// NotifyOwner delivers the message to the external channels of its
+	// timeline's person (the owner's Telegram chats; a Telegram user's own
+	// chat) although it answers nothing there: a schedule's notification.
 	NotifyOwner bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,10 +55,20 @@ var (
 	_ services.Notifier    = Router{}
 )
 
-// NotifyOwner enqueues msg for each of the owner's chats, keyed by the
-// message's id (enqueueing it again after a crash does nothing).
+// NotifyOwner enqueues msg for the chats of its timeline: the owner's
+// chats for the owner's timeline, the user's private chat for a Telegram
+// user's own timeline ("tg:<id>"); keyed by the message's id (enqueueing it
+// again after a crash does nothing).
 func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
-	for _, chat := range r.OwnerChats {
+	chats := r.OwnerChats
+	if msg.TimelineScope != services.DefaultTimeline {
+		id, err := strconv.ParseInt(strings.TrimPrefix(msg.TimelineScope, "tg:"), 10, 64)
+		if err != nil || !strings.HasPrefix(msg.TimelineScope, "tg:") {
+			return nil // not a Telegram user's timeline
+		}
+		chats = []int64{id}
+	}
+	for _, chat := range chats {
 		if err := enqueue(ctx, r.Queue, OutboundPayload{
 			Key: fmt.Sprintf("notify:%d:%d", msg.ID, chat), ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
 		}); err != nil {

@@ -158,7 +158,7 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 			return services.Message{}, false, err
 		}
 	}
-	if p.NotifyOwner && created && msg.TimelineScope == services.DefaultTimeline {
+	if p.NotifyOwner && created {
 		for _, n := range s.opts.Notifiers {
 			if err := n.NotifyOwner(services.WithTx(ctx, tx), msg); err != nil {
 				return services.Message{}, false, err

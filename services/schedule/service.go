@@ -405,6 +405,9 @@ func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f 
 	f.Status, f.Result, f.Error, f.FinishedAt = r.Status, r.Answer, r.Error, &now
 	sc.LastStatus = string(r.Status)
 	d.Notify, d.Message = Decide(sc, r)
+	if sc.State == services.ScheduleDeleted {
+		d.Notify = false // deleted while this fire ran: the owner wants no more of it
+	}
 	if r.Status == services.FireOK {
 		sc.Failures = 0
 	} else {
