@@ -14,7 +14,7 @@ import (
 type scheduleArgs struct {
 	Task     string `json:"task" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
 	Name     string `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
-	At       string `json:"at,omitempty" jsonschema:"One-shot: when to fire, RFC 3339 (2026-05-01T09:00:00+02:00) or a local time 2026-05-01T09:00 in the schedule's time zone."`
+	At       string `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
 	Every    string `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
 	Cron     string `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
 	Notify   string `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`

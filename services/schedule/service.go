@@ -162,6 +162,20 @@ func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creat
 		}
 		sc.Profile = p
 	}
+	if timing && sc.Kind == services.ScheduleAt {
+		// "in 20m" / "+2h": from now, stored as the time it comes to.
+		t := strings.TrimSpace(sc.Spec)
+		if rel, ok := strings.CutPrefix(t, "in "); ok || strings.HasPrefix(t, "+") {
+			if !ok {
+				rel = t[1:]
+			}
+			d, err := ParseInterval(rel)
+			if err != nil {
+				return false, services.Errorf(services.EINVALID, "at %q: %s", t, strings.TrimPrefix(services.ErrorMessage(err), "every "))
+			}
+			sc.Spec = s.opts.Now().Add(d).Truncate(time.Second).Format(time.RFC3339)
+		}
+	}
 	if timing {
 		spec, err := ParseSpec(sc.Kind, sc.Spec, s.Location(*sc))
 		if err != nil {
