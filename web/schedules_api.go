@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,12 +33,17 @@ func (s *Server) schedules() (services.Schedules, error) {
 	return s.opts.Schedules, nil
 }
 
-func scheduleID(c echo.Context) (int64, error) {
+// scheduleTarget is the schedules service and the id of the path.
+func (s *Server) scheduleTarget(c echo.Context) (services.Schedules, int64, error) {
+	sch, err := s.schedules()
+	if err != nil {
+		return nil, 0, err
+	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, services.Errorf(services.EINVALID, "schedule id %q is not a positive number", c.Param("id"))
+		return nil, 0, services.Errorf(services.EINVALID, "schedule id %q is not a positive number", c.Param("id"))
 	}
-	return id, nil
+	return sch, id, nil
 }
 
 func (s *Server) handleListSchedules(c echo.Context) error {
@@ -80,11 +84,7 @@ func (s *Server) handleCreateSchedule(c echo.Context) error {
 }
 
 func (s *Server) handleGetSchedule(c echo.Context) error {
-	sch, err := s.schedules()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(c)
+	sch, id, err := s.scheduleTarget(c)
 	if err != nil {
 		return err
 	}
@@ -96,11 +96,7 @@ func (s *Server) handleGetSchedule(c echo.Context) error {
 }
 
 func (s *Server) handleUpdateSchedule(c echo.Context) error {
-	sch, err := s.schedules()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(c)
+	sch, id, err := s.scheduleTarget(c)
 	if err != nil {
 		return err
 	}
@@ -111,10 +107,6 @@ func (s *Server) handleUpdateSchedule(c echo.Context) error {
 	if body.Version == nil || *body.Version <= 0 {
 		return services.Errorf(services.EINVALID, "version is required: send the version of the schedule you read (GET /api/schedules)")
 	}
-	if body.State != nil {
-		st := strings.TrimSpace(*body.State)
-		body.State = &st
-	}
 	sc, err := sch.Update(c.Request().Context(), s.opts.OwnerTimeline, id, *body.Version, body.ScheduleRequest)
 	if err != nil {
 		return err
@@ -123,11 +115,7 @@ func (s *Server) handleUpdateSchedule(c echo.Context) error {
 }
 
 func (s *Server) handleDeleteSchedule(c echo.Context) error {
-	sch, err := s.schedules()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(c)
+	sch, id, err := s.scheduleTarget(c)
 	if err != nil {
 		return err
 	}
