@@ -389,3 +389,49 @@ func TestFireRunsSingleSpaceWithScopedReadsOff(t *testing.T) {
 		t.Fatalf("the fire's run is in scope %q (%v)", scope, err)
 	}
 }
+
+// TestScheduleScopeHasItsOwnSummaryCursor: when a fire's prompt nears the
+// window, the schedule's scope is compacted under its own cursor (main's
+// and global's are untouched), and later fires read fewer whole turns.
+func TestScheduleScopeHasItsOwnSummaryCursor(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(string(r.Body), fireMarker) {
+			return llmtest.Reply{Text: "Checked: no tickets yet.", Usage: llmtest.Usage{PromptTokens: 15000, CompletionTokens: 10}}
+		}
+		return llmtest.Echo(r)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
+		Configure: func(o *app.Options) {
+			o.Schedule.Limits.MinInterval = time.Second
+			o.Context.Compaction.KeepTurns = 1
+		}})
+	var sc services.Schedule
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Watch","task":"check the page","every":"1s"}`, &sc); code != http.StatusCreated {
+		t.Fatalf("POST: %d", code)
+	}
+	scope := services.ScheduleScope(sc.ID)
+	waitFor(t, "the schedule's cursor", func() bool {
+		sum, err := in.Store.GetSummary(context.Background(), services.DefaultTimeline, scope)
+		return err == nil && sum.UntilMessageID > 0
+	})
+	for _, other := range []string{services.MainScope, services.GlobalSummaryScope} {
+		if sum, err := in.Store.GetSummary(context.Background(), services.DefaultTimeline, other); err == nil && sum.UntilMessageID > 0 {
+			t.Fatalf("the %s cursor moved: %+v", other, sum)
+		}
+	}
+	// A fire after the compaction reads one whole earlier turn, not all.
+	before := model.RequestCount()
+	waitFor(t, "a fire after the compaction", func() bool { return model.RequestCount() > before+1 })
+	var last llmtest.Request
+	for _, r := range model.Requests() {
+		if strings.Contains(string(r.Body), fireMarker) {
+			last = r
+		}
+	}
+	fires, _ := in.Store.ListFires(context.Background(), sc.ID, 100)
+	if n := strings.Count(string(last.Body), fireMarker); n >= len(fires) || n > 3 {
+		t.Fatalf("a fire after compaction reads %d fires' inputs of %d", n, len(fires))
+	}
+}

@@ -166,6 +166,15 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 			o.RunFinished(endCtx, done, services.Message{})
 		}
 	}
+	if scoped && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, 0) {
+		// The schedule's own summary cursor: its oldest fires become a
+		// summary its later fires read.
+		if res, err := s.opts.Context.CompactScope(endCtx, sc.TimelineScope, sc.Scope()); err != nil {
+			s.log.Warn("schedule scope compaction failed", "schedule_id", sc.ID, "err", err)
+		} else {
+			s.log.Info("compacted", "schedule_id", sc.ID, "scope", res.Scope, "turns", res.Turns, "until_id", res.UntilID, "skipped", res.Skipped)
+		}
+	}
 	if s.opts.FireObserved != nil {
 		label := string(result.Status)
 		if result.Status == services.FireOK && decision.Notify {
