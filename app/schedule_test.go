@@ -435,3 +435,19 @@ func TestScheduleScopeHasItsOwnSummaryCursor(t *testing.T) {
 		t.Fatalf("a fire after compaction reads %d fires' inputs of %d", n, len(fires))
 	}
 }
+
+// TestReminderWithTheOfflineModel: with no model configured a reminder
+// still reminds (its task, and why nothing more), and the offline model's
+// "configure a model" text is not posted as if it were the reminder.
+func TestReminderWithTheOfflineModel(t *testing.T) {
+	t.Parallel()
+	in := apptest.Start(t, apptest.Options{Flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Stretch","task":"stand up and stretch","at":"in 1s"}`, nil); code != http.StatusCreated {
+		t.Fatalf("POST: %d", code)
+	}
+	waitFor(t, "the reminder", func() bool { return len(visibleFrom(t, in, services.SourceSchedule)) > 0 })
+	got := visibleFrom(t, in, services.SourceSchedule)[0].Content
+	if !strings.Contains(got, "Reminder: stand up and stretch") || !strings.Contains(got, "no language model is configured") || strings.Contains(got, "LLM_BASE_URL") {
+		t.Fatalf("reminder: %q", got)
+	}
+}

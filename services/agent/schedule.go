@@ -101,6 +101,12 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	fctx, cancel := context.WithTimeoutCause(ctx, s.opts.Fire.Timeout, context.DeadlineExceeded)
 	defer cancel()
 	answer, u, runErr := s.fireLoop(fctx, sc, run, input)
+	if runErr == nil && s.fireProvider(sc).Name() == llm.ProviderOffline {
+		// The offline model's answer says how to configure a model: no
+		// task was done. A reminder still reminds; a monitor fails (and
+		// pauses, telling the owner why).
+		runErr = services.Errorf(services.EUNAVAILABLE, "no language model is configured (LLM_PROVIDER)")
+	}
 	if runErr != nil && ctx.Err() != nil {
 		// This process is shutting down: the reaper closes the fire as
 		// interrupted, the next fire is already scheduled.

@@ -173,7 +173,7 @@ func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creat
 			if err != nil {
 				return false, services.Errorf(services.EINVALID, "at %q: %s", t, strings.TrimPrefix(services.ErrorMessage(err), "every "))
 			}
-			sc.Spec = s.opts.Now().Add(d).Truncate(time.Second).Format(time.RFC3339)
+			sc.Spec = s.opts.Now().Add(d).Truncate(time.Second).In(s.Location(*sc)).Format(time.RFC3339)
 		}
 	}
 	if timing {
