@@ -126,7 +126,9 @@ func TestLeaseTakeover(t *testing.T) {
 	} else {
 		l.Release()
 	}
-	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend($1)`, la.BackendPID()); err != nil {
+	// Wait (up to 5 s) for the backend to be gone: its locks are released
+	// as it exits, which can come after its socket is closed.
+	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend($1, 5000)`, la.BackendPID()); err != nil {
 		t.Fatal(err)
 	}
 	select {
