@@ -145,7 +145,7 @@ func (s *Store) fires(ctx context.Context, sql string, args ...any) ([]services.
 		return nil, wrapErr("list fires", err)
 	}
 	defer rows.Close()
-	var out []services.ScheduleFire
+	out := []services.ScheduleFire{}
 	for rows.Next() {
 		f, err := scanFire(rows)
 		if err != nil {
