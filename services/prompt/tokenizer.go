@@ -5,14 +5,11 @@ import (
 	"sync"
 	"unicode"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-
 	"github.com/switchboard/switchboard/services"
 )
 
 // Tokenizer counts prompt tokens. Implementations are safe for concurrent use.
-// Encoding runs at roughly 1.5 MB/s, so callers count a message once and store
+// Counting runs at roughly 1.5 MB/s (the split pattern), so callers count a message once and store
 // the number rather than re-counting on every prompt build.
 type Tokenizer interface {
 	// Count returns the number of tokens text encodes to; 0 for "".
@@ -62,32 +59,25 @@ func EncodingForModel(model string) string {
 }
 
 // encoders caches one loaded encoding per name for the life of the process:
-// loading builds a large rank table (tens of MB, about a second), so it runs
-// lazily and once. A failed load is cached too: the encodings are embedded,
-// so a failure would not go away on retry.
+// loading builds the rank table from the embedded rank file (~5 MiB for
+// o200k_base, tens of milliseconds), so it runs lazily and once. A failed
+// load is cached too: the encodings are embedded, so a failure would not go
+// away on retry.
 var encoders = map[string]*lazyEncoding{
 	EncodingO200k:  {name: EncodingO200k},
 	EncodingCL100k: {name: EncodingCL100k},
 }
 
-// setLoader installs the offline (embedded) BPE loader exactly once; tiktoken
-// keeps the loader in a package variable, so it must not be written while
-// another encoding is loading.
-var setLoader sync.Once
-
 type lazyEncoding struct {
 	name string
 	once sync.Once
-	tk   *tiktoken.Tiktoken
+	enc  *bpeEncoding
 	err  error
 }
 
-func (l *lazyEncoding) load() (*tiktoken.Tiktoken, error) {
-	l.once.Do(func() {
-		setLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-		l.tk, l.err = tiktoken.GetEncoding(l.name)
-	})
-	return l.tk, l.err
+func (l *lazyEncoding) load() (*bpeEncoding, error) {
+	l.once.Do(func() { l.enc, l.err = loadBPE(l.name) })
+	return l.enc, l.err
 }
 
 // NewTokenizer returns the tokenizer for model (see EncodingForModel). The
@@ -100,9 +90,9 @@ func NewTokenizer(model string) (Tokenizer, error) {
 	return newTokenizer(enc, encoders[enc].load)
 }
 
-func newTokenizer(enc string, load func() (*tiktoken.Tiktoken, error)) (Tokenizer, error) {
-	tk, err := load()
-	if err != nil || tk == nil {
+func newTokenizer(enc string, load func() (*bpeEncoding, error)) (Tokenizer, error) {
+	e, err := load()
+	if err != nil || e == nil {
 		return HeuristicTokenizer{}, &services.Error{
 			Kind:    services.EUNAVAILABLE,
 			Code:    CodeBudgetFallback,
@@ -110,12 +100,12 @@ func newTokenizer(enc string, load func() (*tiktoken.Tiktoken, error)) (Tokenize
 			Err:     err,
 		}
 	}
-	return tiktokenTokenizer{tk: tk}, nil
+	return bpeTokenizer{e: e}, nil
 }
 
 // NewLazyTokenizer returns the tokenizer for model (see EncodingForModel)
-// without loading its encoding: the encoding (~25 MiB of heap, 0.3–1 s to
-// build) is loaded by the first Count, so a server starts fast and small
+// without loading its encoding: the encoding (~5 MiB of heap, tens of
+// milliseconds to build) is loaded by the first Count, so a server starts fast and small
 // until its first message. If the load fails, counts fall back to
 // HeuristicTokenizer and onFallback (may be nil) gets NewTokenizer's
 // warning, once.
@@ -126,7 +116,7 @@ func NewLazyTokenizer(model string, onFallback func(error)) Tokenizer {
 
 type lazyTokenizer struct {
 	enc        string
-	load       func() (*tiktoken.Tiktoken, error)
+	load       func() (*bpeEncoding, error)
 	onFallback func(error)
 	once       sync.Once
 	tok        Tokenizer
@@ -154,21 +144,6 @@ func (l *lazyTokenizer) Count(text string) int {
 // CountMessage loads the encoding on first use, then counts as NewTokenizer's does.
 func (l *lazyTokenizer) CountMessage(role, content string) int {
 	return l.get().CountMessage(role, content)
-}
-
-type tiktokenTokenizer struct{ tk *tiktoken.Tiktoken }
-
-// Count encodes text as ordinary text: special-token strings such as
-// "<|endoftext|>" in user input are counted as text, never rejected.
-func (t tiktokenTokenizer) Count(text string) int {
-	if text == "" {
-		return 0
-	}
-	return len(t.tk.EncodeOrdinary(text))
-}
-
-func (t tiktokenTokenizer) CountMessage(role, content string) int {
-	return MessageOverhead + t.Count(role) + t.Count(content)
 }
 
 // HeuristicTokenizer estimates tokens without an encoding: one token per CJK

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -33,7 +32,7 @@ func TestLazyTokenizerCountsLikeEager(t *testing.T) {
 func TestLazyTokenizerLoadsOnceOnFirstCount(t *testing.T) {
 	t.Parallel()
 	var loads atomic.Int32
-	l := &lazyTokenizer{enc: EncodingO200k, load: func() (*tiktoken.Tiktoken, error) {
+	l := &lazyTokenizer{enc: EncodingO200k, load: func() (*bpeEncoding, error) {
 		loads.Add(1)
 		return encoders[EncodingO200k].load()
 	}}
@@ -58,7 +57,7 @@ func TestLazyTokenizerFallback(t *testing.T) {
 	t.Parallel()
 	var warned []error
 	l := &lazyTokenizer{enc: EncodingO200k, onFallback: func(err error) { warned = append(warned, err) },
-		load: func() (*tiktoken.Tiktoken, error) { return nil, errors.New("no encoding") }}
+		load: func() (*bpeEncoding, error) { return nil, errors.New("no encoding") }}
 	text := "some words to count"
 	if got, want := l.Count(text), (HeuristicTokenizer{}).Count(text); got != want {
 		t.Fatalf("fallback count %d, want the heuristic's %d", got, want)

@@ -3,12 +3,14 @@ package prompt_test
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
-// loadHeap is each encoding's heap, measured when the benchmark first loads it.
-var loadHeap = map[string]float64{}
+// loadHeap and loadMS are each encoding's heap and load time, measured when
+// the benchmark first loads it.
+var loadHeap, loadMS = map[string]float64{}, map[string]float64{}
 
 // BenchmarkTokenizerMemory reports the heap a loaded tiktoken encoding
 // keeps (the largest part of the server's idle memory), and the cost of
@@ -22,11 +24,15 @@ func BenchmarkTokenizerMemory(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
+			start := time.Now()
 			tk, err := prompt.NewTokenizer(model)
 			if err != nil {
 				b.Fatal(err)
 			}
 			tk.Count("warm up")
+			if _, ok := loadMS[enc]; !ok {
+				loadMS[enc] = float64(time.Since(start).Microseconds()) / 1000
+			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			if _, ok := loadHeap[enc]; !ok {
@@ -38,6 +44,7 @@ func BenchmarkTokenizerMemory(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(loadHeap[enc], "heap-MiB")
+			b.ReportMetric(loadMS[enc], "load-ms")
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -97,7 +96,7 @@ func TestNewTokenizerConcurrent(t *testing.T) {
 
 func TestNewTokenizerFallback(t *testing.T) {
 	t.Parallel()
-	tok, warn := newTokenizer(EncodingO200k, func() (*tiktoken.Tiktoken, error) {
+	tok, warn := newTokenizer(EncodingO200k, func() (*bpeEncoding, error) {
 		return nil, errors.New("embedded encoding missing")
 	})
 	if _, ok := tok.(HeuristicTokenizer); !ok {
