@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-
 	"github.com/switchboard/switchboard/services"
 )
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/switchboard/switchboard/services"
 )
 
