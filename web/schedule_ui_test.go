@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -70,5 +71,8 @@ func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
 	}
 	if !strings.Contains(got, "Tickets are on sale.") {
 		t.Fatalf("notification text: %q", got)
+	}
+	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+		shoot(t, ctx, "chat-schedule.png", 1000, 420)
 	}
 }
