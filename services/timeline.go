@@ -126,6 +126,10 @@ type PostParams struct {
 	// timeline's person (the owner's Telegram chats; a Telegram user's own
 	// chat) although it answers nothing there: a schedule's notification.
 	NotifyOwner bool
+	// Attachments are files saved with Media.Save, linked to the message in
+	// its transaction (a duplicate post links nothing again). A message
+	// with attachments may have no text.
+	Attachments []Attachment
 }
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
