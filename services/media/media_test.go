@@ -111,4 +111,3 @@ func TestDescribeKinds(t *testing.T) {
 		}
 	}
 }
-

@@ -40,6 +40,10 @@ type Strict struct {
 	script   func(method string, n int) Fault
 	latency  time.Duration
 	username string
+	// files are the files users sent, by file_id; paths maps file_path to
+	// file_id.
+	files map[string]*storedFile
+	paths map[string]string
 	// closed ends every hold when the test ends.
 	closed chan struct{}
 }
@@ -78,7 +82,8 @@ type Fault struct {
 func StartStrict(t testing.TB, token string) *Strict {
 	t.Helper()
 	s := &Strict{Token: token, changed: make(chan struct{}), nextUpd: 1, chats: map[int64]*strictChat{},
-		calls: map[string]int{}, username: "switchbot", closed: make(chan struct{})}
+		calls: map[string]int{}, username: "switchbot", closed: make(chan struct{}),
+		files: map[string]*storedFile{}, paths: map[string]string{}}
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() {
 		close(s.closed)
@@ -185,6 +190,10 @@ type apiError struct {
 }
 
 func (s *Strict) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+s.Token+"/"); ok {
+		s.download(w, rest)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	tokenPart, method, ok := strings.Cut(path, "/")
 	if !ok || tokenPart != "bot"+s.Token {
@@ -278,6 +287,8 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return nil, badRequest("wrong parameter action in request")
 	case "sendMessage":
 		return s.sendMessage(p)
+	case "getFile":
+		return s.getFile(p)
 	}
 	return nil, &apiError{status: 404, desc: "Not Found"}
 }
