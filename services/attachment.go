@@ -150,3 +150,30 @@ type AttachmentStore interface {
 type Transcriber interface {
 	Transcribe(ctx context.Context, name, mimeType string, data []byte) (string, error)
 }
+
+// ImageTokens estimates what an image costs in a prompt, by the larger of
+// the two providers' published rules: OpenAI (high detail) scales it into
+// 2048×2048, then its short side to 768, and counts 170 per 512-pixel tile
+// plus 85; Anthropic scales its long side to 1568 and counts
+// width×height/750. An image of unknown size counts as 1024×1024.
+func (a Attachment) ImageTokens() int {
+	w, h := float64(a.Width), float64(a.Height)
+	if w <= 0 || h <= 0 {
+		w, h = 1024, 1024
+	}
+	scale := func(w, h, limit float64) (float64, float64) {
+		if m := max(w, h); m > limit {
+			return w * limit / m, h * limit / m
+		}
+		return w, h
+	}
+	ow, oh := scale(w, h, 2048)
+	if s := min(ow, oh); s > 768 {
+		ow, oh = ow*768/s, oh*768/s
+	}
+	tiles := int((ow+511)/512) * int((oh+511)/512)
+	openai := 85 + 170*tiles
+	aw, ah := scale(w, h, 1568)
+	anthropic := int(aw * ah / 750)
+	return max(openai, anthropic)
+}

@@ -33,7 +33,12 @@ type Options struct {
 	// PassImages sends the images tools return to the model with their
 	// results (the model must read images: LLM_IMAGES=1).
 	PassImages bool
-	Context    *prompt.Manager
+	// Transcriber turns the voice notes and audio of a run's message into
+	// text before its prompt is built, read from Media (nil: not
+	// transcribed; the prompt says so).
+	Transcriber services.Transcriber
+	Media       services.Media
+	Context     *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	Tokenizer    prompt.Tokenizer

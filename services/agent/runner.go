@@ -290,6 +290,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, prompt.Inspection, usage, error) {
+	s.transcribe(ctx, run, trigger)
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(run.TimelineScope),
 	})
@@ -309,6 +310,36 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
 	})
 	return text, obs, u, err
+}
+
+// transcribe stores the transcript of each voice note and audio file of
+// the run's message that has none yet, so the prompt (and the pages) carry
+// its text. A transcript is stored once; a failure is logged and the
+// prompt says the file was not transcribed.
+func (s *Service) transcribe(ctx context.Context, run services.Run, trigger services.Message) {
+	if s.opts.Transcriber == nil || s.opts.Media == nil {
+		return
+	}
+	files, err := s.opts.Store.AttachmentsOf(ctx, run.TimelineScope, []int64{trigger.ID})
+	if err != nil {
+		s.log.Warn("read attachments to transcribe", "run_id", run.ID, "err", err)
+		return
+	}
+	for _, f := range files[trigger.ID] {
+		if !f.Kind.Transcribable() || f.Transcription != "" {
+			continue
+		}
+		data, err := s.opts.Media.Read(ctx, run.TimelineScope, f.StorageKey)
+		if err == nil {
+			var text string
+			if text, err = s.opts.Transcriber.Transcribe(ctx, f.DisplayName(), f.MIMEType, data); err == nil && text != "" {
+				err = s.opts.Store.SetTranscription(ctx, f.ID, strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", ""), ""))
+			}
+		}
+		if err != nil {
+			s.log.Warn("transcription failed", "run_id", run.ID, "attachment_id", f.ID, "err", err)
+		}
+	}
 }
 
 // offeredTools are the tools of a conversation: every built-in tool, and

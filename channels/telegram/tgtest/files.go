@@ -20,6 +20,9 @@ type File struct {
 	// Size, when larger than Data, is the size Telegram reports (a file
 	// too large to download without holding its bytes).
 	Size int64
+	// Unsized leaves file_size out of the update and of getFile's answer
+	// (it is optional in the Bot API).
+	Unsized bool
 }
 
 type storedFile struct {
@@ -83,7 +86,11 @@ func (s *Strict) SendMedia(u User, kind, caption string, files ...File) int64 {
 		msg["caption"] = caption
 	}
 	base := func(f *storedFile) map[string]any {
-		return map[string]any{"file_id": f.id, "file_unique_id": f.unique, "file_size": f.size()}
+		m := map[string]any{"file_id": f.id, "file_unique_id": f.unique, "file_size": f.size()}
+		if f.Unsized {
+			delete(m, "file_size")
+		}
+		return m
 	}
 	switch kind {
 	case Photo:
@@ -139,7 +146,11 @@ func (s *Strict) getFile(p map[string]string) (any, *apiError) {
 	if f.size() > MaxDownloadBytes {
 		return nil, badRequest("file is too big")
 	}
-	return map[string]any{"file_id": f.id, "file_unique_id": f.unique, "file_size": f.size(), "file_path": f.path}, nil
+	out := map[string]any{"file_id": f.id, "file_unique_id": f.unique, "file_size": f.size(), "file_path": f.path}
+	if f.Unsized {
+		delete(out, "file_size")
+	}
+	return out, nil
 }
 
 // download serves GET /file/bot<token>/<file_path>.

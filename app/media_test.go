@@ -1,0 +1,208 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/channels/telegram/tgtest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+const mediaTGToken = "123456:media-test-token"
+
+var owner = tgtest.User{ID: ownerTG, FirstName: "Owner"}
+
+func jpegBytes(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		img.Set(x, x%h, color.RGBA{R: 200, A: 255})
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// mediaInstance is an app with the Telegram channel on a strict Bot API
+// server and the fake model (which also transcribes).
+func mediaInstance(t *testing.T, configure func(*app.Options, *llmtest.Server)) (*apptest.Instance, *tgtest.Strict, *llmtest.Server) {
+	t.Helper()
+	strict := tgtest.StartStrict(t, mediaTGToken)
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) {
+			o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = mediaTGToken, strict.URL, []int64{ownerTG}
+			o.Telegram.PollIdle = 50 * time.Millisecond
+			if configure != nil {
+				configure(o, model)
+			}
+		}})
+	return in, strict, model
+}
+
+// waitReply waits for the bot's nth message to the owner containing want.
+func waitReply(t *testing.T, strict *tgtest.Strict, n int, want string) []tgtest.Sent {
+	t.Helper()
+	got := strict.WaitMessages(ownerTG, n, 30*time.Second)
+	if len(got) < n || !strings.Contains(got[n-1].Text, want) {
+		t.Fatalf("bot messages (want #%d with %q): %+v", n, want, got)
+	}
+	return got
+}
+
+func attachmentsOf(t *testing.T, in *apptest.Instance, msgID int64) []services.Attachment {
+	t.Helper()
+	got, err := in.Store.AttachmentsOf(context.Background(), services.DefaultTimeline, []int64{msgID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[msgID]
+}
+
+func lastUserMessage(t *testing.T, in *apptest.Instance) services.Message {
+	t.Helper()
+	var last services.Message
+	for _, m := range visibleFrom(t, in, services.SourceTelegram) {
+		if m.Role == services.RoleUser {
+			last = m
+		}
+	}
+	return last
+}
+
+// TestTelegramPhotoReachesTheModelAsAnImage: a photo from the owner is
+// downloaded (its largest size) with getFile and the file URL, stored once
+// in the workspace, and reaches the model as an image part with its
+// caption and a line naming where it is saved; the next turn carries the
+// line, not the bytes.
+func TestTelegramPhotoReachesTheModelAsAnImage(t *testing.T) {
+	t.Parallel()
+	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) { o.Context.Images = true })
+	small, large := jpegBytes(t, 90, 60), jpegBytes(t, 640, 480)
+	strict.SendMedia(owner, tgtest.Photo, "What is in this picture?",
+		tgtest.File{Data: small, Width: 90, Height: 60}, tgtest.File{Data: large, Width: 640, Height: 480})
+	waitReply(t, strict, 1, "What is in this picture?")
+
+	reqs := model.Requests()
+	if len(reqs) != 1 || len(reqs[0].Images) != 1 {
+		t.Fatalf("model requests: %d, images %+v", len(reqs), reqs)
+	}
+	im := reqs[0].Images[0]
+	if im.Role != "user" || im.MIMEType != "image/jpeg" || !bytes.Equal(im.Data, large) {
+		t.Fatalf("image part: role %s type %s, %d bytes (want the largest size, %d bytes)", im.Role, im.MIMEType, len(im.Data), len(large))
+	}
+	if !regexp.MustCompile(`\[image photo\.jpg, image/jpeg, 640×480, .*saved as uploads/[0-9a-f]{16}\.jpg\]`).MatchString(reqs[0].LastMessage) {
+		t.Fatalf("the input does not describe the photo: %q", reqs[0].LastMessage)
+	}
+	if strict.Calls("getFile") != 1 || strict.Calls("file") != 1 {
+		t.Fatalf("getFile %d, downloads %d", strict.Calls("getFile"), strict.Calls("file"))
+	}
+	msg := lastUserMessage(t, in)
+	files := attachmentsOf(t, in, msg.ID)
+	if msg.Content != "What is in this picture?" || len(files) != 1 || files[0].Width != 640 || files[0].Size != int64(len(large)) {
+		t.Fatalf("stored: %q %+v", msg.Content, files)
+	}
+
+	strict.Send(owner, "Thanks")
+	waitReply(t, strict, 2, "Thanks")
+	reqs = model.Requests()
+	next := reqs[len(reqs)-1]
+	if len(next.Images) != 0 || !strings.Contains(string(next.Body), files[0].StorageKey) {
+		t.Fatalf("the next turn carries %d images; reference kept: %v", len(next.Images), strings.Contains(string(next.Body), files[0].StorageKey))
+	}
+}
+
+// TestTelegramPhotoWithoutVisionIsDescribed: with LLM_IMAGES=0 the model
+// gets no image part, only the line it can act on.
+func TestTelegramPhotoWithoutVisionIsDescribed(t *testing.T) {
+	t.Parallel()
+	_, strict, model := mediaInstance(t, nil)
+	strict.SendMedia(owner, tgtest.Photo, "", tgtest.File{Data: jpegBytes(t, 320, 200), Width: 320, Height: 200})
+	waitReply(t, strict, 1, "320×200")
+	reqs := model.Requests()
+	if len(reqs) != 1 || len(reqs[0].Images) != 0 || !strings.Contains(reqs[0].LastMessage, "saved as uploads/") {
+		t.Fatalf("requests: %+v", reqs)
+	}
+}
+
+// TestTelegramVoiceNoteIsTranscribedAndAnswered: a voice note goes to the
+// transcription endpoint, the transcript is stored beside the attachment
+// and the model answers it.
+func TestTelegramVoiceNoteIsTranscribedAndAnswered(t *testing.T) {
+	t.Parallel()
+	in, strict, model := mediaInstance(t, func(o *app.Options, m *llmtest.Server) {
+		o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey = m.OpenAIBaseURL(), "whisper-1", "tk-test"
+	})
+	model.SetTranscribe(func(tr llmtest.Transcription) llmtest.TranscriptReply {
+		return llmtest.TranscriptReply{Text: "Remind me to buy milk"}
+	})
+	voice := []byte("OggS\x00\x02 fake opus voice note")
+	strict.SendMedia(owner, tgtest.Voice, "", tgtest.File{Data: voice, MIMEType: "audio/ogg", Duration: 3})
+	waitReply(t, strict, 1, "Remind me to buy milk")
+
+	trs := model.Transcriptions()
+	if len(trs) != 1 || !bytes.Equal(trs[0].Data, voice) || trs[0].Model != "whisper-1" || trs[0].Authorization != "Bearer tk-test" || trs[0].ContentType != "audio/ogg" {
+		t.Fatalf("transcription requests: %+v", trs)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].LastMessage, `[voice note voice.ogg, audio/ogg, 0:03`) ||
+		!strings.Contains(reqs[0].LastMessage, `transcript: "Remind me to buy milk"`) {
+		t.Fatalf("model input: %+v", reqs)
+	}
+	files := attachmentsOf(t, in, lastUserMessage(t, in).ID)
+	if len(files) != 1 || files[0].Kind != services.AttachVoice || files[0].Transcription != "Remind me to buy milk" || files[0].Duration != 3 {
+		t.Fatalf("stored voice note: %+v", files)
+	}
+}
+
+// TestTelegramDocumentIsReadableWithReadFile: a document is saved in the
+// workspace under the path its line names, and read_file reads it.
+func TestTelegramDocumentIsReadableWithReadFile(t *testing.T) {
+	t.Parallel()
+	_, strict, model := mediaInstance(t, nil)
+	saved := regexp.MustCompile(`saved as (uploads/[0-9a-f]{16}\.txt)`)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if r.LastIsToolResult {
+			return llmtest.Text("The file says: " + r.LastMessage)
+		}
+		if m := saved.FindStringSubmatch(r.LastMessage); m != nil {
+			return llmtest.Call("read_file", `{"path":"`+m[1]+`"}`)
+		}
+		return llmtest.Echo(r)
+	})
+	strict.SendMedia(owner, tgtest.Document, "Summarise this", tgtest.File{Data: []byte("The launch code is 4242.\n"), Name: "notes.txt", MIMEType: "text/plain"})
+	waitReply(t, strict, 1, "The launch code is 4242.")
+}
+
+// TestTelegramMediaLimitsAreExplained: a file past Telegram's 20 MB or past
+// MEDIA_MAX_BYTES is not downloaded; the sender is told which limit, and
+// nothing is stored or asked of the model.
+func TestTelegramMediaLimitsAreExplained(t *testing.T) {
+	t.Parallel()
+	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) { o.Media.MaxBytes = 1000 })
+	strict.SendMedia(owner, tgtest.Document, "", tgtest.File{Data: []byte("x"), Size: 25 << 20, Name: "movie.mkv"})
+	waitReply(t, strict, 1, "Telegram lets bots download files of at most 20 MB")
+	strict.SendMedia(owner, tgtest.Document, "", tgtest.File{Data: bytes.Repeat([]byte("y"), 2000), Name: "big.txt"})
+	got := waitReply(t, strict, 2, "MEDIA_MAX_BYTES")
+	if !strings.Contains(got[1].Text, "2 KB") || !strings.Contains(got[1].Text, "1000 B") {
+		t.Fatalf("limit message: %q", got[1].Text)
+	}
+	// Telegram did not report the size: the download is cut at the limit.
+	strict.SendMedia(owner, tgtest.Voice, "", tgtest.File{Data: bytes.Repeat([]byte("z"), 3000), Unsized: true, MIMEType: "audio/ogg"})
+	waitReply(t, strict, 3, "MEDIA_MAX_BYTES")
+	if strict.Calls("file") != 1 || model.RequestCount() != 0 || len(visibleFrom(t, in, services.SourceTelegram)) != 0 {
+		t.Fatalf("downloads %d, model requests %d, stored %d", strict.Calls("file"), model.RequestCount(), len(visibleFrom(t, in, services.SourceTelegram)))
+	}
+}
