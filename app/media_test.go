@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -57,7 +58,11 @@ func waitReply(t *testing.T, strict *tgtest.Strict, n int, want string) []tgtest
 	t.Helper()
 	got := strict.WaitMessages(ownerTG, n, 30*time.Second)
 	if len(got) < n || !strings.Contains(got[n-1].Text, want) {
-		t.Fatalf("bot messages (want #%d with %q): %+v", n, want, got)
+		var lines []string
+		for _, m := range got {
+			lines = append(lines, fmt.Sprintf("%s %s %d bytes: %.80q", m.Method, m.FileName, len(m.File), m.Text))
+		}
+		t.Fatalf("bot messages (want #%d with %q):\n%s", n, want, strings.Join(lines, "\n"))
 	}
 	return got
 }
@@ -204,5 +209,60 @@ func TestTelegramMediaLimitsAreExplained(t *testing.T) {
 	waitReply(t, strict, 3, "MEDIA_MAX_BYTES")
 	if strict.Calls("file") != 1 || model.RequestCount() != 0 || len(visibleFrom(t, in, services.SourceTelegram)) != 0 {
 		t.Fatalf("downloads %d, model requests %d, stored %d", strict.Calls("file"), model.RequestCount(), len(visibleFrom(t, in, services.SourceTelegram)))
+	}
+}
+
+// TestSendFileReachesTelegramOnce: the agent's send_file sends a document
+// (sendDocument, multipart) and a picture (sendPhoto) once each, the
+// caption within 1024 characters and the rest as a message, before the
+// answer; the file is on the timeline with its attachment.
+func TestSendFileReachesTelegramOnce(t *testing.T) {
+	t.Parallel()
+	in, strict, model := mediaInstance(t, nil)
+	long := strings.TrimSpace(strings.Repeat("chart ", 250)) // 1499 characters
+	saved := regexp.MustCompile(`saved as (uploads/[0-9a-f]{16}\.jpg)`)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if r.LastIsToolResult {
+			return llmtest.Text("Sent.")
+		}
+		if m := saved.FindStringSubmatch(r.LastMessage); m != nil {
+			return llmtest.Call("send_file", `{"path":"`+m[1]+`","caption":"`+long+`"}`)
+		}
+		return llmtest.Echo(r)
+	})
+	model.Enqueue(llmtest.Call("write_file", `{"path":"report.txt","content":"Quarterly numbers: up.\n"}`),
+		llmtest.Call("send_file", `{"path":"report.txt","caption":"Here is the **report**"}`), llmtest.Text("I sent you the report."))
+	strict.Send(owner, "Send me the report")
+	got := waitReply(t, strict, 2, "I sent you the report.")
+	doc := got[0]
+	if doc.Method != "sendDocument" || doc.FileName != "report.txt" || string(doc.File) != "Quarterly numbers: up.\n" || doc.Text != "Here is the report" || doc.ReplyTo == 0 {
+		t.Fatalf("document: %+v", doc)
+	}
+
+	photo := jpegBytes(t, 200, 100)
+	strict.SendMedia(owner, tgtest.Photo, "send it back", tgtest.File{Data: photo, Width: 200, Height: 100})
+	got = waitReply(t, strict, 5, "Sent.")
+	if p := got[2]; p.Method != "sendPhoto" || !bytes.Equal(p.File, photo) || len([]rune(p.Text)) > 1024 || !strings.HasPrefix(long, p.Text) {
+		t.Fatalf("photo: %s %s %d bytes, caption %d chars", p.Method, p.FileName, len(p.File), len([]rune(p.Text)))
+	}
+	if rest := got[3]; rest.Method != "sendMessage" || strings.Join(strings.Fields(got[2].Text+" "+rest.Text), " ") != long {
+		t.Fatalf("the caption's rest: %.100q", rest.Text)
+	}
+	time.Sleep(300 * time.Millisecond) // nothing more arrives
+	if n := len(strict.Messages(ownerTG)); n != 5 || strict.Calls("sendPhoto") != 1 || strict.Calls("sendDocument") != 1 {
+		t.Fatalf("bot messages %d, sendPhoto %d, sendDocument %d", n, strict.Calls("sendPhoto"), strict.Calls("sendDocument"))
+	}
+	var files []services.FileRef
+	for _, m := range visibleFrom(t, in, services.SourceAgent) {
+		meta, _ := services.DecodeMeta(m.Metadata)
+		if meta.Kind == services.MetaFileSent {
+			files = append(files, meta.Files...)
+			if a := attachmentsOf(t, in, m.ID); len(a) != 1 {
+				t.Fatalf("attachments of the sent file: %+v", a)
+			}
+		}
+	}
+	if len(files) != 2 || files[0].Name != "report.txt" || files[1].Kind != services.AttachImage {
+		t.Fatalf("files on the timeline: %+v", files)
 	}
 }

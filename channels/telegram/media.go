@@ -1,11 +1,13 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -127,4 +129,56 @@ func (b *Bot) fetch(ctx context.Context, timeline string, f *inboundFile) (servi
 		return services.Attachment{}, b.tooLarge(f, int64(len(data)))
 	}
 	return b.opts.Media.Save(ctx, timeline, services.Upload{Name: f.name, MIMEType: f.mimeType, Kind: f.kind, Data: data, Duration: f.duration})
+}
+
+// Bot API bounds on what a bot sends.
+const (
+	// MaxCaptionLen is a caption's length after entity parsing.
+	MaxCaptionLen = 1024
+	// MaxPhotoBytes is sendPhoto's bound; larger images go as documents.
+	MaxPhotoBytes = 10 << 20
+	// MaxUploadBytes is sendDocument's bound.
+	MaxUploadBytes = 50 << 20
+)
+
+// photoTypes are the images sendPhoto takes.
+var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// sendFile sends one file of a delivery: a picture with sendPhoto, any
+// other file (or a picture sendPhoto would refuse) with sendDocument, as a
+// multipart upload read from the workspace. ENOTFOUND when the file is
+// gone, ETOOLARGE past sendDocument's 50 MB.
+func (b *Bot) sendFile(ctx context.Context, p OutboundPayload, f services.FileRef, caption string, replyTo int, plain bool) (*models.Message, error) {
+	if b.opts.Media == nil {
+		return nil, services.Errorf(services.ENOTFOUND, "no media store to read %s from", f.Key)
+	}
+	if f.Size > MaxUploadBytes {
+		return nil, services.Errorf(services.ETOOLARGE, "%s is %s; Telegram takes files of at most 50 MB from bots", f.Name, services.HumanBytes(f.Size))
+	}
+	data, err := b.opts.Media.Read(ctx, p.Timeline, f.Key)
+	if err != nil {
+		return nil, err
+	}
+	var mode models.ParseMode = models.ParseModeHTML
+	if plain {
+		caption, mode = visibleText(caption), ""
+	}
+	if caption == "" {
+		mode = ""
+	}
+	var reply *models.ReplyParameters
+	if replyTo != 0 {
+		reply = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+	}
+	name := f.Name
+	if name == "" {
+		name = f.Key[strings.LastIndex(f.Key, "/")+1:]
+	}
+	upload := &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
+	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
+	defer cancel()
+	if f.Kind == services.AttachImage && photoTypes[f.MIMEType] && len(data) <= MaxPhotoBytes {
+		return b.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: p.ChatID, Photo: upload, Caption: caption, ParseMode: mode, ReplyParameters: reply})
+	}
+	return b.api.SendDocument(ctx, &bot.SendDocumentParams{ChatID: p.ChatID, Document: upload, Caption: caption, ParseMode: mode, ReplyParameters: reply})
 }

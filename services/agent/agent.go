@@ -111,6 +111,11 @@ func New(opts Options) *Service {
 				opts.Logger.Error("register schedule tools", "err", err)
 			}
 		}
+		if _, ok := opts.Tools.Get("send_file"); !ok && opts.Media != nil {
+			if err := s.registerSendFile(opts.Tools); err != nil {
+				opts.Logger.Error("register send_file tool", "err", err)
+			}
+		}
 		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {
 			if err := s.registerProposeRule(opts.Tools); err != nil {
 				opts.Logger.Error("register propose_rule tool", "err", err)

@@ -128,6 +128,17 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 			p.Metadata = services.MessageMeta{Command: name}.Encode()
 		}
 	}
+	if len(p.Attachments) > 0 {
+		meta, err := services.DecodeMeta(p.Metadata)
+		if err != nil {
+			return services.Message{}, false, err
+		}
+		meta.Files = nil
+		for _, a := range p.Attachments {
+			meta.Files = append(meta.Files, a.Ref())
+		}
+		p.Metadata = meta.Encode()
+	}
 	nm := services.NewMessage{
 		TimelineScope: p.TimelineScope,
 		Role:          p.Role,

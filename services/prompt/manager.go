@@ -525,6 +525,10 @@ func promptable(m services.Message) bool {
 	if meta.Kind == services.MetaHandoff && m.Visible {
 		return false
 	}
+	// A file the agent sent: its send_file result says so.
+	if meta.Kind == services.MetaFileSent {
+		return false
+	}
 	// The offline model's "configure a model" answers are for the owner.
 	if meta.Notice == services.NoticeOfflineModel {
 		return false

@@ -3,9 +3,15 @@ package tgtest
 import (
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/gif" // image.DecodeConfig for sendPhoto
+	_ "image/jpeg"
+	_ "image/png"
 	"net/http"
 	"path"
+	"strings"
 	"time"
+	"unicode/utf16"
 )
 
 // MaxDownloadBytes is the Bot API's bound on what getFile serves (20 MB).
@@ -169,3 +175,89 @@ func (s *Strict) download(w http.ResponseWriter, filePath string) {
 
 // r404: a file only announced (Size past its bytes) cannot be downloaded.
 func r404(f *storedFile) bool { return f.Size > int64(len(f.Data)) }
+
+// Bot API bounds on what a bot uploads.
+const (
+	MaxPhotoBytes  = 10 << 20
+	MaxUploadBytes = 50 << 20
+	MaxCaptionLen  = 1024
+)
+
+// sendFile serves sendPhoto and sendDocument with a multipart upload, as
+// the Bot API refuses them: no file, a photo past 10 MB or that is not an
+// image, a document past 50 MB, a caption over 1024 characters after
+// entity parsing or with HTML it cannot parse.
+func (s *Strict) sendFile(method string, p map[string]string) (any, *apiError) {
+	chatID, apiErr := s.knownChat(p["chat_id"])
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	field := map[string]string{"sendPhoto": "photo", "sendDocument": "document"}[method]
+	data, name := p[field], p[field+"#filename"]
+	if name == "" {
+		// A file_id or URL string is not what these tests send.
+		return nil, badRequest("there is no " + field + " in the request")
+	}
+	switch {
+	case method == "sendPhoto" && len(data) > MaxPhotoBytes:
+		return nil, badRequest("photo is too big (at most 10 MB)")
+	case method == "sendPhoto":
+		if _, _, err := image.DecodeConfig(strings.NewReader(data)); err != nil {
+			return nil, badRequest("IMAGE_PROCESS_FAILED")
+		}
+	case len(data) > MaxUploadBytes:
+		return nil, &apiError{status: 413, desc: "Request Entity Too Large"}
+	case len(data) == 0:
+		return nil, badRequest("file must be non-empty")
+	}
+	raw, caption := p["caption"], p["caption"]
+	switch p["parse_mode"] {
+	case "":
+	case "HTML":
+		var err error
+		if caption, err = parseHTML(raw); err != nil {
+			return nil, badRequest("can't parse entities: " + err.Error())
+		}
+	default:
+		return nil, badRequest("unsupported parse_mode")
+	}
+	if n := len(utf16.Encode([]rune(caption))); n > MaxCaptionLen {
+		return nil, badRequest("message caption is too long")
+	}
+	var reply struct {
+		MessageID                int64 `json:"message_id"`
+		AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
+	}
+	if v := p["reply_parameters"]; v != "" {
+		if json.Unmarshal([]byte(v), &reply) != nil {
+			return nil, badRequest("can't parse reply_parameters JSON object")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	if reply.MessageID != 0 && !c.ids[reply.MessageID] {
+		if !reply.AllowSendingWithoutReply {
+			return nil, badRequest("message to be replied not found")
+		}
+		reply.MessageID = 0
+	}
+	c.lastID++
+	c.ids[c.lastID] = true
+	c.sent = append(c.sent, Sent{ChatID: chatID, MessageID: c.lastID, Text: caption, Raw: raw, ParseMode: p["parse_mode"],
+		ReplyTo: reply.MessageID, At: time.Now(), Method: method, FileName: name, File: []byte(data)})
+	return map[string]any{"message_id": c.lastID, "date": time.Now().Unix(), "caption": caption,
+		"chat": map[string]any{"id": chatID, "type": "private"},
+		field:  sentFile(method, c.lastID, len(data))}, nil
+}
+
+// sentFile is the message's photo (its sizes) or document, as the Bot API
+// returns it.
+func sentFile(method string, id int64, size int) any {
+	f := map[string]any{"file_id": fmt.Sprintf("sent-%d", id), "file_unique_id": fmt.Sprintf("S%d", id), "file_size": size}
+	if method == "sendPhoto" {
+		f["width"], f["height"] = 90, 90
+		return []any{f}
+	}
+	return f
+}

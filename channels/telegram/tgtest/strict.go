@@ -62,6 +62,11 @@ type Sent struct {
 	Text, Raw, ParseMode string
 	ReplyTo              int64
 	At                   time.Time
+	// Method is sendMessage, sendPhoto or sendDocument; a file's upload
+	// name and bytes are FileName and File, its caption is Text.
+	Method   string
+	FileName string
+	File     []byte
 }
 
 // Fault is how the server answers one call instead of serving it normally.
@@ -289,6 +294,8 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return s.sendMessage(p)
 	case "getFile":
 		return s.getFile(p)
+	case "sendPhoto", "sendDocument":
+		return s.sendFile(method, p)
 	}
 	return nil, &apiError{status: 404, desc: "Not Found"}
 }
@@ -399,7 +406,7 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 	c.lastID++
 	c.ids[c.lastID] = true
 	c.sent = append(c.sent, Sent{ChatID: chatID, MessageID: c.lastID, Text: text, Raw: raw, ParseMode: p["parse_mode"],
-		ReplyTo: reply.MessageID, At: time.Now()})
+		ReplyTo: reply.MessageID, At: time.Now(), Method: "sendMessage"})
 	return map[string]any{"message_id": c.lastID, "date": time.Now().Unix(), "text": text,
 		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
 }
@@ -473,6 +480,9 @@ func readParams(r *http.Request) (map[string]string, error) {
 			}
 			v, _ := io.ReadAll(part)
 			p[part.FormName()] = string(v)
+			if part.FileName() != "" {
+				p[part.FormName()+"#filename"] = part.FileName()
+			}
 		}
 	default:
 		return nil, fmt.Errorf("unsupported content type %q", mt)
