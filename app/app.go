@@ -328,6 +328,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
+	b.Web.Media, b.Web.Attachments = a.media, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}
