@@ -32,6 +32,7 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 		Configure: func(o *app.Options) {
 			o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = token, strict.URL, []int64{1}
 			o.Telegram.PollIdle = 50 * time.Millisecond
+			o.Media.TranscribeURL = model.OpenAIBaseURL()
 		}})
 	model.Enqueue(llmtest.Call("write_file", `{"path":"report.txt","content":"Quarterly numbers: up.\n"}`),
 		llmtest.Call("send_file", `{"path":"report.txt","caption":"The report"}`), llmtest.Text("Sent you the report."))
@@ -71,6 +72,30 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const img = document.querySelector("li.msg.user .attachments img.thumb"); return !!img && img.complete && img.naturalWidth === 40 && document.getElementById("files").hidden })()`,
 		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("thumbnail: %v", err)
+	}
+
+	// An audio file attached on the page is transcribed before the answer;
+	// its transcript replaces "(not transcribed)" under the player live.
+	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply { return llmtest.TranscriptReply{Text: "call the plumber"} })
+	voice := filepath.Join(t.TempDir(), "memo.ogg")
+	if err := os.WriteFile(voice, []byte("OggS fake audio"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles("#attach", []string{voice}), chromedp.WaitVisible("#files .chip"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("li.msg.user figure.audio .transcript")].some(c => c.textContent === "call the plumber") && !!document.querySelector("li.msg.user audio[src^='/api/attachments/']")`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("transcript under the player: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		reqs := model.Requests()
+		if strings.Contains(reqs[len(reqs)-1].LastMessage, `transcript: "call the plumber"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the model's input: %q", reqs[len(reqs)-1].LastMessage)
+		}
 	}
 	if n := len(strict.Messages(1)); n != 2 || strict.Calls("sendDocument") != 1 {
 		t.Fatalf("telegram got %d messages, %d sendDocument", n, strict.Calls("sendDocument"))

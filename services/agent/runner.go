@@ -338,6 +338,10 @@ func (s *Service) transcribe(ctx context.Context, run services.Run, trigger serv
 		}
 		if err != nil {
 			s.log.Warn("transcription failed", "run_id", run.ID, "attachment_id", f.ID, "err", err)
+			continue
+		}
+		if s.opts.Publisher != nil {
+			_ = s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventTranscript, TimelineScope: run.TimelineScope, ID: trigger.ID})
 		}
 	}
 }

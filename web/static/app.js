@@ -275,6 +275,18 @@ function streamFor(run) {
 
 const liveTools = new Map(); // run id -> tool calls seen live
 
+// refresh reads one shown message again (a voice note got its transcript)
+// and replaces its element.
+async function refresh(id) {
+  const old = list.querySelector('li.msg[data-id="' + id + '"]');
+  if (!old) return;
+  try {
+    const r = await request("GET", "/api/timeline?after=" + (id - 1) + "&limit=1");
+    const m = r.ok && r.body.messages && r.body.messages[0];
+    if (m && m.id === id) old.replaceWith(render(m));
+  } catch (e) { /* shown on the next load */ }
+}
+
 function onEvent(e) {
   if (e.t === "delta" && e.d) {
     if (finished.has(e.run)) return; // late text of an answer already shown
@@ -292,6 +304,8 @@ function onEvent(e) {
     const stick = nearBottom();
     setTools(streamFor(e.run), calls, true);
     if (stick) toBottom();
+  } else if (e.t === "transcript" && e.id) {
+    refresh(e.id);
   } else if (e.t === "run" && e.d) {
     runEl.textContent = e.d.status === "running" ? "agent is working…" : "";
     if (e.d.status !== "running" && streams.has(e.run) && e.d.status !== "ok") {
