@@ -76,7 +76,9 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 
 	// An audio file attached on the page is transcribed before the answer;
 	// its transcript replaces "(not transcribed)" under the player live.
-	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply { return llmtest.TranscriptReply{Text: "call the plumber"} })
+	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply {
+		return llmtest.TranscriptReply{Text: "call the plumber"}
+	})
 	voice := filepath.Join(t.TempDir(), "memo.ogg")
 	if err := os.WriteFile(voice, []byte("OggS fake audio"), 0o600); err != nil {
 		t.Fatal(err)
