@@ -170,15 +170,11 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	for i, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
-			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" { // empty text blocks are refused
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+				add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
 			}
 			for _, im := range m.Images {
-				blocks = append(blocks, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
-			}
-			if len(blocks) > 0 {
-				add(anthropic.MessageParamRoleUser, blocks...)
+				add(anthropic.MessageParamRoleUser, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
 			}
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion

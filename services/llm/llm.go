@@ -92,8 +92,7 @@ type Message struct {
 	// Images of a tool message go to the model with its result (Anthropic:
 	// in the tool_result; OpenAI-compatible: in a user message after the
 	// tool messages, since tool messages carry text only). Images of a user
-	// message (the owner's photos) follow its text: image_url parts with
-	// data URLs (OpenAI-compatible), image blocks (Anthropic).
+	// message follow its text as image parts (blocks).
 	Images []services.Image
 }
 
