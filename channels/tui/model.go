@@ -244,7 +244,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case MessageMsg:
 		m.addMessage(msg.Message)
 	case EventMsg:
+		if msg.Event.Type == wire.EventTranscript {
+			cmds = append(cmds, m.reload(msg.Event.ID))
+			changed = false
+			break
+		}
 		m.applyEvent(msg.Event)
+	case reloadedMsg:
+		if m.tl.replace(msg.msg) {
+			delete(m.rendered, msg.msg.ID)
+		}
 	case ConnMsg:
 		cmds = append(cmds, m.setConn(msg))
 	case ProtocolErrorMsg:
@@ -557,6 +566,26 @@ func (m *Model) attach(text string) tea.Cmd {
 	m.ta.Reset()
 	m.outbox = append(m.outbox, pendingPost{content: strings.TrimSpace(rest), key: NewClientKey(), file: path})
 	return m.startPost()
+}
+
+// reloadedMsg is a message read again (a voice note with its transcript).
+type reloadedMsg struct{ msg wire.Message }
+
+// reload reads message id again; a failure leaves it as shown.
+func (m *Model) reload(id int64) tea.Cmd {
+	if id <= 0 {
+		return nil
+	}
+	b := m.backend
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		page, err := b.Timeline(ctx, TimelineQuery{After: id - 1, Limit: 1})
+		if err != nil || len(page.Messages) != 1 || page.Messages[0].ID != id {
+			return nil
+		}
+		return reloadedMsg{msg: page.Messages[0]}
+	}
 }
 
 // startPost sends the oldest unconfirmed post, one at a time so they are

@@ -103,6 +103,9 @@ const (
 	EventRun   = "run"
 	EventDelta = "delta"
 	EventTool  = "tool"
+	// EventTranscript: a file of message ID got its transcript; read the
+	// message again.
+	EventTranscript = "transcript"
 )
 
 // Event is a transient event: a run's status or streamed answer text.
