@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
@@ -139,22 +140,12 @@ func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location,
 func attachmentLines(files []wire.Attachment, base string) string {
 	var b strings.Builder
 	for _, a := range files {
-		fmt.Fprintf(&b, "\n📎 %s · %s · %s · %s", sanitize(a.Name), a.Kind, humanSize(a.Size), strings.TrimRight(base, "/")+a.URL)
+		fmt.Fprintf(&b, "\n📎 %s · %s · %s · %s", sanitize(a.Name), a.Kind, services.HumanBytes(a.Size), strings.TrimRight(base, "/")+a.URL)
 		if a.Transcription != "" {
 			b.WriteString("\n   “" + sanitize(a.Transcription) + "”")
 		}
 	}
 	return b.String()
-}
-
-func humanSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%d KB", (n+1<<9)>>10)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }
 
 // stream is an answer being streamed by a run, shown until its final message.

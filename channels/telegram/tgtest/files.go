@@ -224,31 +224,13 @@ func (s *Strict) sendFile(method string, p map[string]string) (any, *apiError) {
 	if n := len(utf16.Encode([]rune(caption))); n > MaxCaptionLen {
 		return nil, badRequest("message caption is too long")
 	}
-	var reply struct {
-		MessageID                int64 `json:"message_id"`
-		AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
+	id, apiErr := s.deliver(p, Sent{ChatID: chatID, Text: caption, Raw: raw, ParseMode: p["parse_mode"],
+		Method: method, FileName: name, File: []byte(data)})
+	if apiErr != nil {
+		return nil, apiErr
 	}
-	if v := p["reply_parameters"]; v != "" {
-		if json.Unmarshal([]byte(v), &reply) != nil {
-			return nil, badRequest("can't parse reply_parameters JSON object")
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.chat(chatID)
-	if reply.MessageID != 0 && !c.ids[reply.MessageID] {
-		if !reply.AllowSendingWithoutReply {
-			return nil, badRequest("message to be replied not found")
-		}
-		reply.MessageID = 0
-	}
-	c.lastID++
-	c.ids[c.lastID] = true
-	c.sent = append(c.sent, Sent{ChatID: chatID, MessageID: c.lastID, Text: caption, Raw: raw, ParseMode: p["parse_mode"],
-		ReplyTo: reply.MessageID, At: time.Now(), Method: method, FileName: name, File: []byte(data)})
-	return map[string]any{"message_id": c.lastID, "date": time.Now().Unix(), "caption": caption,
-		"chat": map[string]any{"id": chatID, "type": "private"},
-		field:  sentFile(method, c.lastID, len(data))}, nil
+	return map[string]any{"message_id": id, "date": time.Now().Unix(), "caption": caption,
+		"chat": map[string]any{"id": chatID, "type": "private"}, field: sentFile(method, id, len(data))}, nil
 }
 
 // sentFile is the message's photo (its sizes) or document, as the Bot API

@@ -387,28 +387,39 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 			return nil, badRequest("can't parse " + k + " JSON object")
 		}
 	}
+	id, apiErr := s.deliver(p, Sent{ChatID: chatID, Text: text, Raw: raw, ParseMode: p["parse_mode"], Method: "sendMessage"})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return map[string]any{"message_id": id, "date": time.Now().Unix(), "text": text,
+		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+}
+
+// deliver adds a message the bot sends to its chat, as a reply when
+// reply_parameters name a message of the chat (a missing one is refused
+// unless allow_sending_without_reply), and returns its id.
+func (s *Strict) deliver(p map[string]string, m Sent) (int64, *apiError) {
 	var reply struct {
 		MessageID                int64 `json:"message_id"`
 		AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
 	}
-	if v := p["reply_parameters"]; v != "" {
-		_ = json.Unmarshal([]byte(v), &reply)
+	if v := p["reply_parameters"]; v != "" && json.Unmarshal([]byte(v), &reply) != nil {
+		return 0, badRequest("can't parse reply_parameters JSON object")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.chat(chatID)
+	c := s.chat(m.ChatID)
 	if reply.MessageID != 0 && !c.ids[reply.MessageID] {
 		if !reply.AllowSendingWithoutReply {
-			return nil, badRequest("message to be replied not found")
+			return 0, badRequest("message to be replied not found")
 		}
 		reply.MessageID = 0
 	}
 	c.lastID++
 	c.ids[c.lastID] = true
-	c.sent = append(c.sent, Sent{ChatID: chatID, MessageID: c.lastID, Text: text, Raw: raw, ParseMode: p["parse_mode"],
-		ReplyTo: reply.MessageID, At: time.Now(), Method: "sendMessage"})
-	return map[string]any{"message_id": c.lastID, "date": time.Now().Unix(), "text": text,
-		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+	m.MessageID, m.ReplyTo, m.At = c.lastID, reply.MessageID, time.Now()
+	c.sent = append(c.sent, m)
+	return c.lastID, nil
 }
 
 func badRequest(desc string) *apiError { return &apiError{status: 400, desc: "Bad Request: " + desc} }
