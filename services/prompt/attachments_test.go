@@ -2,11 +2,14 @@ package prompt_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
@@ -71,5 +74,38 @@ func TestInputImagesCountAndHistoryKeepsTheLine(t *testing.T) {
 	}
 	if !sawLine {
 		t.Fatalf("history lost the photo's line: %+v", p.Request.Messages)
+	}
+}
+
+// TestCompactionKeepsTheFilesLines: a summarised turn's files are in the
+// transcript the summary is written from, so the summary can name them.
+func TestCompactionKeepsTheFilesLines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	model := llmtest.NewServer(t)
+	provider, err := llm.New(llm.Config{Provider: llm.ProviderOpenAI, BaseURL: model.OpenAIBaseURL(), Model: "m", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		u, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "turn " + strconv.Itoa(i), Visible: true})
+		if i == 0 {
+			if _, err := s.InsertAttachment(ctx, services.Attachment{MessageID: u.ID, TimelineScope: "global", Kind: services.AttachDocument,
+				MIMEType: "text/plain", Size: 10, SHA256: strings.Repeat("1", 64), StorageKey: "uploads/1111111111111111.txt", Name: "plan.txt"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "assistant", Source: "agent", Content: "ok", Visible: true,
+			Metadata: services.MessageMeta{ReplyTo: u.ID}.Encode()})
+	}
+	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 32000, Attachments: s,
+		Compaction: prompt.CompactionOptions{Provider: provider, KeepTurns: 1}})
+	if _, err := m.Compact(ctx, "global", "main", ""); err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "[document plan.txt, text/plain, 10 B, saved as uploads/1111111111111111.txt") {
+		t.Fatalf("summary request: %d requests %s", len(reqs), reqs[0].Body)
 	}
 }
