@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
 	"regexp"
 	"strings"
 	"testing"
@@ -264,5 +265,31 @@ func TestSendFileReachesTelegramOnce(t *testing.T) {
 	}
 	if len(files) != 2 || files[0].Name != "report.txt" || files[1].Kind != services.AttachImage {
 		t.Fatalf("files on the timeline: %+v", files)
+	}
+}
+
+// TestSendFileImageTelegramRefusesAsAPhotoGoesAsADocument: a picture
+// sendPhoto refuses (21:1) is sent with sendDocument instead, once.
+func TestSendFileImageTelegramRefusesAsAPhotoGoesAsADocument(t *testing.T) {
+	t.Parallel()
+	_, strict, model := mediaInstance(t, nil)
+	var banner bytes.Buffer
+	if err := png.Encode(&banner, image.NewRGBA(image.Rect(0, 0, 2100, 100))); err != nil {
+		t.Fatal(err)
+	}
+	saved := regexp.MustCompile(`saved as (uploads/[0-9a-f]{16}\.png)`)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if r.LastIsToolResult {
+			return llmtest.Text("Sent.")
+		}
+		if m := saved.FindStringSubmatch(r.LastMessage); m != nil {
+			return llmtest.Call("send_file", `{"path":"`+m[1]+`"}`)
+		}
+		return llmtest.Echo(r)
+	})
+	strict.SendMedia(owner, tgtest.Document, "send it back", tgtest.File{Data: banner.Bytes(), Name: "banner.png", MIMEType: "image/png"})
+	got := waitReply(t, strict, 2, "Sent.")
+	if got[0].Method != "sendDocument" || !bytes.Equal(got[0].File, banner.Bytes()) || strict.Calls("sendPhoto") != 1 || strict.Calls("sendDocument") != 1 {
+		t.Fatalf("first message %s %s, sendPhoto %d, sendDocument %d", got[0].Method, got[0].FileName, strict.Calls("sendPhoto"), strict.Calls("sendDocument"))
 	}
 }

@@ -174,11 +174,18 @@ func (b *Bot) sendFile(ctx context.Context, p OutboundPayload, f services.FileRe
 	if name == "" {
 		name = f.Key[strings.LastIndex(f.Key, "/")+1:]
 	}
-	upload := &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
 	defer cancel()
 	if f.Kind == services.AttachImage && photoTypes[f.MIMEType] && len(data) <= MaxPhotoBytes {
-		return b.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: p.ChatID, Photo: upload, Caption: caption, ParseMode: mode, ReplyParameters: reply})
+		m, err := b.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: p.ChatID, Photo: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)},
+			Caption: caption, ParseMode: mode, ReplyParameters: reply})
+		if err == nil || !errors.Is(err, bot.ErrorBadRequest) || strings.Contains(err.Error(), "entities") || strings.Contains(err.Error(), "caption") {
+			return m, err
+		}
+		// Telegram would not take it as a photo (its dimensions, say): it
+		// goes as a document, which it takes as it is.
+		b.log.Warn("telegram: sendPhoto refused, sending the image as a document", "key", p.Key, "err", err)
 	}
-	return b.api.SendDocument(ctx, &bot.SendDocumentParams{ChatID: p.ChatID, Document: upload, Caption: caption, ParseMode: mode, ReplyParameters: reply})
+	return b.api.SendDocument(ctx, &bot.SendDocumentParams{ChatID: p.ChatID, Document: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)},
+		Caption: caption, ParseMode: mode, ReplyParameters: reply})
 }

@@ -184,8 +184,8 @@ const (
 )
 
 // sendFile serves sendPhoto and sendDocument with a multipart upload, as
-// the Bot API refuses them: no file, a photo past 10 MB or that is not an
-// image, a document past 50 MB, a caption over 1024 characters after
+// the Bot API refuses them: no file, a photo past 10 MB, that is not an
+// image or whose dimensions Telegram refuses, a document past 50 MB, a caption over 1024 characters after
 // entity parsing or with HTML it cannot parse.
 func (s *Strict) sendFile(method string, p map[string]string) (any, *apiError) {
 	chatID, apiErr := s.knownChat(p["chat_id"])
@@ -202,8 +202,14 @@ func (s *Strict) sendFile(method string, p map[string]string) (any, *apiError) {
 	case method == "sendPhoto" && len(data) > MaxPhotoBytes:
 		return nil, badRequest("photo is too big (at most 10 MB)")
 	case method == "sendPhoto":
-		if _, _, err := image.DecodeConfig(strings.NewReader(data)); err != nil {
+		cfg, _, err := image.DecodeConfig(strings.NewReader(data))
+		if err != nil {
 			return nil, badRequest("IMAGE_PROCESS_FAILED")
+		}
+		// A photo's width and height together are at most 10000, their
+		// ratio at most 20.
+		if w, h := cfg.Width, cfg.Height; w+h > 10000 || max(w, h) > 20*min(w, h) {
+			return nil, badRequest("PHOTO_INVALID_DIMENSIONS")
 		}
 	case len(data) > MaxUploadBytes:
 		return nil, &apiError{status: 413, desc: "Request Entity Too Large"}
