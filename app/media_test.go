@@ -293,3 +293,17 @@ func TestSendFileImageTelegramRefusesAsAPhotoGoesAsADocument(t *testing.T) {
 		t.Fatalf("first message %s %s, sendPhoto %d, sendDocument %d", got[0].Method, got[0].FileName, strict.Calls("sendPhoto"), strict.Calls("sendDocument"))
 	}
 }
+
+// TestVoiceNoteWhenTranscriptionFails: the transcription server failing
+// leaves the voice note untranscribed, and the turn goes on: the model is
+// told it was not transcribed, and answers.
+func TestVoiceNoteWhenTranscriptionFails(t *testing.T) {
+	t.Parallel()
+	in, strict, model := mediaInstance(t, func(o *app.Options, m *llmtest.Server) { o.Media.TranscribeURL = m.OpenAIBaseURL() })
+	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply { return llmtest.TranscriptReply{Status: 503} })
+	strict.SendMedia(owner, tgtest.Voice, "", tgtest.File{Data: []byte("OggS voice"), MIMEType: "audio/ogg", Duration: 2})
+	waitReply(t, strict, 1, "not transcribed")
+	if files := attachmentsOf(t, in, lastUserMessage(t, in).ID); len(files) != 1 || files[0].Transcription != "" || len(model.Transcriptions()) != 1 {
+		t.Fatalf("voice note: %+v, %d transcription requests", files, len(model.Transcriptions()))
+	}
+}
