@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/mcp"
+	"github.com/switchboard/switchboard/services/media"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/schedule"
@@ -76,6 +77,15 @@ type Options struct {
 	Search fetch.SearchOptions
 	// Schedule is the owner's time zone and the limits of schedules.
 	Schedule ScheduleOptions
+	// Media bounds attachments and configures their transcription.
+	Media MediaOptions
+}
+
+// MediaOptions configure attachments: the largest file (0: the default,
+// 20 MB) and the speech-to-text API (empty URL: none).
+type MediaOptions struct {
+	MaxBytes                                         int64
+	TranscribeURL, TranscribeModel, TranscribeAPIKey string
 }
 
 // ScheduleOptions configure schedules.
@@ -107,6 +117,7 @@ type App struct {
 	notifier *repository.Notifier
 	provider llm.Provider
 	spaces   *tools.Workspaces
+	media    *media.Store
 	meter    *metrics.Metrics
 	mcp      *mcp.Manager
 	chat     *chat.Service
@@ -189,6 +200,8 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := tools.RegisterWorkspaceTools(registry, a.spaces.For); err != nil {
 		return nil, err
 	}
+	b.Media = o.Media
+	a.media = media.New(a.spaces.For, o.Media.MaxBytes)
 	if err := agent.RegisterMemoryTool(registry, a.store); err != nil {
 		return nil, err
 	}
@@ -209,6 +222,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
+	b.Context.Attachments, b.Context.Media = a.store, a.media
 	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
 	contextMgr := prompt.New(b.Context)
 
@@ -259,6 +273,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
+	b.Agent.Media = a.media
+	if t := media.NewTranscriber(o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey); t != nil {
+		b.Agent.Transcriber = t
+	}
 	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {
 		return nil, err
 	}
@@ -279,6 +297,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
+		t.Media = a.media
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
 			return nil, err
@@ -309,6 +328,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
+	b.Web.Media, b.Web.Attachments = a.media, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}

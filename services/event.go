@@ -15,6 +15,9 @@ const (
 	EventDelta = "delta"
 	// EventTool: a main run's tool call started or ended (Data is a ToolUse).
 	EventTool = "tool"
+	// EventTranscript: a file of the visible message ID got its transcript
+	// (clients read the message again).
+	EventTranscript = "transcript"
 )
 
 // Event is what crosses instances through the publisher. Message events

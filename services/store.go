@@ -9,5 +9,6 @@ type Store interface {
 	ChatStore
 	RunStore
 	ScheduleStore
+	AttachmentStore
 	Transact(ctx context.Context, fn func(tx Store) error) error
 }

@@ -126,6 +126,10 @@ type PostParams struct {
 	// timeline's person (the owner's Telegram chats; a Telegram user's own
 	// chat) although it answers nothing there: a schedule's notification.
 	NotifyOwner bool
+	// Attachments are files saved with Media.Save, linked to the message in
+	// its transaction (a duplicate post links nothing again). A message
+	// with attachments may have no text.
+	Attachments []Attachment
 }
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
@@ -166,6 +170,10 @@ type MessageMeta struct {
 	ScheduleName string `json:"schedule_name,omitempty"`
 	// ClosedBy is the end of the run that closed a tool call left open.
 	ClosedBy RunStatus `json:"closed_by,omitempty"`
+	// Files are the message's attachments as they were stored with it (the
+	// attachments table has their ids and transcripts): what a delivery
+	// sends and a page shows without another read.
+	Files []FileRef `json:"files,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys
 	// stand at the top level of the JSON).
 	TelegramMeta
@@ -190,7 +198,28 @@ type TelegramMeta struct {
 const (
 	MetaHandoff     = "handoff"
 	MetaTaskPayload = "task_payload"
+	// MetaFileSent is a file the agent sent with send_file: shown and
+	// delivered, never part of a prompt (the tool's result says it).
+	MetaFileSent = "file_sent"
 )
+
+// FileRef is an attachment as a message's metadata names it.
+type FileRef struct {
+	Kind     AttachmentKind `json:"kind"`
+	Name     string         `json:"name,omitempty"`
+	MIMEType string         `json:"mime_type"`
+	Size     int64          `json:"size"`
+	Key      string         `json:"key"`
+	Width    int            `json:"width,omitempty"`
+	Height   int            `json:"height,omitempty"`
+	Duration int            `json:"duration,omitempty"`
+}
+
+// Ref is the attachment as metadata names it.
+func (a Attachment) Ref() FileRef {
+	return FileRef{Kind: a.Kind, Name: a.DisplayName(), MIMEType: a.MIMEType, Size: a.Size, Key: a.StorageKey,
+		Width: a.Width, Height: a.Height, Duration: a.Duration}
+}
 
 // Encode is the stored JSON of m.
 func (m MessageMeta) Encode() json.RawMessage {

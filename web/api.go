@@ -47,6 +47,7 @@ func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Me
 			ids = append(ids, meta.RunID)
 		}
 	}
+	s.presentFiles(ctx, msgs, out)
 	if len(ids) == 0 || s.opts.Activity == nil {
 		return out
 	}
@@ -136,6 +137,9 @@ func (s *Server) ownerPost(source, content, clientKey string) (services.PostPara
 }
 
 func (s *Server) handlePostMessage(c echo.Context) error {
+	if isUpload(c) {
+		return s.handleUpload(c)
+	}
 	var req wire.PostRequest
 	if err := decodeJSON(c.Request(), &req); err != nil {
 		return err
@@ -152,7 +156,7 @@ func (s *Server) handlePostMessage(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, wire.PostResponse{Message: toJSON(msg), Created: created})
+	return c.JSON(status, wire.PostResponse{Message: s.present(c.Request().Context(), []services.Message{msg})[0], Created: created})
 }
 
 func queryID(c echo.Context, name string) (int64, error) {

@@ -85,6 +85,11 @@ type Options struct {
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
+	// Media and Attachments back uploads (POST /api/messages as
+	// multipart/form-data) and downloads (GET /api/attachments/:id); nil:
+	// uploads are refused. See media.go.
+	Media       services.Media
+	Attachments services.AttachmentStore
 }
 
 // Server is the web server.
@@ -128,7 +133,8 @@ func New(opts Options) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("256K"))
+	// Uploads have their own bound (MEDIA_MAX_BYTES, in media.go).
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "256K", Skipper: isUpload}))
 	e.Use(s.rateLimiter())
 	e.Use(checkParams)
 
@@ -148,6 +154,7 @@ func New(opts Options) *Server {
 	api.GET("/whoami", s.handleWhoami)
 	api.GET("/ws", s.handleWS)
 	api.GET("/tools", s.handleTools)
+	api.GET("/attachments/:id", s.handleAttachment)
 	s.registerContextRoutes(api)
 	s.registerScheduleRoutes(api)
 	s.registerPairingRoutes(e, api)

@@ -111,8 +111,13 @@ type Options struct {
 	// asked with getMe at start.
 	BotUsername string
 
-	Chat   Poster
-	Store  Store
+	Chat  Poster
+	Store Store
+	// Media stores the files of photos, documents, voice notes, audio and
+	// video notes (downloaded with getFile); nil: such messages keep only
+	// their caption, and without one the sender hears they are not
+	// supported.
+	Media  services.Media
 	Leases Leases
 	Queue  services.OutboundQueue
 	Logger *slog.Logger
@@ -313,7 +318,19 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 		return err
 	}
 	key := dedupeKey(upd.ID, msg, edited)
-	if strings.TrimSpace(text) == "" {
+	var files []services.Attachment
+	if f := b.inboundFile(msg); f != nil && !edited {
+		a, err := b.fetch(ctx, timeline, f)
+		if err != nil {
+			switch services.ErrorKind(err) {
+			case services.EINVALID, services.ETOOLARGE:
+				return b.notice(ctx, msg, "rejected:"+key, services.ErrorMessage(err))
+			}
+			return err // the update comes again
+		}
+		files = append(files, a)
+	}
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		if kind := mediaKind(msg); kind != "" {
 			return b.notice(ctx, msg, "unsupported:"+key, fmt.Sprintf("Sorry, %s messages are not supported yet. Please send text.", kind))
 		}
@@ -333,8 +350,8 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 	if edited {
 		meta.Edited, meta.EditDate, meta.UpdateID = true, msg.EditDate, upd.ID
 	}
-	if caption {
-		meta.Caption, meta.Media = true, mediaKind(msg)
+	if caption || len(files) > 0 {
+		meta.Caption, meta.Media = caption, mediaKind(msg)
 	}
 	if name, _, isCmd := services.ParseCommand(text); isCmd {
 		// Post only marks commands when it builds the metadata itself.
@@ -347,6 +364,7 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 		Content:       content,
 		DedupeKey:     key,
 		Metadata:      metaJSON,
+		Attachments:   files,
 	})
 	if err != nil {
 		switch services.ErrorKind(err) {
@@ -490,6 +508,15 @@ func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (services
 // notice schedules a short reply to msg that does not come from the agent.
 func (b *Bot) notice(ctx context.Context, msg *models.Message, key, text string) error {
 	return enqueue(ctx, b.opts.Queue, OutboundPayload{Key: key, ChatID: msg.Chat.ID, ReplyToMessageID: msg.ID, Text: text})
+}
+
+// inboundFile is the file of msg the channel stores, nil when none or
+// when no media store is configured.
+func (b *Bot) inboundFile(msg *models.Message) *inboundFile {
+	if b.opts.Media == nil {
+		return nil
+	}
+	return fileOf(msg, b.downloadLimit())
 }
 
 // mediaKind names the non-text content of a message, "" when none.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,7 +334,7 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 	}
 	n := f.notices()
 	if len(n) != 1 || f.out[0].Channel != "telegram" || f.out[0].Key != "reply:8" ||
-		n[0] != (OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer", Timeline: "global", ReplyTo: 3}) {
+		!reflect.DeepEqual(n[0], OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer", Timeline: "global", ReplyTo: 3}) {
 		t.Fatalf("outbound: %+v %+v", f.out, n)
 	}
 	if err := r.RouteReply(t.Context(), services.Message{ID: 4}, services.Message{ID: 9}); !services.IsKind(err, services.EINVALID) {

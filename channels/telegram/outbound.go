@@ -29,6 +29,10 @@ type OutboundPayload struct {
 	Timeline string `json:"timeline,omitempty"`
 	// ReplyTo is the timeline id of the answered message.
 	ReplyTo int64 `json:"reply_to,omitempty"`
+	// Files are sent first (sendPhoto or sendDocument, read from Timeline's
+	// workspace), the text's first MaxCaptionLen characters as the first
+	// file's caption and the rest as messages.
+	Files []services.FileRef `json:"files,omitempty"`
 }
 
 func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
@@ -71,6 +75,7 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 	for _, chat := range chats {
 		if err := enqueue(ctx, r.Queue, OutboundPayload{
 			Key: fmt.Sprintf("notify:%d:%d", msg.ID, chat), ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
+			Files: filesOf(msg),
 		}); err != nil {
 			return err
 		}
@@ -93,7 +98,14 @@ func (r Router) RouteReply(ctx context.Context, to services.Message, reply servi
 		Text:             reply.Content,
 		Timeline:         to.TimelineScope,
 		ReplyTo:          to.ID,
+		Files:            filesOf(reply),
 	})
+}
+
+// filesOf is the files a message carries, from its metadata.
+func filesOf(m services.Message) []services.FileRef {
+	meta, _ := services.DecodeMeta(m.Metadata)
+	return meta.Files
 }
 
 // Deliver is the channel's services.OutboundHandler: it renders the text,
@@ -113,22 +125,13 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		return err
 	}
 	replyTo := p.ReplyToMessageID
-	for i, ch := range Split(p.Text, MaxMessageLen) {
-		if strings.TrimSpace(visibleText(ch.HTML)) == "" {
-			continue // Telegram rejects blank messages
+	for i, it := range b.items(p) {
+		if it.send == nil {
+			continue // a blank chunk
 		}
 		if sent[i] {
 			replyTo = 0
 			continue
-		}
-		params := &bot.SendMessageParams{
-			ChatID:             p.ChatID,
-			Text:               ch.HTML,
-			ParseMode:          models.ParseModeHTML,
-			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
-		}
-		if replyTo != 0 {
-			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 		}
 		// The send is recorded before it is made: a crash or a timeout
 		// before Telegram's answer leaves it in flight, and such a chunk is
@@ -153,14 +156,13 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 				b.opts.SendError("resent")
 			}
 		}
-		m, err := b.send(ctx, params)
-		if err != nil && errors.Is(err, bot.ErrorBadRequest) {
+		m, err := it.send(ctx, replyTo, false)
+		if err != nil && errors.Is(err, bot.ErrorBadRequest) && it.html {
 			// Telegram could not parse this chunk's entities: send its
 			// visible text without formatting rather than lose it.
 			b.countSendError(err)
 			b.log.Warn("telegram: chunk refused as HTML, resending as plain text", "key", p.Key, "chunk", i, "err", err)
-			params.Text, params.ParseMode = visibleText(ch.HTML), ""
-			m, err = b.send(ctx, params)
+			m, err = it.send(ctx, replyTo, true)
 		}
 		if err != nil {
 			b.countSendError(err)
@@ -177,9 +179,10 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound):
 			b.log.Error("telegram delivery dropped", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
 			return nil
-		case errors.Is(err, bot.ErrorBadRequest):
-			// Not even as plain text: say so where the owner looks, and go
-			// on with the rest of the answer.
+		case errors.Is(err, bot.ErrorBadRequest), services.IsKind(err, services.ENOTFOUND), services.IsKind(err, services.ETOOLARGE):
+			// Not even as plain text (or a file that is gone or too large
+			// for Telegram): say so where the owner looks, and go on with
+			// the rest of the answer.
 			b.log.Error("telegram: chunk not deliverable", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
 			if err := b.undeliverable(ctx, p, i); err != nil {
 				return err
@@ -197,6 +200,58 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		replyTo = 0
 	}
 	return nil
+}
+
+// item is one message of a delivery: a text chunk or a file (nil send: a
+// blank chunk, which Telegram would refuse).
+type item struct {
+	// html: the item carries formatted text that may be resent plain.
+	html bool
+	send func(ctx context.Context, replyTo int, plain bool) (*models.Message, error)
+}
+
+// items are a delivery's messages in order, numbered as its chunks: the
+// files first (the first with the text's start as its caption), then the
+// text in chunks of at most MaxMessageLen.
+func (b *Bot) items(p OutboundPayload) []item {
+	var out []item
+	text := p.Text
+	for fi, f := range p.Files {
+		caption := ""
+		if fi == 0 && text != "" {
+			parts := Split(text, MaxCaptionLen)
+			caption = parts[0].HTML
+			text = ""
+			for _, c := range parts[1:] {
+				text += c.Source
+			}
+		}
+		out = append(out, item{html: caption != "", send: func(ctx context.Context, replyTo int, plain bool) (*models.Message, error) {
+			return b.sendFile(ctx, p, f, caption, replyTo, plain)
+		}})
+	}
+	for _, ch := range Split(text, MaxMessageLen) {
+		if strings.TrimSpace(visibleText(ch.HTML)) == "" {
+			out = append(out, item{}) // Telegram rejects blank messages
+			continue
+		}
+		out = append(out, item{html: true, send: func(ctx context.Context, replyTo int, plain bool) (*models.Message, error) {
+			params := &bot.SendMessageParams{
+				ChatID:             p.ChatID,
+				Text:               ch.HTML,
+				ParseMode:          models.ParseModeHTML,
+				LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+			}
+			if plain {
+				params.Text, params.ParseMode = visibleText(ch.HTML), ""
+			}
+			if replyTo != 0 {
+				params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+			}
+			return b.send(ctx, params)
+		}})
+	}
+	return out
 }
 
 // send is one sendMessage, bounded by SendTimeout: a call Telegram holds

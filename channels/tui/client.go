@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -99,7 +102,34 @@ func (c *Client) Post(ctx context.Context, content, clientKey string) (wire.Mess
 	return out.Message, err
 }
 
+// Upload stores content with the file at path (a multipart POST), source
+// tui; a retry with the same clientKey stores once. A file that cannot be
+// read is an *APIError 400 (retrying will not help).
+func (c *Client) Upload(ctx context.Context, content, clientKey, path string) (wire.Message, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return wire.Message{}, &APIError{Status: http.StatusBadRequest, Message: "cannot read " + path + ": " + err.Error()}
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("content", content)
+	_ = mw.WriteField("client_key", clientKey)
+	_ = mw.WriteField("source", SourceTUI)
+	fw, _ := mw.CreateFormFile("file", filepath.Base(path))
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	var out struct {
+		Message wire.Message `json:"message"`
+	}
+	err = c.send(ctx, http.MethodPost, "/api/messages", body.Bytes(), mw.FormDataContentType(), &out)
+	return out.Message, err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.send(ctx, method, path, body, "application/json", out)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -110,7 +140,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +25,9 @@ import (
 type Backend interface {
 	// Post stores content with source tui; the same clientKey stores once.
 	Post(ctx context.Context, content, clientKey string) (wire.Message, error)
+	// Upload stores content with the file at path; the same clientKey
+	// stores once.
+	Upload(ctx context.Context, content, clientKey, path string) (wire.Message, error)
 	// Timeline fetches a page (the model asks for older pages only).
 	Timeline(ctx context.Context, q TimelineQuery) (wire.Page, error)
 }
@@ -47,6 +52,7 @@ var HelpText = func() string {
 		fmt.Fprintf(&b, "  %-18s %s\n", usage, c.Help)
 	}
 	b.WriteString(`Local:
+  /attach PATH       send the file at PATH (the text for it on the lines after)
   /help              this list
   /quit, Ctrl+C      leave
 Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll
@@ -72,6 +78,8 @@ type (
 type pendingPost struct {
 	content string
 	key     string
+	// file is the path of a file sent with the text (/attach).
+	file    string
 	lastErr string // why the last attempt failed; "" before the first answer
 	// stored: the server's copy already arrived over the websocket while the
 	// POST's own answer is still on its way; it is no longer shown as unsent.
@@ -236,7 +244,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case MessageMsg:
 		m.addMessage(msg.Message)
 	case EventMsg:
+		if msg.Event.Type == wire.EventTranscript {
+			cmds = append(cmds, m.reload(msg.Event.ID))
+			changed = false
+			break
+		}
 		m.applyEvent(msg.Event)
+	case reloadedMsg:
+		if m.tl.replace(msg.msg) {
+			delete(m.rendered, msg.msg.ID)
+		}
 	case ConnMsg:
 		cmds = append(cmds, m.setConn(msg))
 	case ProtocolErrorMsg:
@@ -314,7 +331,7 @@ func (m *Model) content() string {
 		notesUpTo(msg.ID - 1)
 		r, ok := m.rendered[msg.ID]
 		if !ok {
-			r = renderMessage(msg, m.width, now, m.opts.Location)
+			r = renderMessage(msg, m.width, now, m.opts.Location, m.opts.ServerURL)
 			m.rendered[msg.ID] = r
 		}
 		parts = append(parts, r)
@@ -515,10 +532,60 @@ func (m *Model) submit() tea.Cmd {
 	case "/quit", "/exit":
 		m.quitting = true
 		return tea.Quit
+	case "/attach":
+		return m.attach(text)
 	}
 	m.ta.Reset()
 	m.outbox = append(m.outbox, pendingPost{content: text, key: NewClientKey()})
 	return m.startPost()
+}
+
+// attach queues "/attach PATH" (text on the following lines) as a post
+// with the file; a file that is not there is named at once and the
+// composer kept.
+func (m *Model) attach(text string) tea.Cmd {
+	first, rest, _ := strings.Cut(text, "\n")
+	path := strings.TrimSpace(strings.TrimPrefix(first, "/attach"))
+	if path == "" {
+		m.setNotice("usage: /attach PATH (the text for the file on the lines after)")
+		return nil
+	}
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, path[2:])
+		}
+	}
+	info, err := os.Stat(path)
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file")
+	}
+	if err != nil {
+		m.setNotice("not attached: " + path + ": " + strings.TrimPrefix(err.Error(), "stat "+path+": "))
+		return nil
+	}
+	m.ta.Reset()
+	m.outbox = append(m.outbox, pendingPost{content: strings.TrimSpace(rest), key: NewClientKey(), file: path})
+	return m.startPost()
+}
+
+// reloadedMsg is a message read again (a voice note with its transcript).
+type reloadedMsg struct{ msg wire.Message }
+
+// reload reads message id again; a failure leaves it as shown.
+func (m *Model) reload(id int64) tea.Cmd {
+	if id <= 0 {
+		return nil
+	}
+	b := m.backend
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		page, err := b.Timeline(ctx, TimelineQuery{After: id - 1, Limit: 1})
+		if err != nil || len(page.Messages) != 1 || page.Messages[0].ID != id {
+			return nil
+		}
+		return reloadedMsg{msg: page.Messages[0]}
+	}
 }
 
 // startPost sends the oldest unconfirmed post, one at a time so they are
@@ -533,7 +600,13 @@ func (m *Model) startPost() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		msg, err := b.Post(ctx, p.content, p.key)
+		var msg wire.Message
+		var err error
+		if p.file != "" {
+			msg, err = b.Upload(ctx, p.content, p.key, p.file)
+		} else {
+			msg, err = b.Post(ctx, p.content, p.key)
+		}
 		return postDoneMsg{key: p.key, msg: msg, err: err}
 	}
 }

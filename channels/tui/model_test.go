@@ -41,6 +41,14 @@ func (b *fakeBackend) Post(_ context.Context, content, key string) (wire.Message
 	return wire.Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
 }
 
+func (b *fakeBackend) Upload(_ context.Context, content, key, path string) (wire.Message, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.posts = append(b.posts, fakePost{content + " [" + path + "]", key})
+	b.nextID++
+	return wire.Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
+}
+
 func (b *fakeBackend) Timeline(_ context.Context, q TimelineQuery) (wire.Page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -444,7 +452,7 @@ func FuzzRenderMessage(f *testing.F) {
 			return
 		}
 		m := wire.Message{ID: 1, Role: "user", Source: "web", Content: content, Metadata: json.RawMessage(meta), CreatedAt: testNow}
-		out := renderMessage(m, width, testNow, testLoc)
+		out := renderMessage(m, width, testNow, testLoc, "http://test")
 		if strings.ContainsRune(ansi.Strip(out), '\x1b') {
 			t.Fatalf("escape in output: %q", out)
 		}

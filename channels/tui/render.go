@@ -1,12 +1,14 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
@@ -99,7 +101,8 @@ func entry(header, text string, width int) string {
 }
 
 // renderMessage renders a stored message; handoffs are one compact line.
-func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location) string {
+// Attachments are lines under the text, with their download URL on base.
+func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location, base string) string {
 	ts := timeStyle.Render(clock(m.CreatedAt, now, loc))
 	content := sanitize(m.Content)
 	md := meta(m)
@@ -124,7 +127,25 @@ func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location)
 		// calls of the run under them.
 		content = markdown(m.Content) + toolLines(m.Tools)
 	}
-	return entry(header, content, width)
+	files := attachmentLines(m.Attachments, base)
+	if strings.TrimSpace(content) == "" {
+		files = strings.TrimPrefix(files, "\n")
+	}
+	return entry(header, content+files, width)
+}
+
+// attachmentLines are a message's files, one line each: name, kind and
+// size, the URL to download it (the owner's token is needed), and a voice
+// note's transcript.
+func attachmentLines(files []wire.Attachment, base string) string {
+	var b strings.Builder
+	for _, a := range files {
+		fmt.Fprintf(&b, "\n📎 %s · %s · %s · %s", sanitize(a.Name), a.Kind, services.HumanBytes(a.Size), strings.TrimRight(base, "/")+a.URL)
+		if a.Transcription != "" {
+			b.WriteString("\n   “" + sanitize(a.Transcription) + "”")
+		}
+	}
+	return b.String()
 }
 
 // stream is an answer being streamed by a run, shown until its final message.
@@ -156,5 +177,9 @@ func renderPending(p pendingPost, width int) string {
 	if p.lastErr != "" {
 		state = "(not sent yet, will retry: " + p.lastErr + ")"
 	}
-	return entry(header, sanitize(p.content)+" "+dimStyle.Render(state), width)
+	text := sanitize(p.content)
+	if p.file != "" {
+		text = strings.TrimSpace(text + " 📎 " + sanitize(p.file))
+	}
+	return entry(header, text+" "+dimStyle.Render(state), width)
 }

@@ -35,6 +35,16 @@ func (t *timeline) add(m wire.Message) bool {
 	return true
 }
 
+// replace puts m in place of the message with its id; false when absent.
+func (t *timeline) replace(m wire.Message) bool {
+	i := sort.Search(len(t.msgs), func(i int) bool { return t.msgs[i].ID >= m.ID })
+	if i == len(t.msgs) || t.msgs[i].ID != m.ID {
+		return false
+	}
+	t.msgs[i] = m
+	return true
+}
+
 // oldest is the smallest id held, 0 when empty.
 func (t *timeline) oldest() int64 {
 	if len(t.msgs) == 0 {

@@ -68,7 +68,12 @@ type Config struct {
 	AgentMaxWriteBytes    int64
 	AgentMaxRunWriteBytes int64
 	WorkspaceMaxBytes     int64
-	AgentRulesWritable    bool
+
+	MediaMaxBytes      int64
+	TranscribeURL      string
+	TranscribeModel    string
+	TranscribeAPIKey   string
+	AgentRulesWritable bool
 
 	RateLimitPerMinute     int
 	RateLimitBurst         int
@@ -211,7 +216,7 @@ func envTable() []envVar {
 				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
 				return
 			}},
-		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: images that tools return (MCP servers) are sent with their results; 0: only described in text.",
+		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: the owner's photos and images that tools return (MCP servers) are sent as images; 0: only described in text (name, size, path in the workspace).",
 			set: func(c *Config, v string) (err error) { c.LLMImages, err = parseBool(v); return }},
 		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
@@ -314,6 +319,14 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxRunWriteBytes, err = parseBytes(v, 1, 1<<40); return }},
 		{Name: "WORKSPACE_MAX_BYTES", Default: "256MiB", Help: "Bytes one conversation's workspace may hold; a write that would pass it is refused.",
 			set: func(c *Config, v string) (err error) { c.WorkspaceMaxBytes, err = parseBytes(v, 1, 1<<50); return }},
+		{Name: "MEDIA_MAX_BYTES", Default: "20MiB", Help: "Bytes one attachment may have (a photo, a document, a voice note, an upload on the web page); larger files are refused with a message naming the limit. Telegram lets bots download at most 20 MB.",
+			set: func(c *Config, v string) (err error) { c.MediaMaxBytes, err = parseBytes(v, 1, 1<<32); return }},
+		{Name: "TRANSCRIBE_URL", Help: "Base URL of an OpenAI-compatible speech-to-text API (POST <url>/audio/transcriptions), e.g. https://api.openai.com/v1 or a local Whisper server; voice notes and audio are transcribed and the agent answers the transcript. Empty: not transcribed.",
+			set: func(c *Config, v string) error { c.TranscribeURL = strings.TrimRight(v, "/"); return nil }},
+		{Name: "TRANSCRIBE_MODEL", Default: "whisper-1", Help: "Model name sent to the transcription API.",
+			set: func(c *Config, v string) error { c.TranscribeModel = v; return nil }},
+		{Name: "TRANSCRIBE_API_KEY", Secret: true, Help: "Bearer key of the transcription API (empty: none sent).",
+			set: func(c *Config, v string) error { c.TranscribeAPIKey = v; return nil }},
 		{Name: "AGENT_RULES_WRITABLE", Default: "0", Help: "Let the agent write the rules files RULES.md and CODE_LAW.md (1); 0: it can only propose rules, which the owner approves with /rules approve N.",
 			set: func(c *Config, v string) (err error) { c.AgentRulesWritable, err = parseBool(v); return }},
 		{Name: "RATE_LIMIT_PER_MINUTE", Default: "600", Help: "Requests per minute the owner may make to one instance (all their clients together); over it: 429 with Retry-After. 0 disables.",

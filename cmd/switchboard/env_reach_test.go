@@ -120,10 +120,25 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("model call timeout", b.LLM.Timeout, 45*time.Second)
 		}},
 		"LLM_IMAGES": {"1", func(_ *Config, _ *app.App, b app.Options) error {
-			if !b.Agent.PassImages {
-				return fmt.Errorf("the agent does not pass images on")
+			if !b.Agent.PassImages || !b.Context.Images {
+				return fmt.Errorf("the agent (%v) or the prompt (%v) does not pass images on", b.Agent.PassImages, b.Context.Images)
 			}
 			return nil
+		}},
+		"MEDIA_MAX_BYTES": {"5MiB", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("media limit", b.Media.MaxBytes, int64(5<<20))
+		}},
+		"TRANSCRIBE_URL": {"http://127.0.0.1:9/v1/", func(_ *Config, _ *app.App, b app.Options) error {
+			if b.Agent.Transcriber == nil {
+				return fmt.Errorf("the agent has no transcriber")
+			}
+			return want("transcription URL", b.Media.TranscribeURL, "http://127.0.0.1:9/v1")
+		}},
+		"TRANSCRIBE_MODEL": {"whisper-large", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("transcription model", b.Media.TranscribeModel, "whisper-large")
+		}},
+		"TRANSCRIBE_API_KEY": {"tk-test", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("transcription key", b.Media.TranscribeAPIKey, "tk-test")
 		}},
 		"LLM_MAX_RETRIES": {"5", func(_ *Config, _ *app.App, b app.Options) error { return want("retries", b.LLM.MaxRetries, 5) }},
 		"CONTEXT_KEEP_TURNS": {"7", func(_ *Config, _ *app.App, b app.Options) error {

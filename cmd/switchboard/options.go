@@ -45,6 +45,8 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Schedule:     c.ScheduleOptions(),
 		Fetch:        fetch.Options{Allow: c.FetchAllow},
 		Search:       fetch.SearchOptions{URL: c.SearxngURL},
+		Media: app.MediaOptions{MaxBytes: c.MediaMaxBytes, TranscribeURL: c.TranscribeURL,
+			TranscribeModel: c.TranscribeModel, TranscribeAPIKey: c.TranscribeAPIKey},
 	}
 }
 
@@ -69,6 +71,7 @@ func (c *Config) ChatOptions() chat.Options {
 func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
 		ScopedRead: c.Flags.ScopedRead,
+		Images:     c.LLMImages,
 		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite},
 	}
 }

@@ -33,7 +33,12 @@ type Options struct {
 	// PassImages sends the images tools return to the model with their
 	// results (the model must read images: LLM_IMAGES=1).
 	PassImages bool
-	Context    *prompt.Manager
+	// Transcriber turns the voice notes and audio of a run's message into
+	// text before its prompt is built, read from Media (nil: not
+	// transcribed; the prompt says so).
+	Transcriber services.Transcriber
+	Media       services.Media
+	Context     *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	Tokenizer    prompt.Tokenizer
@@ -104,6 +109,11 @@ func New(opts Options) *Service {
 		if _, ok := opts.Tools.Get("schedule"); !ok && opts.Schedules != nil {
 			if err := s.registerScheduleTools(opts.Tools); err != nil {
 				opts.Logger.Error("register schedule tools", "err", err)
+			}
+		}
+		if _, ok := opts.Tools.Get("send_file"); !ok && opts.Media != nil {
+			if err := s.registerSendFile(opts.Tools); err != nil {
+				opts.Logger.Error("register send_file tool", "err", err)
 			}
 		}
 		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {

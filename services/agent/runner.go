@@ -290,6 +290,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, prompt.Inspection, usage, error) {
+	s.transcribe(ctx, run, trigger)
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(run.TimelineScope),
 	})

@@ -128,6 +128,17 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 			p.Metadata = services.MessageMeta{Command: name}.Encode()
 		}
 	}
+	if len(p.Attachments) > 0 {
+		meta, err := services.DecodeMeta(p.Metadata)
+		if err != nil {
+			return services.Message{}, false, err
+		}
+		meta.Files = nil
+		for _, a := range p.Attachments {
+			meta.Files = append(meta.Files, a.Ref())
+		}
+		p.Metadata = meta.Encode()
+	}
 	nm := services.NewMessage{
 		TimelineScope: p.TimelineScope,
 		Role:          p.Role,
@@ -153,6 +164,14 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 		attrs = append(attrs, "content", msg.Content)
 	}
 	s.log.Debug("message stored", attrs...)
+	if created {
+		for _, a := range p.Attachments {
+			a.MessageID, a.TimelineScope = msg.ID, msg.TimelineScope
+			if _, err := tx.InsertAttachment(ctx, a); err != nil {
+				return services.Message{}, false, err
+			}
+		}
+	}
 	if p.ReplyTo != 0 {
 		if err := s.routeReply(services.WithTx(ctx, tx), tx, p.ReplyTo, msg); err != nil {
 			return services.Message{}, false, err
@@ -233,8 +252,13 @@ func (s *Service) validate(p services.PostParams) error {
 	if !utf8.ValidString(p.Content) {
 		return services.Errorf(services.EINVALID, "message text is not valid UTF-8")
 	}
-	if strings.TrimSpace(p.Content) == "" {
+	if strings.TrimSpace(p.Content) == "" && len(p.Attachments) == 0 {
 		return services.Errorf(services.EINVALID, "message text is empty")
+	}
+	for _, a := range p.Attachments {
+		if a.StorageKey == "" || a.SHA256 == "" {
+			return services.Errorf(services.EINVALID, "attachment %q was not saved", a.Name)
+		}
 	}
 	// The limit bounds what people send; the agent's own answers are
 	// stored whatever their length.

@@ -173,6 +173,9 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			if m.Content != "" { // empty text blocks are refused
 				add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
 			}
+			for _, im := range m.Images {
+				add(anthropic.MessageParamRoleUser, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
+			}
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" {

@@ -91,7 +91,8 @@ type Message struct {
 	IsError bool
 	// Images of a tool message go to the model with its result (Anthropic:
 	// in the tool_result; OpenAI-compatible: in a user message after the
-	// tool messages, since tool messages carry text only).
+	// tool messages, since tool messages carry text only). Images of a user
+	// message follow its text as image parts (blocks).
 	Images []services.Image
 }
 

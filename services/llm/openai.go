@@ -154,7 +154,18 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		}
 		switch m.Role {
 		case RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+			if len(m.Images) == 0 {
+				params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+				break
+			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if m.Content != "" {
+				parts = append(parts, openai.TextContentPart(m.Content))
+			}
+			for _, im := range m.Images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
+			}
+			params.Messages = append(params.Messages, openai.UserMessage(parts))
 		case RoleAssistant:
 			a := openai.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" || len(m.ToolCalls) == 0 {

@@ -410,3 +410,29 @@ func BenchmarkStreamedCompletion(b *testing.B) {
 		})
 	}
 }
+
+// TestUserImagesReachTheModel: a user message's images go to each API in
+// its own form (image_url data URL parts, base64 image blocks) after the
+// text, with their bytes intact.
+func TestUserImagesReachTheModel(t *testing.T) {
+	for _, api := range []string{llm.ProviderOpenAI, llm.ProviderAnthropic} {
+		t.Run(api, func(t *testing.T) {
+			p, srv := setup(t, api, 0)
+			img := services.Image{MIMEType: "image/png", Data: []byte("\x89PNG fake bytes")}
+			_, _, err := complete(t, p, llm.Request{Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "what is in this photo?", Images: []services.Image{img}},
+			}}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 1 || len(reqs[0].Images) != 1 {
+				t.Fatalf("requests: %+v", reqs)
+			}
+			got := reqs[0].Images[0]
+			if got.Role != "user" || got.MIMEType != "image/png" || string(got.Data) != string(img.Data) || reqs[0].LastMessage != "what is in this photo?" {
+				t.Fatalf("image as received: %+v, text %q", got, reqs[0].LastMessage)
+			}
+		})
+	}
+}

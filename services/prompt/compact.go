@@ -138,6 +138,15 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 		q.AfterID = page[len(page)-1].ID
 	}
 	turns := groupTurns(rows, timeline)
+	// The files' lines go into the summary's transcript, so the summary can
+	// still name where a file is.
+	files, err := m.filesOf(ctx, timeline, rows)
+	if err != nil {
+		return res, err
+	}
+	for i := range turns {
+		turns[i].files = files[turns[i].msgs[0].ID]
+	}
 	keep := m.opts.Compaction.KeepTurns
 	if len(turns) <= keep {
 		res.Skipped = fmt.Sprintf("%d turn(s) since the last summary; the last %d are always kept", len(turns), keep)

@@ -55,6 +55,14 @@ type Options struct {
 	// (the tool registry's); tools without one get DefaultCompressionRule.
 	HistoryRule func(toolName string) (CompressionRule, bool)
 	Logger      *slog.Logger
+	// Attachments are the files that came with messages (nil: none): each
+	// user message carries a line per file (Attachment.Describe), in
+	// history too. Media reads the current input's images, which go to the
+	// model as images when Images is set (LLM_IMAGES: the model reads
+	// them) and count in the input's tokens; history keeps the lines only.
+	Attachments services.AttachmentStore
+	Media       services.Media
+	Images      bool
 }
 
 // Manager compiles prompts from stored state.
@@ -220,7 +228,16 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			return Prompt{}, m.violation(p, "input message", input.TimelineScope)
 		}
 	}
-	inputText := markdown.WithAtPathReminder(input.Content)
+	var inputFiles []services.Attachment
+	if p.TriggerID != 0 && m.opts.Attachments != nil {
+		files, err := m.opts.Attachments.AttachmentsOf(ctx, p.TimelineScope, []int64{p.TriggerID})
+		if err != nil {
+			return Prompt{}, err
+		}
+		inputFiles = files[p.TriggerID]
+	}
+	inputText := withFiles(markdown.WithAtPathReminder(input.Content), inputFiles)
+	inputImages, imageTokens := m.images(ctx, p.TimelineScope, inputFiles)
 	retrieved := m.retrievedLayer(p, input.Content, &warns)
 	todo := m.todoLayer(p.TimelineScope)
 
@@ -241,7 +258,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	}
 	inputTokens := 0
 	if p.TriggerID != 0 {
-		inputTokens = tok.Count(inputText) + MessageOverhead + 1
+		inputTokens = tok.Count(inputText) + MessageOverhead + 1 + imageTokens
 	}
 	needs := map[Layer]int{
 		LayerSystem:    systemTokens,
@@ -323,7 +340,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		if p.TriggerID != 0 && i == len(turns)-1 {
 			// The current input carries its @path reminder and the todo recap.
 			last := &rendered[0]
-			last.Content = inputText
+			last.Content, last.Images = inputText, inputImages
 			if todoText != "" {
 				last.Content += "\n\n" + todoText
 			}
@@ -390,6 +407,42 @@ func trimReason(n int, what string) string {
 type turn struct {
 	msgs   []services.Message
 	tokens int
+	// files are the user message's attachments.
+	files []services.Attachment
+}
+
+// withFiles is a user message's text with a line per attachment.
+func withFiles(text string, files []services.Attachment) string {
+	for _, f := range files {
+		if text != "" {
+			text += "\n"
+		}
+		text += f.Describe()
+	}
+	return text
+}
+
+// images reads the input's images for a model that reads them, and
+// estimates their tokens. An image that cannot be read stays a line.
+func (m *Manager) images(ctx context.Context, timeline string, files []services.Attachment) ([]services.Image, int) {
+	if !m.opts.Images || m.opts.Media == nil {
+		return nil, 0
+	}
+	var out []services.Image
+	tokens := 0
+	for _, f := range files {
+		if f.Kind != services.AttachImage {
+			continue
+		}
+		data, err := m.opts.Media.Read(ctx, timeline, f.StorageKey)
+		if err != nil {
+			m.log.Warn("read an image for the prompt", "attachment_id", f.ID, "key", f.StorageKey, "err", err)
+			continue
+		}
+		out = append(out, services.Image{MIMEType: f.MIMEType, Data: data})
+		tokens += f.ImageTokens()
+	}
+	return out, tokens
 }
 
 // historyRule is the rule a tool's past results are compressed with.
@@ -409,7 +462,11 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 	for _, m := range t.msgs {
 		switch m.Role {
 		case services.RoleUser:
-			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+			content := m.Content
+			if m.ID == t.msgs[0].ID {
+				content = withFiles(content, t.files)
+			}
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: content})
 		case services.RoleAssistant:
 			meta, _ := services.DecodeMeta(m.Metadata)
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
@@ -468,6 +525,10 @@ func promptable(m services.Message) bool {
 	if meta.Kind == services.MetaHandoff && m.Visible {
 		return false
 	}
+	// A file the agent sent: its send_file result says so.
+	if meta.Kind == services.MetaFileSent {
+		return false
+	}
 	// The offline model's "configure a model" answers are for the owner.
 	if meta.Notice == services.NoticeOfflineModel {
 		return false
@@ -506,6 +567,10 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		if err != nil {
 			return nil, 0, 0, err
 		}
+		files, err := m.filesOf(ctx, timeline, page)
+		if err != nil {
+			return nil, 0, 0, err
+		}
 		for i := len(page) - 1; i >= 0; i-- {
 			msg := page[i]
 			if msg.TimelineScope != timeline {
@@ -529,7 +594,10 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 			if msg.ID > triggerID {
 				continue
 			}
-			t := turn{msgs: []services.Message{msg}}
+			t := turn{msgs: []services.Message{msg}, files: files[msg.ID]}
+			if len(t.files) > 0 {
+				t.tokens += tok.Count(withFiles("", t.files))
+			}
 			rest := append(byTurn[msg.ID], pending...)
 			delete(byTurn, msg.ID)
 			pending = nil
@@ -556,6 +624,20 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		kept[i], kept[j] = kept[j], kept[i]
 	}
 	return kept, trimmed, used, nil
+}
+
+// filesOf returns the attachments of a page's user messages.
+func (m *Manager) filesOf(ctx context.Context, timeline string, page []services.Message) (map[int64][]services.Attachment, error) {
+	if m.opts.Attachments == nil {
+		return nil, nil
+	}
+	var ids []int64
+	for _, msg := range page {
+		if msg.Role == services.RoleUser {
+			ids = append(ids, msg.ID)
+		}
+	}
+	return m.opts.Attachments.AttachmentsOf(ctx, timeline, ids)
 }
 
 // replyTo is the user message a stored row answers (0 when not recorded).

@@ -335,6 +335,19 @@ func (w *Workspace) WriteFile(name string, data []byte, appendData bool) (info f
 	return info, before == nil, err
 }
 
+// SaveUpload writes a file the owner sent (an attachment) to name,
+// replacing it atomically: like WriteFile, but the bound of one write
+// (AGENT_MAX_WRITE_BYTES, which bounds the model's writes) does not apply;
+// the workspace's bound does (ETOOLARGE, TOOL_WRITE_LIMIT).
+func (w *Workspace) SaveUpload(name string, data []byte) (fs.FileInfo, error) {
+	rel, err := w.resolveWrite(name)
+	if err != nil {
+		return nil, err
+	}
+	_, info, err := w.writeFile(name, rel, data, false, -1)
+	return info, err
+}
+
 // resolveWrite is Resolve for a write: it also refuses the rules files
 // (unless RulesWritable), by the model's spelling first ("./RULES.md",
 // "sub/../rules.md") and then by the resolved path, which catches a
@@ -365,10 +378,10 @@ func refuseRules(name, rel string) error {
 
 // writeFile writes to rel, a path returned by resolveWrite; name is the
 // model's path, for messages; runID is the run the bytes count against (0:
-// none). before is the file's info ahead of the write, nil when the write
+// none; -1: an upload, which the bound of one write does not apply to). before is the file's info ahead of the write, nil when the write
 // created it.
 func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool, runID int64) (before, after fs.FileInfo, err error) {
-	if n := int64(len(data)); n > w.limits.PerCall {
+	if n := int64(len(data)); n > w.limits.PerCall && runID >= 0 {
 		return nil, nil, services.Errorf(services.ETOOLARGE,
 			"content is %d bytes; one write accepts at most %s (AGENT_MAX_WRITE_BYTES); split it and append the rest",
 			n, humanBytes(w.limits.PerCall))
@@ -439,7 +452,7 @@ func (w *Workspace) writeFile(name, rel string, data []byte, appendData bool, ru
 func (w *Workspace) reserve(name string, runID, n, growth int64) error {
 	w.quota.Lock()
 	defer w.quota.Unlock()
-	if runID != 0 {
+	if runID > 0 {
 		if done := w.written[runID]; done+n > w.limits.PerRun {
 			return services.CodedErrorf(services.ETOOLARGE, CodeWriteLimit,
 				"write to %q refused: this run has written %d bytes and this write adds %d, past the limit of %s per run "+
@@ -462,7 +475,7 @@ func (w *Workspace) reserve(name string, runID, n, growth int64) error {
 				name, used, growth, humanBytes(w.limits.Workspace))
 		}
 	}
-	if runID != 0 {
+	if runID > 0 {
 		w.written[runID] += n
 		for len(w.written) > maxRunsTracked {
 			oldest := runID
@@ -482,7 +495,7 @@ func (w *Workspace) reserve(name string, runID, n, growth int64) error {
 func (w *Workspace) release(runID, n, growth int64) {
 	w.quota.Lock()
 	defer w.quota.Unlock()
-	if runID != 0 {
+	if runID > 0 {
 		if _, ok := w.written[runID]; ok {
 			w.written[runID] -= n
 		}

@@ -5,7 +5,10 @@
 // (m.html) and the tool calls of the run that wrote them (m.tools); tool
 // events show a running answer's calls live. Messages that cannot be sent
 // wait in an outbox (kept across reloads) and are sent again, with the same
-// client key, when the connection is back: stored once.
+// client key, when the connection is back: stored once. Files (the 📎
+// button, or dropped on the page) go with the next message as a multipart
+// upload; attachments show as thumbnails, audio players with their
+// transcript, or download links.
 import { $, el, request } from "/static/lib.js";
 
 const list = $("timeline");
@@ -17,6 +20,10 @@ const form = $("composer");
 const input = $("input");
 const notice = $("notice");
 const banner = $("banner");
+const attachInput = $("attach");
+const filesEl = $("files");
+let pendingFiles = [];
+const MAX_FILES = 4;
 const seen = new Set();
 const OUTBOX = "switchboard.outbox";
 let maxBytes = 32768;
@@ -122,8 +129,39 @@ function render(m) {
   } else {
     body.textContent = m.content;
   }
+  if (!m.content) body.hidden = true;
+  if (m.attachments && m.attachments.length) body.after(attachmentsBox(m.attachments));
   setTools(li, m.tools, false);
   return li;
+}
+
+function fmtSize(n) {
+  if (n < 1024) return n + " B";
+  if (n < 1048576) return Math.round(n / 1024) + " KB";
+  return (n / 1048576).toFixed(1) + " MB";
+}
+
+// attachmentsBox shows a message's files: images as thumbnails (a click
+// opens the full picture), voice and audio as players with their
+// transcript, anything else as a link that downloads the file.
+function attachmentsBox(files) {
+  const box = el("div", { class: "attachments" });
+  for (const a of files) {
+    const title = a.name + " · " + fmtSize(a.size) + " · saved as " + a.path;
+    if (a.kind === "image") {
+      const img = el("img", { class: "thumb", src: a.url, alt: a.name, title: title, loading: "lazy" });
+      box.append(el("a", { class: "image", href: a.url, target: "_blank", rel: "noopener" }, img));
+    } else if (a.kind === "voice" || a.kind === "audio") {
+      const fig = el("figure", { class: "audio" });
+      fig.append(el("audio", { controls: true, preload: "none", src: a.url, title: title }));
+      const what = a.kind === "voice" ? "voice note" : a.name;
+      fig.append(el("figcaption", { class: "transcript" }, a.transcription || what + " (not transcribed)"));
+      box.append(fig);
+    } else {
+      box.append(el("a", { class: "file", href: a.url + "?download=1", download: a.name, title: title }, "📄 " + a.name + " · " + fmtSize(a.size)));
+    }
+  }
+  return box;
 }
 
 // daySeparators puts a date line between messages of different days.
@@ -237,6 +275,18 @@ function streamFor(run) {
 
 const liveTools = new Map(); // run id -> tool calls seen live
 
+// refresh reads one shown message again (a voice note got its transcript)
+// and replaces its element.
+async function refresh(id) {
+  const old = list.querySelector('li.msg[data-id="' + id + '"]');
+  if (!old) return;
+  try {
+    const r = await request("GET", "/api/timeline?after=" + (id - 1) + "&limit=1");
+    const m = r.ok && r.body.messages && r.body.messages[0];
+    if (m && m.id === id) old.replaceWith(render(m));
+  } catch (e) { /* shown on the next load */ }
+}
+
 function onEvent(e) {
   if (e.t === "delta" && e.d) {
     if (finished.has(e.run)) return; // late text of an answer already shown
@@ -254,6 +304,8 @@ function onEvent(e) {
     const stick = nearBottom();
     setTools(streamFor(e.run), calls, true);
     if (stick) toBottom();
+  } else if (e.t === "transcript" && e.id) {
+    refresh(e.id);
   } else if (e.t === "run" && e.d) {
     runEl.textContent = e.d.status === "running" ? "agent is working…" : "";
     if (e.d.status !== "running" && streams.has(e.run) && e.d.status !== "ok") {
@@ -376,7 +428,51 @@ async function flushOutbox() {
   } finally { flushing = false; }
 }
 
+// showFiles lists the files waiting to go with the next message.
+function showFiles() {
+  filesEl.replaceChildren(...pendingFiles.map((f, i) => {
+    const chip = el("span", { class: "chip" }, f.name + " · " + fmtSize(f.size) + " ");
+    const x = el("button", { class: "remove", type: "button", title: "remove " + f.name }, "×");
+    x.addEventListener("click", () => { pendingFiles.splice(i, 1); showFiles(); });
+    chip.append(x);
+    return chip;
+  }));
+  filesEl.hidden = !pendingFiles.length;
+}
+
+function addFiles(files) {
+  for (const f of files) {
+    if (pendingFiles.length >= MAX_FILES) { showError("One message takes at most " + MAX_FILES + " files."); break; }
+    pendingFiles.push(f);
+  }
+  showFiles();
+}
+
+// sendFiles posts the text and the waiting files as one multipart
+// message; the server names any limit a file passes.
+async function sendFiles(text) {
+  const fd = new FormData();
+  fd.append("content", text);
+  fd.append("client_key", crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
+  for (const f of pendingFiles) fd.append("file", f, f.name);
+  showError("");
+  try {
+    const res = await fetch("/api/messages", { method: "POST", body: fd, credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (res.status === 401) { location.href = "/login"; return false; }
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) { showError("Not sent: " + (body.error || "HTTP " + res.status)); return false; }
+    append(body.message);
+    pendingFiles = [];
+    showFiles();
+    return true;
+  } catch (e) {
+    showError("Not sent: the server could not be reached. Try again.");
+    return false;
+  }
+}
+
 async function send(text) {
+  if (pendingFiles.length) return sendFiles(text);
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > maxBytes) {
     showError("This message is " + bytes.toLocaleString() + " bytes; the limit is " + maxBytes.toLocaleString() + " bytes. Shorten it or split it.");
@@ -400,7 +496,7 @@ async function send(text) {
 form.addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const text = input.value;
-  if (!text.trim()) return;
+  if (!text.trim() && !pendingFiles.length) return;
   input.value = "";
   if (!(await send(text))) input.value = text;
 });
@@ -408,6 +504,19 @@ input.addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
 });
 olderBtn.addEventListener("click", loadOlder);
+attachInput.addEventListener("change", () => { addFiles(attachInput.files); attachInput.value = ""; });
+// Files dropped anywhere on the page wait for the next message.
+document.addEventListener("dragover", (ev) => {
+  if (ev.dataTransfer && [...ev.dataTransfer.types].includes("Files")) { ev.preventDefault(); document.body.classList.add("dropping"); }
+});
+document.addEventListener("dragleave", (ev) => { if (!ev.relatedTarget) document.body.classList.remove("dropping"); });
+document.addEventListener("drop", (ev) => {
+  if (!ev.dataTransfer || !ev.dataTransfer.files.length) return;
+  ev.preventDefault();
+  document.body.classList.remove("dropping");
+  addFiles(ev.dataTransfer.files);
+  input.focus();
+});
 
 loadWhoami();
 loadLatest().then(connect, () => { setConn(false, "offline"); showOutbox(); setTimeout(() => location.reload(), 3000); });

@@ -59,6 +59,26 @@ type Message struct {
 	ReplyTo int64 `json:"reply_to,omitempty"`
 	// Tools are the tool calls of the run that wrote an answer.
 	Tools []ToolUse `json:"tools,omitempty"`
+	// Attachments are the files that came with the message (or that the
+	// agent sent), each with its download URL.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file of a message. URL downloads it (owner only).
+type Attachment struct {
+	ID       int64  `json:"id"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	MIMEType string `json:"mime_type"`
+	Size     int64  `json:"size"`
+	Width    int    `json:"width,omitempty"`
+	Height   int    `json:"height,omitempty"`
+	Duration int    `json:"duration,omitempty"`
+	// Path is where the file is in the workspace (what the agent reads).
+	Path string `json:"path"`
+	// Transcription is a voice note's text, once transcribed.
+	Transcription string `json:"transcription,omitempty"`
+	URL           string `json:"url"`
 }
 
 // ToolUse is one tool call of a run: in Message.Tools, and as the data of
@@ -83,6 +103,9 @@ const (
 	EventRun   = "run"
 	EventDelta = "delta"
 	EventTool  = "tool"
+	// EventTranscript: a file of message ID got its transcript; read the
+	// message again.
+	EventTranscript = "transcript"
 )
 
 // Event is a transient event: a run's status or streamed answer text.

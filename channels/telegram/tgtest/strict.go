@@ -40,6 +40,10 @@ type Strict struct {
 	script   func(method string, n int) Fault
 	latency  time.Duration
 	username string
+	// files are the files users sent, by file_id; paths maps file_path to
+	// file_id.
+	files map[string]*storedFile
+	paths map[string]string
 	// closed ends every hold when the test ends.
 	closed chan struct{}
 }
@@ -58,6 +62,11 @@ type Sent struct {
 	Text, Raw, ParseMode string
 	ReplyTo              int64
 	At                   time.Time
+	// Method is sendMessage, sendPhoto or sendDocument; a file's upload
+	// name and bytes are FileName and File, its caption is Text.
+	Method   string
+	FileName string
+	File     []byte
 }
 
 // Fault is how the server answers one call instead of serving it normally.
@@ -78,7 +87,8 @@ type Fault struct {
 func StartStrict(t testing.TB, token string) *Strict {
 	t.Helper()
 	s := &Strict{Token: token, changed: make(chan struct{}), nextUpd: 1, chats: map[int64]*strictChat{},
-		calls: map[string]int{}, username: "switchbot", closed: make(chan struct{})}
+		calls: map[string]int{}, username: "switchbot", closed: make(chan struct{}),
+		files: map[string]*storedFile{}, paths: map[string]string{}}
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() {
 		close(s.closed)
@@ -185,6 +195,10 @@ type apiError struct {
 }
 
 func (s *Strict) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+s.Token+"/"); ok {
+		s.download(w, rest)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	tokenPart, method, ok := strings.Cut(path, "/")
 	if !ok || tokenPart != "bot"+s.Token {
@@ -278,6 +292,10 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return nil, badRequest("wrong parameter action in request")
 	case "sendMessage":
 		return s.sendMessage(p)
+	case "getFile":
+		return s.getFile(p)
+	case "sendPhoto", "sendDocument":
+		return s.sendFile(method, p)
 	}
 	return nil, &apiError{status: 404, desc: "Not Found"}
 }
@@ -369,28 +387,39 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 			return nil, badRequest("can't parse " + k + " JSON object")
 		}
 	}
+	id, apiErr := s.deliver(p, Sent{ChatID: chatID, Text: text, Raw: raw, ParseMode: p["parse_mode"], Method: "sendMessage"})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return map[string]any{"message_id": id, "date": time.Now().Unix(), "text": text,
+		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+}
+
+// deliver adds a message the bot sends to its chat, as a reply when
+// reply_parameters name a message of the chat (a missing one is refused
+// unless allow_sending_without_reply), and returns its id.
+func (s *Strict) deliver(p map[string]string, m Sent) (int64, *apiError) {
 	var reply struct {
 		MessageID                int64 `json:"message_id"`
 		AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
 	}
-	if v := p["reply_parameters"]; v != "" {
-		_ = json.Unmarshal([]byte(v), &reply)
+	if v := p["reply_parameters"]; v != "" && json.Unmarshal([]byte(v), &reply) != nil {
+		return 0, badRequest("can't parse reply_parameters JSON object")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.chat(chatID)
+	c := s.chat(m.ChatID)
 	if reply.MessageID != 0 && !c.ids[reply.MessageID] {
 		if !reply.AllowSendingWithoutReply {
-			return nil, badRequest("message to be replied not found")
+			return 0, badRequest("message to be replied not found")
 		}
 		reply.MessageID = 0
 	}
 	c.lastID++
 	c.ids[c.lastID] = true
-	c.sent = append(c.sent, Sent{ChatID: chatID, MessageID: c.lastID, Text: text, Raw: raw, ParseMode: p["parse_mode"],
-		ReplyTo: reply.MessageID, At: time.Now()})
-	return map[string]any{"message_id": c.lastID, "date": time.Now().Unix(), "text": text,
-		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+	m.MessageID, m.ReplyTo, m.At = c.lastID, reply.MessageID, time.Now()
+	c.sent = append(c.sent, m)
+	return c.lastID, nil
 }
 
 func badRequest(desc string) *apiError { return &apiError{status: 400, desc: "Bad Request: " + desc} }
@@ -462,6 +491,9 @@ func readParams(r *http.Request) (map[string]string, error) {
 			}
 			v, _ := io.ReadAll(part)
 			p[part.FormName()] = string(v)
+			if part.FileName() != "" {
+				p[part.FormName()+"#filename"] = part.FileName()
+			}
 		}
 	default:
 		return nil, fmt.Errorf("unsupported content type %q", mt)

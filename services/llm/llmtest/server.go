@@ -11,6 +11,7 @@ package llmtest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -107,6 +108,18 @@ type Request struct {
 	// tool result when LastIsToolResult.
 	LastMessage      string
 	LastIsToolResult bool
+	// Images are the images the request carries, in order: OpenAI
+	// image_url parts with data URLs, Anthropic base64 image blocks (also
+	// inside tool results).
+	Images []Image
+}
+
+// Image is an image a request carried.
+type Image struct {
+	// Role is the role of the message it came in.
+	Role     string
+	MIMEType string
+	Data     []byte
 }
 
 // JSON decodes the request body into a generic map, failing t on error.
@@ -133,6 +146,8 @@ type Server struct {
 	defaultReply func(Request) Reply
 	latency      time.Duration
 	noLog        bool
+	transcribe   func(Transcription) TranscriptReply
+	transcripts  []Transcription
 }
 
 // NewServer starts a server that is closed when t's test ends.
@@ -230,6 +245,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		api = OpenAI
 	case "/v1/messages":
 		api = Anthropic
+	case "/v1/audio/transcriptions":
+		s.handleTranscription(w, r)
+		return
 	default:
 		http.NotFound(w, r)
 		return
@@ -392,6 +410,9 @@ func parseRequest(api API, r *http.Request, body []byte) Request {
 		return req
 	}
 	req.Model, req.Stream = b.Model, b.Stream
+	for _, m := range b.Messages {
+		req.Images = append(req.Images, contentImages(m.Role, m.Content)...)
+	}
 	if n := len(b.Messages); n > 0 {
 		last := b.Messages[n-1]
 		req.LastMessage, req.LastIsToolResult = contentText(last.Content)
@@ -431,4 +452,40 @@ func contentText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "\n"), toolResult
+}
+
+// contentImages finds the images of one message's content.
+func contentImages(role string, raw json.RawMessage) []Image {
+	var blocks []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+		Source struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []Image
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "image_url":
+			head, data, ok := strings.Cut(strings.TrimPrefix(bl.ImageURL.URL, "data:"), ";base64,")
+			if b, err := base64.StdEncoding.DecodeString(data); ok && err == nil {
+				out = append(out, Image{Role: role, MIMEType: head, Data: b})
+			}
+		case "image":
+			if b, err := base64.StdEncoding.DecodeString(bl.Source.Data); err == nil && bl.Source.Type == "base64" {
+				out = append(out, Image{Role: role, MIMEType: bl.Source.MediaType, Data: b})
+			}
+		case "tool_result":
+			out = append(out, contentImages(role, bl.Content)...)
+		}
+	}
+	return out
 }
