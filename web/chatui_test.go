@@ -120,7 +120,7 @@ func TestChatRendersAnswersAndToolWork(t *testing.T) {
 			check("a day separator", `document.querySelector("#timeline > li.day").textContent === "Today"`)
 			check("names the question", `(() => { const r = document.querySelector("li.msg.assistant:not(.streaming) .replyto"); return !!r && r.textContent.includes("make a plan") })()`)
 			check("page does not scroll sideways", `document.documentElement.scrollWidth <= window.innerWidth`)
-			check("no blank line above a bubble's header or below its last line", `[...document.querySelectorAll("li.msg")].every(li => {
+			check("no blank line above a bubble's header or below its last line", `[...document.querySelectorAll("li.msg:not(.streaming)")].every(li => {
 				const r = li.getBoundingClientRect(), m = li.querySelector(".meta").getBoundingClientRect(), last = li.lastElementChild.getBoundingClientRect();
 				return m.top - r.top < 14 && r.bottom - last.bottom < 14 })`)
 		})
