@@ -166,6 +166,17 @@ type MessageMeta struct {
 	ScheduleName string `json:"schedule_name,omitempty"`
 	// ClosedBy is the end of the run that closed a tool call left open.
 	ClosedBy RunStatus `json:"closed_by,omitempty"`
+	// Request is what an inbound message asks of its turn besides its text
+	// (an API client's settings); nil: nothing.
+	Request *TurnRequest `json:"request,omitempty"`
+	// ErrorCode is the error code of the failure a notice reports (e.g.
+	// "LLM_UNREACHABLE"); ModelStatus the model server's HTTP status (0:
+	// none arrived) and ModelTimeout whether the model call timed out;
+	// RetryAfterMS the wait the model server asked for.
+	ErrorCode    string `json:"error_code,omitempty"`
+	ModelStatus  int    `json:"model_status,omitempty"`
+	ModelTimeout bool   `json:"model_timeout,omitempty"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys
 	// stand at the top level of the JSON).
 	TelegramMeta

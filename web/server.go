@@ -67,6 +67,9 @@ type Options struct {
 	// answer (zero: DefaultAPITurnTimeout). See openai_api.go.
 	Runs           RunReader
 	APITurnTimeout time.Duration
+	// ModelReadsImages lets API clients send images (image_url parts),
+	// which go to the model as image parts (LLM_IMAGES=1); false: refused.
+	ModelReadsImages bool
 	// Metrics mounts GET /metrics and counts requests and websockets
 	// (optional; zero: /metrics answers 404). See metrics.go.
 	Metrics Metrics
@@ -128,7 +131,9 @@ func New(opts Options) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("256K"))
+	// /v1 has its own, larger limit (APIBodyLimit: images travel inline).
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "256K",
+		Skipper: func(c echo.Context) bool { return isAPIPath(c.Request().URL.Path) }}))
 	e.Use(s.rateLimiter())
 	e.Use(checkParams)
 

@@ -75,6 +75,12 @@ type Request struct {
 	MaxTokens int
 	// Temperature is the sampling temperature; nil leaves the provider default.
 	Temperature *float64
+	// Stop sequences end the reply where they appear; empty: none.
+	Stop []string
+	// ResponseFormat asks for a JSON reply (OpenAI-compatible: the
+	// response_format parameter; Anthropic: an instruction after the
+	// conversation); nil: text.
+	ResponseFormat *services.ResponseFormat
 }
 
 // Message is one entry of the conversation sent to the model.
@@ -91,7 +97,8 @@ type Message struct {
 	IsError bool
 	// Images of a tool message go to the model with its result (Anthropic:
 	// in the tool_result; OpenAI-compatible: in a user message after the
-	// tool messages, since tool messages carry text only).
+	// tool messages, since tool messages carry text only). Images of a user
+	// message follow its text as image parts (blocks).
 	Images []services.Image
 }
 

@@ -154,7 +154,18 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		}
 		switch m.Role {
 		case RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+			if len(m.Images) == 0 {
+				params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+				break
+			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if m.Content != "" {
+				parts = append(parts, openai.TextContentPart(m.Content))
+			}
+			for _, im := range m.Images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
+			}
+			params.Messages = append(params.Messages, openai.UserMessage(parts))
 		case RoleAssistant:
 			a := openai.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" || len(m.ToolCalls) == 0 {
@@ -211,6 +222,28 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	}
 	if req.Temperature != nil {
 		params.Temperature = openai.Float(*req.Temperature)
+	}
+	if len(req.Stop) > 0 {
+		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case services.ResponseJSONObject:
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		case services.ResponseJSONSchema:
+			var schema map[string]any
+			if err := json.Unmarshal(rf.Schema, &schema); err != nil {
+				return params, services.Errorf(services.EINVALID, "response_format: the JSON schema is not a JSON object: %v", err)
+			}
+			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rf.Name, Schema: schema}
+			if rf.Description != "" {
+				js.Description = openai.String(rf.Description)
+			}
+			if rf.Strict {
+				js.Strict = openai.Bool(true)
+			}
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+		}
 	}
 	return params, nil
 }
