@@ -174,7 +174,23 @@ func (s *Server) registerOpenAIRoutes(e *echo.Echo) {
 	v1.GET("/models", s.handleAPIModels)
 	v1.GET("/models/:model", s.handleAPIModel)
 	v1.POST("/chat/completions", s.handleChatCompletions)
-	v1.RouteNotFound("/*", func(c echo.Context) error { return echo.ErrNotFound })
+	v1.RouteNotFound("/*", apiNoRoute)
+}
+
+// apiNoRoute answers a /v1 request no route takes: 405 with Allow for a
+// known path asked with another method, else 404.
+func apiNoRoute(c echo.Context) error {
+	p := strings.TrimSuffix(c.Request().URL.Path, "/")
+	model, isModel := strings.CutPrefix(p, "/v1/models/")
+	switch {
+	case p == "/v1/chat/completions":
+		c.Response().Header().Set("Allow", "POST")
+	case p == "/v1/models" || isModel && model != "" && !strings.Contains(model, "/"):
+		c.Response().Header().Set("Allow", "GET")
+	default:
+		return echo.ErrNotFound
+	}
+	return echo.ErrMethodNotAllowed
 }
 
 // apiModel is one entry of GET /v1/models.
