@@ -158,7 +158,7 @@ func (s *Server) requireAPIOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		kind := s.authOf(c)
 		if kind == authNone {
-			return writeAPIError(c, http.StatusUnauthorized, "invalid_api_key", "unauthorized: send the owner's token as Authorization: Bearer <token>")
+			return writeAPIError(c, http.StatusUnauthorized, "invalid_api_key", "invalid or missing API key: send it as Authorization: Bearer <key>")
 		}
 		if kind == authCookie && r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
 			return writeAPIError(c, http.StatusForbidden, "", "cross-origin request refused")

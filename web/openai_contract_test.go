@@ -233,7 +233,7 @@ func TestAPIRouteErrorsShape(t *testing.T) {
 	}{
 		{"POST", "/v1/chat/completions", testToken, big, 413, "request_too_large", "4 MiB"},
 		{"GET", "/v1/nope", testToken, "", 404, "unknown_url", "GET /v1/nope"},
-		{"GET", "/v1/nope", "", "", 401, "invalid_api_key", "unauthorized"},
+		{"GET", "/v1/nope", "", "", 401, "invalid_api_key", "API key"},
 		{"GET", "/v1/chat/completions", testToken, "", 405, "method_not_allowed", "use POST"},
 		{"DELETE", "/v1/models", testToken, "", 405, "method_not_allowed", "use GET"},
 		{"GET", "/v1/models/gpt-4o", testToken, "", 404, "model_not_found", "gpt-4o"},
