@@ -420,7 +420,11 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	if err != nil {
 		return s.apiErrorFrom(c, err)
 	}
-	req, err := parseChatRequest(body, s.opts.ModelReadsImages)
+	maxInstruction := s.opts.MaxMessageBytes
+	if maxInstruction <= 0 {
+		maxInstruction = 32 << 10
+	}
+	req, err := parseChatRequest(body, s.opts.ModelReadsImages, maxInstruction)
 	if err != nil {
 		return s.apiErrorFrom(c, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -160,6 +161,18 @@ func TestAPIResponseFormatSchema(t *testing.T) {
 	if len(msgs) != 8 || msgs[7].Content != "Sure! Here it is." {
 		t.Fatalf("timeline: %d rows", len(msgs))
 	}
+	// Streamed, the mismatch found at the end is the stream's error event.
+	in.Model.Enqueue(llmtest.Reply{Text: "Well, let me think about it.", FragmentDelay: 80 * time.Millisecond})
+	stream := cl.Chat.Completions.NewStreaming(context.Background(), params)
+	var text strings.Builder
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			text.WriteString(c.Delta.Content)
+		}
+	}
+	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "response_format_mismatch") || text.Len() == 0 {
+		t.Fatalf("stream: %v after %q", err, text.String())
+	}
 }
 
 // Unsupported fields are refused by name before anything is stored, and
@@ -250,11 +263,19 @@ func TestAPIRouteErrorsShape(t *testing.T) {
 			t.Errorf("%s %s: %d %.300s; want %d %s naming %q", c.method, c.path, resp.StatusCode, body, c.status, c.code, c.want)
 		}
 	}
-	// A body between the rest of the API's limit and /v1's is fine here.
+	// A body between the rest of the API's limit and /v1's is fine here
+	// (a long history the server ignores).
+	earlier := strings.Repeat(`{"role":"assistant","content":"`+strings.Repeat("y", 30<<10)+`"},`, 10)
 	resp, body := do(t, "POST", in.URL+"/v1/chat/completions", testToken,
-		`{"model":"switchboard","messages":[{"role":"system","content":"`+strings.Repeat("y", 300<<10)+`"},{"role":"user","content":"big system"}]}`)
-	if resp.StatusCode != 200 {
+		`{"model":"switchboard","messages":[`+earlier+`{"role":"user","content":"long history"}]}`)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Switchboard-Ignored-Messages") != "10" {
 		t.Fatalf("300 KiB body: %d %.300s", resp.StatusCode, body)
+	}
+	// The system messages are one instruction, bounded like a message.
+	resp, body = do(t, "POST", in.URL+"/v1/chat/completions", testToken,
+		`{"model":"switchboard","messages":[{"role":"system","content":"`+strings.Repeat("z", 40<<10)+`"},{"role":"user","content":"big system"}]}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, "at most 32768 are accepted") {
+		t.Fatalf("40 KiB instruction: %d %.300s", resp.StatusCode, body)
 	}
 }
 

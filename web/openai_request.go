@@ -159,8 +159,9 @@ func tooLarge() *apiFail {
 }
 
 // parseChatRequest decodes and validates a request. readsImages says
-// whether the model reads images (image parts are refused otherwise).
-func parseChatRequest(body []byte, readsImages bool) (apiRequest, error) {
+// whether the model reads images (image parts are refused otherwise);
+// maxInstruction bounds the joined system messages in bytes.
+func parseChatRequest(body []byte, readsImages bool, maxInstruction int) (apiRequest, error) {
 	var out apiRequest
 	if len(bytes.TrimSpace(body)) == 0 {
 		return out, badParam("", "invalid_body", "request body is empty; want a JSON object")
@@ -284,6 +285,10 @@ func parseChatRequest(body []byte, readsImages bool) (apiRequest, error) {
 	}
 	if err := parseMessages(&out, turn, req.Messages, readsImages); err != nil {
 		return out, err
+	}
+	if maxInstruction > 0 && len(turn.Instruction) > maxInstruction {
+		return out, badParam("messages", "invalid_value", "the system messages are %d bytes; at most %d are accepted as the request's instruction",
+			len(turn.Instruction), maxInstruction)
 	}
 	if turn.Instruction != "" || turn.MaxTokens > 0 || turn.Temperature != nil || len(turn.Stop) > 0 ||
 		turn.ResponseFormat != nil || len(turn.Images) > 0 {
