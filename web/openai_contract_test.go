@@ -333,3 +333,52 @@ func TestAPIImageInput(t *testing.T) {
 		}
 	}
 }
+
+// The owner's /stop (from any channel) ends a waiting API request with 409
+// run_cancelled; the stop notice is in the timeline.
+func TestAPIStoppedAnswer(t *testing.T) {
+	t.Parallel()
+	in := newAPIInstance(t, 0)
+	in.Model.Enqueue(llmtest.Reply{Text: "too late", Delay: 30 * time.Second})
+	type result struct {
+		status int
+		body   string
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, body := do(t, "POST", in.URL+"/v1/chat/completions", testToken,
+			`{"model":"switchboard","messages":[{"role":"user","content":"take your time"}]}`)
+		done <- result{resp.StatusCode, body}
+	}()
+	// Stop once the model has the question.
+	for in.Model.RequestCount() == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp, body := do(t, "POST", in.URL+"/api/messages", testToken, `{"content":"/stop"}`); resp.StatusCode != 201 {
+		t.Fatalf("/stop: %d %s", resp.StatusCode, body)
+	}
+	select {
+	case r := <-done:
+		if r.status != 409 || !strings.Contains(r.body, `"code":"run_cancelled"`) || !strings.Contains(r.body, "/stop") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the API request did not end after /stop")
+	}
+}
+
+// Without a configured model the endpoint says so and stores nothing.
+func TestAPIWithoutModel(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.PoolFor(t, newSchemaURL(t))
+	st := newStack(t, pool, stackOpts{})
+	resp, body := do(t, "POST", st.URL+"/v1/chat/completions", testToken,
+		`{"model":"switchboard","messages":[{"role":"user","content":"anyone there?"}]}`)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"code":"model_not_configured"`) || !strings.Contains(body, "LLM_PROVIDER") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	msgs, err := st.Store.ListTimeline(context.Background(), services.TimelineQuery{TimelineScope: services.DefaultTimeline, BeforeID: 1<<63 - 1, Limit: 10})
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("stored %d rows (%v)", len(msgs), err)
+	}
+}
