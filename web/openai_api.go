@@ -174,6 +174,7 @@ func (s *Server) registerOpenAIRoutes(e *echo.Echo) {
 	v1.GET("/models", s.handleAPIModels)
 	v1.GET("/models/:model", s.handleAPIModel)
 	v1.POST("/chat/completions", s.handleChatCompletions)
+	v1.RouteNotFound("", apiNoRoute)
 	v1.RouteNotFound("/*", apiNoRoute)
 }
 

@@ -367,6 +367,15 @@ func parseResponseFormat(raw json.RawMessage) (*services.ResponseFormat, *jsonsc
 	if len(js.Schema) == 0 {
 		js.Schema = json.RawMessage(`{"type":"object"}`)
 	}
+	if err := checkText("response_format.json_schema.description", js.Description); err != nil {
+		return nil, nil, badParam("response_format.json_schema.description", "invalid_text", "%s", services.ErrorMessage(err))
+	}
+	var generic any
+	if err := json.Unmarshal(js.Schema, &generic); err == nil {
+		if err := jsonText(generic, "response_format.json_schema.schema"); err != nil {
+			return nil, nil, badParam("response_format.json_schema.schema", "invalid_text", "%s", services.ErrorMessage(err))
+		}
+	}
 	var schema jsonschema.Schema
 	if err := json.Unmarshal(js.Schema, &schema); err != nil {
 		return nil, nil, badParam("response_format.json_schema.schema", "invalid_schema", "response_format.json_schema.schema is not a JSON Schema object: %v", err)
@@ -377,6 +386,31 @@ func parseResponseFormat(raw json.RawMessage) (*services.ResponseFormat, *jsonsc
 	}
 	out.Schema = js.Schema
 	return out, resolved, nil
+}
+
+// jsonText checks every key and string of a decoded JSON value like any
+// text field (no NUL: the request is stored with its message).
+func jsonText(v any, path string) error {
+	switch x := v.(type) {
+	case string:
+		return checkText(path, x)
+	case []any:
+		for i, e := range x {
+			if err := jsonText(e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if err := checkText(path+" key", k); err != nil {
+				return err
+			}
+			if err := jsonText(e, path+"."+k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ChatMessageInput is one message of a request: content is a string or an
