@@ -211,7 +211,7 @@ func envTable() []envVar {
 				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
 				return
 			}},
-		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: images that tools return (MCP servers) are sent with their results; 0: only described in text.",
+		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: images that tools return (MCP servers) are sent with their results, and /v1 clients' image parts with their message; 0: tools' images only described in text, /v1 image parts refused (400).",
 			set: func(c *Config, v string) (err error) { c.LLMImages, err = parseBool(v); return }},
 		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},
