@@ -64,6 +64,8 @@ type stackOpts struct {
 	apiTurnTimeout time.Duration
 	// images: the model reads images (LLM_IMAGES=1).
 	images bool
+	// modelTimeout is LLM_TIMEOUT (0: the default).
+	modelTimeout time.Duration
 }
 
 // newStack starts a whole instance on pool's schema (apptest, the app serve
@@ -75,6 +77,9 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 		Configure: func(opts *app.Options) {
 			opts.Web.APITurnTimeout = o.apiTurnTimeout
 			opts.Agent.PassImages = o.images
+			if o.modelTimeout > 0 {
+				opts.LLM.Timeout = o.modelTimeout
+			}
 		},
 	})
 	return &instance{URL: in.URL, Store: in.Store, Hub: in.Hub, Chat: in.Chat}

@@ -385,3 +385,17 @@ func TestAPIWithoutModel(t *testing.T) {
 		t.Fatalf("stored %d rows (%v)", len(msgs), err)
 	}
 }
+
+// A model call that times out is 504 model_timeout.
+func TestAPIModelTimeout(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.PoolFor(t, newSchemaURL(t))
+	model := llmtest.NewServer(t)
+	st := newStack(t, pool, stackOpts{model: model, modelTimeout: 300 * time.Millisecond})
+	model.Enqueue(llmtest.Reply{Text: "late", Delay: 5 * time.Second})
+	resp, body := do(t, "POST", st.URL+"/v1/chat/completions", testToken,
+		`{"model":"switchboard","messages":[{"role":"user","content":"slow model"}]}`)
+	if resp.StatusCode != 504 || !strings.Contains(body, `"code":"model_timeout"`) || !strings.Contains(body, "timed out") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
