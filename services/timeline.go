@@ -166,6 +166,9 @@ type MessageMeta struct {
 	ScheduleName string `json:"schedule_name,omitempty"`
 	// ClosedBy is the end of the run that closed a tool call left open.
 	ClosedBy RunStatus `json:"closed_by,omitempty"`
+	// Truncated marks an answer whose model reply stopped at its token
+	// bound (max_tokens), not at its end.
+	Truncated bool `json:"truncated,omitempty"`
 	// Request is what an inbound message asks of its turn besides its text
 	// (an API client's settings); nil: nothing.
 	Request *TurnRequest `json:"request,omitempty"`

@@ -490,10 +490,18 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": APIModelID,
-		"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "logprobs": nil,
+		"choices": []map[string]any{{"index": 0, "finish_reason": finishReason(res), "logprobs": nil,
 			"message": map[string]any{"role": "assistant", "content": content, "refusal": nil}}},
 		"usage": s.usageOf(context.WithoutCancel(ctx), res.runID),
 	})
+}
+
+// finishReason is "length" for an answer cut at max_tokens, else "stop".
+func finishReason(res turnResult) string {
+	if res.meta.Truncated {
+		return "length"
+	}
+	return "stop"
 }
 
 // runFailure is the error answering a turn that ended without an answer
@@ -555,7 +563,9 @@ func runFailure(res turnResult) *apiFail {
 // fence around it is removed). An answer that is not what was asked for is
 // a 502 naming the problem; it stays stored in the timeline.
 func checkAnswerFormat(req apiRequest, res turnResult) (string, error) {
-	if req.Turn == nil || req.Turn.ResponseFormat == nil {
+	if req.Turn == nil || req.Turn.ResponseFormat == nil || res.meta.Truncated {
+		// An answer cut at max_tokens is sent as it is, with finish_reason
+		// "length", as OpenAI does.
 		return res.content, nil
 	}
 	rf := req.Turn.ResponseFormat
@@ -688,7 +698,7 @@ func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWa
 			return nil
 		}
 	}
-	if err := send(chunk(id, created, map[string]any{}, "stop")); err != nil {
+	if err := send(chunk(id, created, map[string]any{}, finishReason(res))); err != nil {
 		return nil
 	}
 	if req.IncludeUsage {

@@ -399,3 +399,41 @@ func TestAPIModelTimeout(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
+
+// An answer cut at max_tokens has finish_reason "length" (streamed too),
+// even with a response_format its cut JSON no longer meets.
+func TestAPIFinishReasonLength(t *testing.T) {
+	t.Parallel()
+	in := newAPIInstance(t, 0)
+	cl := in.client(testToken)
+	in.Model.Enqueue(llmtest.Reply{Text: `{"name":"a long na`, StopReason: "length"}, llmtest.Reply{Text: "cut short", StopReason: "length", FragmentDelay: 60 * time.Millisecond})
+	resp, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long")},
+		MaxTokens:      openai.Int(5),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}},
+	})
+	if err != nil || resp.Choices[0].FinishReason != "length" || resp.Choices[0].Message.Content != `{"name":"a long na` {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	stream := cl.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long again")}, MaxTokens: openai.Int(2),
+	})
+	finish := ""
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			if c.FinishReason != "" {
+				finish = c.FinishReason
+			}
+		}
+	}
+	if stream.Err() != nil || finish != "length" {
+		t.Fatalf("stream: %v finish %q", stream.Err(), finish)
+	}
+	// Without a bound hit, "stop".
+	resp, err = cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("short")},
+	})
+	if err != nil || resp.Choices[0].FinishReason != "stop" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+}

@@ -17,8 +17,12 @@ import (
 // errStopped is the cancel cause of /stop.
 var errStopped = errors.New("stopped by the owner")
 
-// usage sums a run's provider-reported usage.
-type usage struct{ prompt, completion, cached, last int }
+// usage sums a run's provider-reported usage; truncated says the last
+// reply stopped at its token bound.
+type usage struct {
+	prompt, completion, cached, last int
+	truncated                        bool
+}
 
 func (u *usage) add(x services.TokenUsage) {
 	u.last = x.PromptTokens
@@ -115,7 +119,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
 	// answered, finished one, never an answer without a closed run.
-	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID}
+	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: u.truncated}
 	if s.opts.LLM.Name() == llm.ProviderOffline {
 		// How to configure a model is for the owner, not for the model
 		// configured later: such answers stay out of prompts.
