@@ -25,7 +25,12 @@ import (
 // /v1/models, so any OpenAI client or front end can talk to the agent. The
 // server keeps the history: only the last user message of a request is
 // stored (as the inbound message of channel api), and the answer is the
-// agent's final answer to it. The request's `user` field picks the
+// agent's final answer to it; the client's system messages are that
+// turn's instruction, and its settings (max_tokens, temperature, stop,
+// response_format, images) go with the message to the turn
+// (services.TurnRequest). Unsupported fields are refused by name
+// (openai_request.go); a failed turn is an OpenAI-shaped error with a
+// status that fits what failed. The request's `user` field picks the
 // timeline: absent, the owner's; a value, the timeline "api:<user>". See
 // docs/API.md.
 
