@@ -174,6 +174,20 @@ type MessageMeta struct {
 	// attachments table has their ids and transcripts): what a delivery
 	// sends and a page shows without another read.
 	Files []FileRef `json:"files,omitempty"`
+	// Truncated marks an answer whose model reply stopped at its token
+	// bound (max_tokens), not at its end.
+	Truncated bool `json:"truncated,omitempty"`
+	// Request is what an inbound message asks of its turn besides its text
+	// (an API client's settings); nil: nothing.
+	Request *TurnRequest `json:"request,omitempty"`
+	// ErrorCode is the error code of the failure a notice reports (e.g.
+	// "LLM_UNREACHABLE"); ModelStatus the model server's HTTP status (0:
+	// none arrived) and ModelTimeout whether the model call timed out;
+	// RetryAfterMS the wait the model server asked for.
+	ErrorCode    string `json:"error_code,omitempty"`
+	ModelStatus  int    `json:"model_status,omitempty"`
+	ModelTimeout bool   `json:"model_timeout,omitempty"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys
 	// stand at the top level of the JSON).
 	TelegramMeta

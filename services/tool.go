@@ -98,10 +98,11 @@ func ToolArg(arguments json.RawMessage) string {
 	return s
 }
 
-// Image is a picture a tool returned (an MCP server's image content). It
-// reaches a model that reads images (LLM_IMAGES=1) with the tool's result;
-// otherwise only the result's text describes it.
+// Image is a picture a tool returned (an MCP server's image content), or
+// one an API client sent with its message (TurnRequest.Images). It reaches
+// a model that reads images (LLM_IMAGES=1) as an image part; otherwise only
+// text describes it.
 type Image struct {
-	MIMEType string
-	Data     []byte
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"`
 }

@@ -20,11 +20,30 @@ import (
 
 func toJSON(m services.Message) wire.Message {
 	meta := m.Metadata
+	if bytes.Contains(meta, []byte(`"request"`)) {
+		meta = withoutRequest(meta)
+	}
 	if string(meta) == "{}" {
 		meta = nil
 	}
 	return wire.Message{ID: m.ID, Timeline: m.TimelineScope, Role: string(m.Role), Source: string(m.Source),
 		Content: m.Content, AgentID: m.AgentID, Metadata: meta, CreatedAt: m.CreatedAt}
+}
+
+// withoutRequest drops what an API message asked of its turn (settings,
+// inline images) from the metadata clients get: it is the worker's, not
+// theirs, and images would bloat every timeline page.
+func withoutRequest(meta json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return meta
+	}
+	delete(m, "request")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return meta
+	}
+	return out
 }
 
 // present is how clients get messages: an answer with its Markdown

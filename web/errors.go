@@ -42,6 +42,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if isAPIPath(c.Request().URL.Path) {
+		s.apiRouteError(c, err)
+		return
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		msg := http.StatusText(he.Code)

@@ -62,6 +62,10 @@ type stackOpts struct {
 	model          *llmtest.Server
 	flags          services.Flags
 	apiTurnTimeout time.Duration
+	// images: the model reads images (LLM_IMAGES=1).
+	images bool
+	// modelTimeout is LLM_TIMEOUT (0: the default).
+	modelTimeout time.Duration
 }
 
 // newStack starts a whole instance on pool's schema (apptest, the app serve
@@ -70,7 +74,13 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
 	in := apptest.Start(t, apptest.Options{
 		DatabaseURL: pool.Config().ConnString(), Model: o.model, Flags: o.flags, Token: testToken,
-		Configure: func(opts *app.Options) { opts.Web.APITurnTimeout = o.apiTurnTimeout },
+		Configure: func(opts *app.Options) {
+			opts.Web.APITurnTimeout = o.apiTurnTimeout
+			opts.Agent.PassImages = o.images
+			if o.modelTimeout > 0 {
+				opts.LLM.Timeout = o.modelTimeout
+			}
+		},
 	})
 	return &instance{URL: in.URL, Store: in.Store, Hub: in.Hub, Chat: in.Chat}
 }

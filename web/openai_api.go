@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -13,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -24,7 +25,12 @@ import (
 // /v1/models, so any OpenAI client or front end can talk to the agent. The
 // server keeps the history: only the last user message of a request is
 // stored (as the inbound message of channel api), and the answer is the
-// agent's final answer to it. The request's `user` field picks the
+// agent's final answer to it; the client's system messages are that
+// turn's instruction, and its settings (max_tokens, temperature, stop,
+// response_format, images) go with the message to the turn
+// (services.TurnRequest). Unsupported fields are refused by name
+// (openai_request.go); a failed turn is an OpenAI-shaped error with a
+// status that fits what failed. The request's `user` field picks the
 // timeline: absent, the owner's; a value, the timeline "api:<user>". See
 // docs/API.md.
 
@@ -57,31 +63,53 @@ type apiErrorDetail struct {
 	Code    *string `json:"code"`
 }
 
-// writeAPIError answers with status and OpenAI's error shape.
-func writeAPIError(c echo.Context, status int, code, msg string) error {
-	typ := "invalid_request_error"
+// apiErrorType is OpenAI's error type for a status.
+func apiErrorType(status int) string {
 	switch {
 	case status == http.StatusUnauthorized:
-		typ = "authentication_error"
+		return "authentication_error"
 	case status == http.StatusForbidden:
-		typ = "permission_error"
+		return "permission_error"
 	case status == http.StatusNotFound:
-		typ = "not_found_error"
+		return "not_found_error"
+	case status == http.StatusConflict:
+		return "conflict_error"
 	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
+		return "rate_limit_error"
 	case status >= 500:
-		typ = "server_error"
+		return "server_error"
 	}
-	d := apiErrorDetail{Message: msg, Type: typ}
+	return "invalid_request_error"
+}
+
+// apiErrorBody is OpenAI's error shape; empty code and param are null.
+func apiErrorBody(status int, code, param, msg string) apiError {
+	d := apiErrorDetail{Message: msg, Type: apiErrorType(status)}
 	if code != "" {
 		d.Code = &code
 	}
-	return c.JSON(status, apiError{Error: d})
+	if param != "" {
+		d.Param = &param
+	}
+	return apiError{Error: d}
 }
 
-// apiErrorFrom answers a domain error in OpenAI's shape (internal errors
-// are logged and shown as "Internal error." only).
+// writeAPIError answers with status and OpenAI's error shape.
+func writeAPIError(c echo.Context, status int, code, msg string) error {
+	return c.JSON(status, apiErrorBody(status, code, "", msg))
+}
+
+// apiErrorFrom answers any error in OpenAI's shape: an *apiFail as it is,
+// a domain error with the status of its kind (internal errors are logged
+// and shown as "Internal error." only).
 func (s *Server) apiErrorFrom(c echo.Context, err error) error {
+	var f *apiFail
+	if errors.As(err, &f) {
+		if f.retryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+		}
+		return c.JSON(f.status, apiErrorBody(f.status, f.code, f.param, f.msg))
+	}
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("api request failed", "path", c.Path(), "err", err)
@@ -92,6 +120,42 @@ func (s *Server) apiErrorFrom(c echo.Context, err error) error {
 	return writeAPIError(c, status, services.ErrorCode(err), services.ErrorMessage(err))
 }
 
+// isAPIPath reports whether a request is for the OpenAI-compatible API,
+// whose every answer, errors included, is in OpenAI's shape.
+func isAPIPath(path string) bool { return path == "/v1" || strings.HasPrefix(path, "/v1/") }
+
+// apiRouteError answers an error the router or a middleware raised on a
+// /v1 path (unknown route, wrong method, oversize body, …) in OpenAI's
+// shape.
+func (s *Server) apiRouteError(c echo.Context, err error) {
+	r := c.Request()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			_ = s.apiErrorFrom(c, &apiFail{status: http.StatusNotFound, code: "unknown_url",
+				msg: "unknown URL: " + r.Method + " " + r.URL.Path + "; this endpoint serves GET /v1/models, GET /v1/models/{id} and POST /v1/chat/completions"})
+		case http.StatusMethodNotAllowed:
+			allowed := "POST"
+			if strings.HasPrefix(r.URL.Path, "/v1/models") {
+				allowed = "GET"
+			}
+			_ = s.apiErrorFrom(c, &apiFail{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
+				msg: "method " + r.Method + " is not allowed on " + r.URL.Path + "; use " + allowed})
+		case http.StatusRequestEntityTooLarge:
+			_ = s.apiErrorFrom(c, tooLarge())
+		default:
+			msg := http.StatusText(he.Code)
+			if m, ok := he.Message.(string); ok && he.Code < 500 {
+				msg = m
+			}
+			_ = writeAPIError(c, he.Code, "", msg)
+		}
+		return
+	}
+	_ = s.apiErrorFrom(c, err)
+}
+
 // requireAPIOwner is requireOwner with OpenAI-shaped refusals: the owner's
 // bearer token (or session cookie, same origin only for writes).
 func (s *Server) requireAPIOwner(next echo.HandlerFunc) echo.HandlerFunc {
@@ -99,7 +163,7 @@ func (s *Server) requireAPIOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		kind := s.authOf(c)
 		if kind == authNone {
-			return writeAPIError(c, http.StatusUnauthorized, "invalid_api_key", "unauthorized")
+			return writeAPIError(c, http.StatusUnauthorized, "invalid_api_key", "invalid or missing API key: send it as Authorization: Bearer <key>")
 		}
 		if kind == authCookie && r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
 			return writeAPIError(c, http.StatusForbidden, "", "cross-origin request refused")
@@ -108,12 +172,31 @@ func (s *Server) requireAPIOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// registerOpenAIRoutes adds the /v1 routes.
+// registerOpenAIRoutes adds the /v1 routes: bodies up to APIBodyLimit
+// (images travel inline), every other path 404 after authentication.
 func (s *Server) registerOpenAIRoutes(e *echo.Echo) {
-	v1 := e.Group("/v1", s.requireAPIOwner)
+	v1 := e.Group("/v1", s.requireAPIOwner, middleware.BodyLimit(strconv.Itoa(APIBodyLimit/1024)+"K"))
 	v1.GET("/models", s.handleAPIModels)
 	v1.GET("/models/:model", s.handleAPIModel)
 	v1.POST("/chat/completions", s.handleChatCompletions)
+	v1.RouteNotFound("", apiNoRoute)
+	v1.RouteNotFound("/*", apiNoRoute)
+}
+
+// apiNoRoute answers a /v1 request no route takes: 405 with Allow for a
+// known path asked with another method, else 404.
+func apiNoRoute(c echo.Context) error {
+	p := strings.TrimSuffix(c.Request().URL.Path, "/")
+	model, isModel := strings.CutPrefix(p, "/v1/models/")
+	switch {
+	case p == "/v1/chat/completions":
+		c.Response().Header().Set("Allow", "POST")
+	case p == "/v1/models" || isModel && model != "" && !strings.Contains(model, "/"):
+		c.Response().Header().Set("Allow", "GET")
+	default:
+		return echo.ErrNotFound
+	}
+	return echo.ErrMethodNotAllowed
 }
 
 // apiModel is one entry of GET /v1/models.
@@ -134,58 +217,15 @@ func (s *Server) handleAPIModels(c echo.Context) error {
 
 func (s *Server) handleAPIModel(c echo.Context) error {
 	if c.Param("model") != APIModelID {
-		return writeAPIError(c, http.StatusNotFound, "model_not_found", "model "+strconv.Quote(c.Param("model"))+" does not exist; the only model is "+APIModelID)
+		return s.apiErrorFrom(c, modelNotFound(c.Param("model")))
 	}
 	return c.JSON(http.StatusOK, apiModel{ID: APIModelID, Object: "model", Created: apiModelCreated, OwnedBy: "switchboard"})
 }
 
-// ChatCompletionRequest is the part of OpenAI's request the channel reads;
-// other fields (temperature, tools, …) are accepted and ignored: the agent
-// has its own model settings and tools.
-type ChatCompletionRequest struct {
-	Model         string             `json:"model"`
-	Messages      []ChatMessageInput `json:"messages"`
-	Stream        bool               `json:"stream"`
-	StreamOptions *ChatStreamOptions `json:"stream_options,omitempty"`
-	User          *string            `json:"user,omitempty"`
-}
-
-// ChatStreamOptions is OpenAI's stream_options.
-type ChatStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// ChatMessageInput is one message of a request: content is a string or an
-// array of parts, of which the text parts are read.
-type ChatMessageInput struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-// text returns the message's text: the string, or its text parts joined
-// by newlines.
-func (m ChatMessageInput) text() (string, error) {
-	if len(m.Content) == 0 || string(m.Content) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(m.Content, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", errors.New("content: want a string or an array of content parts")
-	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "text" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), nil
+// modelNotFound refuses a model GET /v1/models does not list.
+func modelNotFound(model string) *apiFail {
+	return &apiFail{status: http.StatusNotFound, code: "model_not_found", param: "model",
+		msg: "The model " + strconv.Quote(model) + " does not exist; the only model is " + strconv.Quote(APIModelID) + " (GET /v1/models)"}
 }
 
 // apiUserRE is a `user` value used verbatim in its timeline's name.
@@ -205,67 +245,6 @@ func APITimeline(owner string, user *string) string {
 	}
 	h := sha256.Sum256([]byte(u))
 	return "api:h-" + hex.EncodeToString(h[:8])
-}
-
-// parseChatRequest decodes and validates a request, returning it and the
-// inbound text (the last user message).
-func parseChatRequest(r *http.Request) (ChatCompletionRequest, string, error) {
-	var req ChatCompletionRequest
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return req, "", services.Errorf(services.EINVALID, "Content-Type must be application/json, got %q", ct)
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return req, "", services.Errorf(services.ETOOLARGE, "request body is over %d bytes", tooBig.Limit)
-		}
-		return req, "", services.Errorf(services.EINVALID, "reading the request body: %v", err)
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return req, "", services.Errorf(services.EINVALID, "request body is empty; want a JSON object")
-	}
-	if !utf8.Valid(body) {
-		return req, "", services.Errorf(services.EINVALID, "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn):
-			return req, "", services.Errorf(services.EINVALID, "invalid JSON at byte %d: %v", syn.Offset, err)
-		case errors.As(err, &typ):
-			return req, "", services.Errorf(services.EINVALID, "field %s: want %s, got JSON %s", typ.Field, jsonKind(typ.Type), typ.Value)
-		}
-		return req, "", services.Errorf(services.EINVALID, "invalid JSON: %v", err)
-	}
-	if err := checkTextFields(req); err != nil {
-		return req, "", err
-	}
-	if req.Model == "" {
-		return req, "", services.Errorf(services.EINVALID, "model is required (use %q)", APIModelID)
-	}
-	if len(req.Messages) == 0 {
-		return req, "", services.Errorf(services.EINVALID, "messages is empty; want at least one user message")
-	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		text, err := m.text()
-		if err != nil {
-			return req, "", services.Errorf(services.EINVALID, "messages[%d].%v", i, err)
-		}
-		if strings.TrimSpace(text) == "" {
-			return req, "", services.Errorf(services.EINVALID, "messages[%d] (the last user message) has no text", i)
-		}
-		if err := checkText("messages["+strconv.Itoa(i)+"].content", text); err != nil {
-			return req, "", err
-		}
-		return req, text, nil
-	}
-	return req, "", services.Errorf(services.EINVALID, "messages has no message with role \"user\"")
 }
 
 // jsonKind names a Go type as the JSON a client should send.
@@ -289,9 +268,11 @@ func jsonKind(t reflect.Type) string {
 type turnResult struct {
 	content string
 	// notice is the run status of a system notice ("error", "timeout", …);
-	// empty for an answer.
+	// empty for an answer. meta is the notice's metadata (what failed).
 	notice string
+	meta   services.MessageMeta
 	runID  int64
+	msgID  int64
 }
 
 // turnWaiter follows a timeline's subscription until the answer to one
@@ -406,12 +387,15 @@ func (w *turnWaiter) reply(m services.Message) (turnResult, bool) {
 		return turnResult{}, false
 	}
 	meta, err := services.DecodeMeta(m.Metadata)
-	if err != nil || meta.ReplyTo != w.msgID || meta.Notice != "" {
+	if err != nil || meta.ReplyTo != w.msgID || (meta.Notice != "" && meta.Notice != services.NoticeOfflineModel) {
 		return turnResult{}, false
 	}
-	res := turnResult{content: m.Content, runID: meta.RunID}
+	res := turnResult{content: m.Content, runID: meta.RunID, msgID: m.ID, meta: meta}
 	if m.Source == services.SourceSystem && meta.RunStatus != "" && meta.RunStatus != services.RunOK {
 		res.notice = string(meta.RunStatus)
+	}
+	if meta.Notice == services.NoticeOfflineModel {
+		res.notice = services.NoticeOfflineModel
 	}
 	return res, true
 }
@@ -438,9 +422,25 @@ func (s *Server) usageOf(ctx context.Context, runID int64) apiUsage {
 }
 
 func (s *Server) handleChatCompletions(c echo.Context) error {
-	req, text, err := parseChatRequest(c.Request())
+	body, err := readAPIBody(c.Request())
 	if err != nil {
 		return s.apiErrorFrom(c, err)
+	}
+	maxInstruction := s.opts.MaxMessageBytes
+	if maxInstruction <= 0 {
+		maxInstruction = 32 << 10
+	}
+	req, err := parseChatRequest(body, s.opts.ModelReadsImages, maxInstruction)
+	if err != nil {
+		return s.apiErrorFrom(c, err)
+	}
+	if req.Model != APIModelID {
+		return s.apiErrorFrom(c, modelNotFound(req.Model))
+	}
+	cmd, _, isCommand := services.ParseCommand(req.Text)
+	if s.opts.Provider == "offline" && !isCommand {
+		return s.apiErrorFrom(c, &apiFail{status: http.StatusServiceUnavailable, code: "model_not_configured",
+			msg: "no language model is configured on the server (LLM_PROVIDER, LLM_MODEL); nothing was stored"})
 	}
 	timeline := APITimeline(s.opts.OwnerTimeline, req.User)
 	timeout := s.opts.APITurnTimeout
@@ -460,9 +460,21 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 		return s.apiErrorFrom(c, services.Errorf(services.EUNAVAILABLE, "the database is unavailable; retry"))
 	}
 	defer s.opts.Hub.Unsubscribe(sub)
-	msg, _, err := s.opts.Chat.Post(ctx, services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: text})
+	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text}
+	if req.Turn != nil {
+		meta := services.MessageMeta{Request: req.Turn}
+		if isCommand {
+			meta.Command = cmd
+		}
+		post.Metadata = meta.Encode()
+	}
+	msg, _, err := s.opts.Chat.Post(ctx, post)
 	if err != nil {
 		return s.apiErrorFrom(c, err)
+	}
+	if req.Ignored > 0 {
+		// The server's history stands in for them (docs/API.md).
+		c.Response().Header().Set("X-Switchboard-Ignored-Messages", strconv.Itoa(req.Ignored))
 	}
 	w := &turnWaiter{s: s, timeline: timeline, msgID: msg.ID, runs: map[int64]bool{}}
 	id := "chatcmpl-" + strconv.FormatInt(msg.ID, 10)
@@ -474,15 +486,129 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	if err != nil {
 		return s.apiWaitError(c, err, timeout)
 	}
-	if res.notice != "" {
-		c.Response().Header().Set("X-Switchboard-Run-Status", res.notice)
+	if f := runFailure(res); f != nil {
+		return s.apiErrorFrom(c, f)
+	}
+	content, err := checkAnswerFormat(req, res)
+	if err != nil {
+		return s.apiErrorFrom(c, err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": APIModelID,
-		"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "logprobs": nil,
-			"message": map[string]any{"role": "assistant", "content": res.content, "refusal": nil}}},
+		"choices": []map[string]any{{"index": 0, "finish_reason": finishReason(res), "logprobs": nil,
+			"message": map[string]any{"role": "assistant", "content": content, "refusal": nil}}},
 		"usage": s.usageOf(context.WithoutCancel(ctx), res.runID),
 	})
+}
+
+// finishReason is "length" for an answer cut at max_tokens, else "stop".
+func finishReason(res turnResult) string {
+	if res.meta.Truncated {
+		return "length"
+	}
+	return "stop"
+}
+
+// runFailure is the error answering a turn that ended without an answer
+// (nil for an answer): the status fits what failed — the model server
+// (502, 504 when it timed out, 429 with Retry-After when it was rate
+// limited, 503 when it is not configured or unknown there), the run's time
+// limit (504), a restart (503), /stop (409), anything else (500).
+func runFailure(res turnResult) *apiFail {
+	if res.notice == "" {
+		return nil
+	}
+	msg := strings.TrimPrefix(res.content, "I could not answer: ")
+	stored := " (the message is stored, id " + strconv.FormatInt(res.msgID, 10) + " in the timeline)"
+	m := res.meta
+	switch services.RunStatus(res.notice) {
+	case services.RunTimeout:
+		return &apiFail{status: http.StatusGatewayTimeout, code: "timeout", msg: msg}
+	case services.RunCancelled:
+		return &apiFail{status: http.StatusConflict, code: "run_cancelled", msg: "the owner stopped this answer (/stop)" + stored}
+	case services.RunInterrupted:
+		return &apiFail{status: http.StatusServiceUnavailable, code: "run_interrupted", retryAfter: 5, msg: msg}
+	case services.RunError:
+	default:
+		if res.notice == services.NoticeOfflineModel {
+			return &apiFail{status: http.StatusServiceUnavailable, code: "model_not_configured", msg: "no language model is configured on the server (LLM_PROVIDER, LLM_MODEL)"}
+		}
+		return &apiFail{status: http.StatusInternalServerError, code: "run_failed", msg: msg}
+	}
+	switch m.ErrorCode {
+	case "LLM_UNREACHABLE":
+		switch {
+		case m.ModelStatus == http.StatusTooManyRequests:
+			secs := int((m.RetryAfterMS + 999) / 1000)
+			if secs <= 0 {
+				secs = 5
+			}
+			return &apiFail{status: http.StatusTooManyRequests, code: "rate_limit_exceeded", retryAfter: secs, msg: msg}
+		case m.ModelTimeout:
+			return &apiFail{status: http.StatusGatewayTimeout, code: "model_timeout", msg: msg}
+		}
+		return &apiFail{status: http.StatusBadGateway, code: "model_error", msg: msg}
+	case "LLM_REJECTED":
+		if m.ModelStatus == http.StatusNotFound {
+			return &apiFail{status: http.StatusServiceUnavailable, code: "model_unavailable", msg: msg}
+		}
+		return &apiFail{status: http.StatusBadGateway, code: "model_rejected", msg: msg}
+	case "LLM_AUTH":
+		return &apiFail{status: http.StatusBadGateway, code: "model_auth", msg: msg}
+	case "LLM_STREAM_INTERRUPTED", "LLM_MALFORMED_TOOL_CALL":
+		return &apiFail{status: http.StatusBadGateway, code: "model_error", msg: msg}
+	case "LLM_CANCELLED":
+		return &apiFail{status: http.StatusServiceUnavailable, code: "model_cancelled", retryAfter: 5, msg: msg}
+	}
+	return &apiFail{status: http.StatusInternalServerError, code: "run_failed", msg: msg}
+}
+
+// checkAnswerFormat checks an answer against the request's response_format
+// and returns the content to send: for a JSON format the JSON alone (a code
+// fence around it is removed). An answer that is not what was asked for is
+// a 502 naming the problem; it stays stored in the timeline.
+func checkAnswerFormat(req apiRequest, res turnResult) (string, error) {
+	if req.Turn == nil || req.Turn.ResponseFormat == nil || res.meta.Truncated {
+		// An answer cut at max_tokens is sent as it is, with finish_reason
+		// "length", as OpenAI does.
+		return res.content, nil
+	}
+	rf := req.Turn.ResponseFormat
+	text := stripFence(res.content)
+	fail := func(format string, args ...any) error {
+		return &apiFail{status: http.StatusBadGateway, code: "response_format_mismatch", param: "response_format",
+			msg: fmt.Sprintf("the model's answer does not match response_format "+rf.Type+": "+format+
+				" (the answer is stored in the timeline, message id %d)", append(args, res.msgID)...)}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return "", fail("it is not JSON (%v): %.120q", err, text)
+	}
+	if rf.Type == services.ResponseJSONObject {
+		if _, ok := v.(map[string]any); !ok {
+			return "", fail("it is JSON but not an object: %.120q", text)
+		}
+		return text, nil
+	}
+	if req.schema != nil {
+		if err := req.schema.Validate(v); err != nil {
+			return "", fail("schema %q: %v", rf.Name, err)
+		}
+	}
+	return text, nil
+}
+
+// stripFence removes one Markdown code fence around s.
+func stripFence(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return t
+	}
+	t = strings.TrimSuffix(t[3:], "```")
+	if nl := strings.IndexByte(t, '\n'); nl >= 0 && !strings.ContainsAny(t[:nl], "{[\"") {
+		t = t[nl+1:] // the info string (json)
+	}
+	return strings.TrimSpace(t)
 }
 
 // apiWaitError answers a wait that ended without the reply (before any
@@ -508,9 +634,11 @@ func chunk(id string, created int64, delta map[string]any, finish any) map[strin
 // the role, the run's streamed text as it comes, the rest of the final
 // answer, a chunk with finish_reason "stop", optionally a usage chunk, and
 // "data: [DONE]". Headers are sent with the first text, so a failure before
-// any output still gets a plain error status.
+// any output still gets its error status; a failure after it is an
+// `event: error` whose data is OpenAI's error object, which the SDKs raise
+// as an error, and no [DONE].
 func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWaiter, sub services.Subscription,
-	req ChatCompletionRequest, id string, created int64, timeout time.Duration) error {
+	req apiRequest, id string, created int64, timeout time.Duration) error {
 	resp := c.Response()
 	started := false
 	var sent strings.Builder
@@ -522,11 +650,18 @@ func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWa
 			h.Set("Cache-Control", "no-cache")
 			h.Set("X-Accel-Buffering", "no")
 			resp.WriteHeader(http.StatusOK)
-			if err := writeSSE(resp, chunk(id, created, map[string]any{"role": "assistant", "content": ""}, nil)); err != nil {
+			if err := writeSSE(resp, "", chunk(id, created, map[string]any{"role": "assistant", "content": ""}, nil)); err != nil {
 				return err
 			}
 		}
-		return writeSSE(resp, v)
+		return writeSSE(resp, "", v)
+	}
+	fail := func(f *apiFail) error {
+		if !started {
+			return s.apiErrorFrom(c, f)
+		}
+		_ = writeSSE(resp, "error", apiErrorBody(f.status, f.code, f.param, f.msg))
+		return nil
 	}
 	w.onDelta = func(text string) error {
 		sent.WriteString(text)
@@ -538,13 +673,24 @@ func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWa
 			return s.apiWaitError(c, err, timeout)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			_ = writeSSE(resp, apiError{Error: apiErrorDetail{Message: "no answer from the agent in time; the answer will appear in the timeline", Type: "server_error"}})
+			return fail(&apiFail{status: http.StatusGatewayTimeout, code: "timeout",
+				msg: "no answer from the agent within " + timeout.String() + "; the answer will appear in the timeline"})
 		}
 		return nil
 	}
+	if f := runFailure(res); f != nil {
+		return fail(f)
+	}
+	final, err := checkAnswerFormat(req, res)
+	if err != nil {
+		var f *apiFail
+		errors.As(err, &f)
+		return fail(f)
+	}
 	// Text streamed by earlier model calls of the run (before a tool call)
 	// is not part of the final answer: then the answer follows in full.
-	rest := res.content
+	// (A JSON answer's fence, if any, was streamed as the model wrote it.)
+	rest := final
 	if streamed := sent.String(); streamed != "" {
 		if after, ok := strings.CutPrefix(res.content, streamed); ok {
 			rest = after
@@ -557,10 +703,10 @@ func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWa
 			return nil
 		}
 	}
-	if err := send(chunk(id, created, map[string]any{}, "stop")); err != nil {
+	if err := send(chunk(id, created, map[string]any{}, finishReason(res))); err != nil {
 		return nil
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if req.IncludeUsage {
 		u := s.usageOf(context.WithoutCancel(ctx), res.runID)
 		_ = send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": APIModelID,
 			"choices": []any{}, "usage": u})
@@ -570,13 +716,19 @@ func (s *Server) streamCompletion(c echo.Context, ctx context.Context, w *turnWa
 	return nil
 }
 
-// writeSSE writes one data event and flushes it.
-func writeSSE(resp *echo.Response, v any) error {
+// writeSSE writes one event (named event, or a plain data event) and
+// flushes it.
+func writeSSE(resp *echo.Response, event string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if _, err := resp.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
+	var buf []byte
+	if event != "" {
+		buf = append(buf, "event: "+event+"\n"...)
+	}
+	buf = append(append(append(buf, "data: "...), b...), '\n', '\n')
+	if _, err := resp.Write(buf); err != nil {
 		return err
 	}
 	resp.Flush()

@@ -209,23 +209,78 @@ func TestAPICommand(t *testing.T) {
 	}
 }
 
-// A failed run's notice is the answer, marked in a header.
-func TestAPIRunErrorNotice(t *testing.T) {
+// A model failure is an error in OpenAI's shape with a status that fits
+// it, never a 200 whose content is the notice; the notice stays in the
+// timeline.
+func TestAPIModelFailureStatus(t *testing.T) {
 	t.Parallel()
 	in := newAPIInstance(t, 0)
-	in.Model.Enqueue(llmtest.Status(500, ""))
-	resp, body := do(t, "POST", in.URL+"/v1/chat/completions", testToken,
-		`{"model":"switchboard","messages":[{"role":"user","content":"fail please"}]}`)
-	if resp.StatusCode != 200 || resp.Header.Get("X-Switchboard-Run-Status") != "error" {
-		t.Fatalf("%d %s %v", resp.StatusCode, body, resp.Header)
-	}
-	var out struct {
-		Choices []struct {
-			Message struct{ Content string }
+	for _, c := range []struct {
+		reply      llmtest.Reply
+		status     int
+		code       string
+		retryAfter string
+	}{
+		{llmtest.Status(500, ""), 502, "model_error", ""},
+		{llmtest.Status(429, "7"), 429, "rate_limit_exceeded", "7"},
+		{llmtest.Status(401, ""), 502, "model_auth", ""},
+		{llmtest.Status(404, ""), 503, "model_unavailable", ""},
+		{llmtest.Status(400, ""), 502, "model_rejected", ""},
+	} {
+		in.Model.Enqueue(c.reply)
+		resp, body := do(t, "POST", in.URL+"/v1/chat/completions", testToken,
+			`{"model":"switchboard","messages":[{"role":"user","content":"fail please"}]}`)
+		var e struct {
+			Error struct{ Message, Type, Code string }
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != c.status || e.Error.Code != c.code ||
+			e.Error.Message == "" || strings.HasPrefix(e.Error.Message, "I could not answer") {
+			t.Errorf("model %d: %d %s; want %d %s", c.reply.Status, resp.StatusCode, body, c.status, c.code)
+		}
+		if got := resp.Header.Get("Retry-After"); got != c.retryAfter {
+			t.Errorf("model %d: Retry-After %q, want %q", c.reply.Status, got, c.retryAfter)
 		}
 	}
-	if err := json.Unmarshal([]byte(body), &out); err != nil || len(out.Choices) != 1 || !strings.HasPrefix(out.Choices[0].Message.Content, "I could not answer") {
-		t.Fatalf("notice: %s", body)
+	// Through the official client: the error classes it has for them.
+	in.Model.Enqueue(llmtest.Status(503, ""))
+	cl := in.client(testToken)
+	_, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("fail again")},
+	})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Type != "server_error" || apiErr.Code != "model_error" {
+		t.Fatalf("client: %v", err)
+	}
+	// Every failure left its question and its notice in the timeline.
+	msgs := in.timeline(t, services.DefaultTimeline)
+	if len(msgs) != 12 || !strings.HasPrefix(msgs[11].Content, "I could not answer") {
+		t.Fatalf("timeline: %d rows", len(msgs))
+	}
+}
+
+// A failure after the stream started is an error event the SDK raises.
+func TestAPIStreamFailureEvent(t *testing.T) {
+	t.Parallel()
+	in := newAPIInstance(t, 0)
+	// The first reply streams two words, then its connection is cut: the
+	// agent does not retry an answer that had started.
+	in.Model.Enqueue(llmtest.Reply{Text: "one two three four", CutAfter: 2, FragmentDelay: 80 * time.Millisecond})
+	cl := in.client(testToken)
+	stream := cl.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("break off")},
+	})
+	var text strings.Builder
+	for stream.Next() {
+		for _, c := range stream.Current().Choices {
+			text.WriteString(c.Delta.Content)
+		}
+	}
+	err := stream.Err()
+	if err == nil || !strings.Contains(err.Error(), "model_error") || !strings.Contains(err.Error(), "broke off") {
+		t.Fatalf("stream error: %v (text %q)", err, text.String())
+	}
+	if text.String() != "one two " {
+		t.Fatalf("streamed before the error: %q", text.String())
 	}
 }
 
@@ -291,7 +346,7 @@ func TestAPIRefusals(t *testing.T) {
 		{`{"model":"switchboard","messages":[{"role":"system","content":"only a system prompt"}]}`, `no message with role \"user\"`},
 		{`{"model":"switchboard","messages":[{"role":"user","content":"   "}]}`, "messages[0] (the last user message) has no text"},
 		{`{"model":"switchboard","messages":[{"role":"user","content":42}]}`, "messages[0].content: want a string or an array"},
-		{`{"model":"switchboard","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "has no text"},
+		{`{"model":"switchboard","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "does not read images (the server's LLM_IMAGES is 0)"},
 	} {
 		resp, body := do(t, "POST", in.URL+"/v1/chat/completions", testToken, c.body)
 		if resp.StatusCode != 400 || !strings.Contains(body, c.want) || !strings.Contains(body, `"type":"invalid_request_error"`) {

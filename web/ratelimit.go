@@ -167,6 +167,10 @@ func (s *Server) rateLimiter() echo.MiddlewareFunc {
 func tooManyRequests(c echo.Context, wait time.Duration) error {
 	secs := retrySeconds(wait)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	if isAPIPath(c.Request().URL.Path) {
+		return c.JSON(http.StatusTooManyRequests, apiErrorBody(http.StatusTooManyRequests, "rate_limit_exceeded", "",
+			fmt.Sprintf("too many requests; retry in %d s", secs)))
+	}
 	return c.JSON(http.StatusTooManyRequests, errorBody{
 		Error: fmt.Sprintf("too many requests; retry in %d s", secs), Code: "RATE_LIMITED"})
 }

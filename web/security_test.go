@@ -307,6 +307,11 @@ func TestRateLimitsPerIdentity(t *testing.T) {
 	if resp, _ := do(t, "POST", s.URL+"/api/messages", testToken, `{"content":"x"}`); resp.StatusCode != 429 {
 		t.Fatalf("owner post past the burst: %d", resp.StatusCode)
 	}
+	// The OpenAI-compatible API shares it and refuses in OpenAI's shape.
+	if resp, body := do(t, "GET", s.URL+"/v1/models", testToken, ""); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, `"type":"rate_limit_error"`) || !strings.Contains(body, `"code":"rate_limit_exceeded"`) {
+		t.Fatalf("/v1 past the burst: %d %s", resp.StatusCode, body)
+	}
 	// Probes are not limited.
 	for i := 0; i < 20; i++ {
 		if resp, _ := do(t, "GET", s.URL+"/healthz", "", ""); resp.StatusCode != 200 {

@@ -67,6 +67,9 @@ type Options struct {
 	// answer (zero: DefaultAPITurnTimeout). See openai_api.go.
 	Runs           RunReader
 	APITurnTimeout time.Duration
+	// ModelReadsImages lets API clients send images (image_url parts),
+	// which go to the model as image parts (LLM_IMAGES=1); false: refused.
+	ModelReadsImages bool
 	// Metrics mounts GET /metrics and counts requests and websockets
 	// (optional; zero: /metrics answers 404). See metrics.go.
 	Metrics Metrics
@@ -133,8 +136,10 @@ func New(opts Options) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
-	// Uploads have their own bound (MEDIA_MAX_BYTES, in media.go).
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "256K", Skipper: isUpload}))
+	// Uploads (MEDIA_MAX_BYTES, in media.go) and /v1 (APIBodyLimit: images
+	// travel inline) have their own bounds.
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "256K",
+		Skipper: func(c echo.Context) bool { return isUpload(c) || isAPIPath(c.Request().URL.Path) }}))
 	e.Use(s.rateLimiter())
 	e.Use(checkParams)
 

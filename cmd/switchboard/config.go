@@ -216,7 +216,7 @@ func envTable() []envVar {
 				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
 				return
 			}},
-		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: the owner's photos and images that tools return (MCP servers) are sent as images; 0: only described in text (name, size, path in the workspace).",
+		{Name: "LLM_IMAGES", Default: "0", Help: "1 if the model reads images: the owner's photos, /v1 clients' image parts and images that tools return (MCP servers) are sent as images; 0: photos and tools' images only described in text (name, size, path in the workspace), /v1 image parts refused (400).",
 			set: func(c *Config, v string) (err error) { c.LLMImages, err = parseBool(v); return }},
 		{Name: "LLM_TIMEOUT", Default: "120s", Help: "Timeout of one model call.",
 			set: func(c *Config, v string) (err error) { c.LLMTimeout, err = parseDuration(v); return }},

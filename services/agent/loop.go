@@ -114,6 +114,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			return "", u, &cutError{err: err, partial: partial}
 		}
 		u.add(resp.Usage)
+		u.truncated = resp.StopReason == llm.StopMaxTokens
 		if l.maxTokens > 0 && u.prompt+u.completion > l.maxTokens && len(resp.ToolCalls) > 0 {
 			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", l.who, l.maxTokens, u.prompt+u.completion), partial: resp.Text}
 		}

@@ -17,8 +17,12 @@ import (
 // errStopped is the cancel cause of /stop.
 var errStopped = errors.New("stopped by the owner")
 
-// usage sums a run's provider-reported usage.
-type usage struct{ prompt, completion, cached, last int }
+// usage sums a run's provider-reported usage; truncated says the last
+// reply stopped at its token bound.
+type usage struct {
+	prompt, completion, cached, last int
+	truncated                        bool
+}
 
 func (u *usage) add(x services.TokenUsage) {
 	u.last = x.PromptTokens
@@ -115,7 +119,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
 	// answered, finished one, never an answer without a closed run.
-	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID}
+	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: u.truncated}
 	if s.opts.LLM.Name() == llm.ProviderOffline {
 		// How to configure a model is for the owner, not for the model
 		// configured later: such answers stay out of prompts.
@@ -128,6 +132,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	}
 	if runErr != nil {
 		post = noticeParams(run, trigger, notice, fin.Status)
+		post.Metadata = failureMeta(post.Metadata, runErr)
 	}
 	done, err := s.finish(endCtx, run, fin, post)
 	if runErr == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
@@ -172,6 +177,25 @@ func noticeParams(run services.Run, trigger services.Message, text string, statu
 		Content: text, DedupeKey: fmt.Sprintf("run:%d:end", run.ID), ReplyTo: trigger.ID,
 		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, RunStatus: status}.Encode(),
 	}
+}
+
+// failureMeta adds to a notice's metadata what a client needs to report
+// the failure (the OpenAI-compatible channel answers with a fitting HTTP
+// status): the error code and, for a model failure, the model server's
+// status, whether it timed out, and the wait it asked for.
+func failureMeta(raw json.RawMessage, runErr error) json.RawMessage {
+	meta, err := services.DecodeMeta(raw)
+	if err != nil {
+		return raw
+	}
+	meta.ErrorCode = services.ErrorCode(runErr)
+	var pe *llm.ProviderError
+	if errors.As(runErr, &pe) {
+		meta.ModelStatus = pe.StatusCode
+		meta.ModelTimeout = pe.StatusCode == 0 && errors.Is(pe.Err, context.DeadlineExceeded)
+		meta.RetryAfterMS = pe.RetryAfter.Milliseconds()
+	}
+	return meta.Encode()
 }
 
 // finish stores the run's last visible message and closes the run in one
@@ -304,12 +328,46 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepPrompt, mustJSON(obs)); err != nil {
 		return "", obs, usage{}, err
 	}
+	req := built.Request
+	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
+		req = s.applyTurnRequest(req, *meta.Request)
+	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		kind: kindMain, provider: s.opts.LLM, req: built.Request, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
+		kind: kindMain, provider: s.opts.LLM, req: req, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
 	})
 	return text, obs, u, err
+}
+
+// applyTurnRequest applies what the trigger asks of its turn (an API
+// client's settings) to the turn's model requests: the instruction closes
+// the system prompt, the sampling settings and the response format go with
+// every model call, and the images (for a model that reads them) follow
+// the trigger's text, which is the prompt's last user message.
+func (s *Service) applyTurnRequest(req llm.Request, tr services.TurnRequest) llm.Request {
+	if in := strings.TrimSpace(tr.Instruction); in != "" {
+		req.System += "\n\n## Instruction of this request\n\nThe client that sent the next message asks, for this answer only:\n\n" + in
+	}
+	if tr.MaxTokens > 0 {
+		req.MaxTokens = tr.MaxTokens
+	}
+	if tr.Temperature != nil {
+		req.Temperature = tr.Temperature
+	}
+	req.Stop = tr.Stop
+	req.ResponseFormat = tr.ResponseFormat
+	if len(tr.Images) > 0 && s.opts.PassImages {
+		msgs := append([]llm.Message(nil), req.Messages...)
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == llm.RoleUser {
+				msgs[i].Images = append(append([]services.Image(nil), msgs[i].Images...), tr.Images...)
+				break
+			}
+		}
+		req.Messages = msgs
+	}
+	return req
 }
 
 // offeredTools are the tools of a conversation: every built-in tool, and

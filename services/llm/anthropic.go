@@ -213,7 +213,30 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	if req.Temperature != nil {
 		params.Temperature = anthropic.Float(*req.Temperature)
 	}
+	if len(req.Stop) > 0 {
+		params.StopSequences = req.Stop
+	}
+	if text := responseFormatInstruction(req.ResponseFormat); text != "" {
+		// The Messages API has no response_format: the instruction closes
+		// the conversation, after the user's turn (or the tool results).
+		add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(text))
+	}
 	return params, nil
+}
+
+// responseFormatInstruction asks in words for the JSON answer rf describes
+// ("" for none).
+func responseFormatInstruction(rf *services.ResponseFormat) string {
+	if rf == nil {
+		return ""
+	}
+	switch rf.Type {
+	case services.ResponseJSONObject:
+		return "Answer with one JSON object only: no prose, no code fence."
+	case services.ResponseJSONSchema:
+		return "Answer with JSON only (no prose, no code fence) that is valid against this JSON Schema:\n" + string(rf.Schema)
+	}
+	return ""
 }
 
 // inputSchema spreads a decoded JSON Schema over the SDK's schema type.

@@ -75,6 +75,12 @@ type Request struct {
 	MaxTokens int
 	// Temperature is the sampling temperature; nil leaves the provider default.
 	Temperature *float64
+	// Stop sequences end the reply where they appear; empty: none.
+	Stop []string
+	// ResponseFormat asks for a JSON reply (OpenAI-compatible: the
+	// response_format parameter; Anthropic: an instruction after the
+	// conversation); nil: text.
+	ResponseFormat *services.ResponseFormat
 }
 
 // Message is one entry of the conversation sent to the model.

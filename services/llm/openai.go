@@ -223,6 +223,28 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.Temperature != nil {
 		params.Temperature = openai.Float(*req.Temperature)
 	}
+	if len(req.Stop) > 0 {
+		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case services.ResponseJSONObject:
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		case services.ResponseJSONSchema:
+			var schema map[string]any
+			if err := json.Unmarshal(rf.Schema, &schema); err != nil {
+				return params, services.Errorf(services.EINVALID, "response_format: the JSON schema is not a JSON object: %v", err)
+			}
+			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rf.Name, Schema: schema}
+			if rf.Description != "" {
+				js.Description = openai.String(rf.Description)
+			}
+			if rf.Strict {
+				js.Strict = openai.Bool(true)
+			}
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+		}
+	}
 	return params, nil
 }
 

@@ -436,3 +436,59 @@ func TestUserImagesReachTheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestSettingsAndUserImages: stop sequences, a response format and
+// a user message's images reach each API in its own form (OpenAI:
+// stop, response_format, image_url parts; Anthropic: stop_sequences, an
+// instruction closing the conversation, base64 image blocks), and the fake
+// model answers the JSON the format asks for.
+func TestRequestSettingsAndUserImages(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			t.Parallel()
+			p, srv := setup(t, api, 0)
+			req := userRequest("count")
+			req.Messages[0].Images = []services.Image{{MIMEType: "image/png", Data: png}}
+			req.Stop = []string{"END"}
+			req.ResponseFormat = &services.ResponseFormat{Type: services.ResponseJSONSchema, Name: "count", Schema: schema, Strict: true}
+			resp, _, err := complete(t, p, req, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := srv.Requests()[0]
+			body := got.JSON(t)
+			if len(got.Stop) != 1 || got.Stop[0] != "END" {
+				t.Errorf("stop: %v", got.Stop)
+			}
+			wantImage := "data:image/png;base64,iVBORw0KGgpmYWtl"
+			if api == llm.ProviderOpenAI {
+				if len(got.LastImages) != 1 || got.LastImages[0] != wantImage || got.LastMessage != "count" {
+					t.Errorf("user message: %q images %v", got.LastMessage, got.LastImages)
+				}
+				rf, _ := body["response_format"].(map[string]any)
+				js, _ := rf["json_schema"].(map[string]any)
+				if rf["type"] != "json_schema" || js["name"] != "count" || js["strict"] != true {
+					t.Errorf("response_format: %v", body["response_format"])
+				}
+				if resp.Text != `{"n":1}` {
+					t.Errorf("answer %q", resp.Text)
+				}
+				return
+			}
+			// Anthropic: one user turn with the text, the image, then the
+			// format's instruction.
+			if len(got.LastImages) != 1 || got.LastImages[0] != wantImage {
+				t.Errorf("images %v", got.LastImages)
+			}
+			if !strings.HasPrefix(got.LastMessage, "count\n") || !strings.Contains(got.LastMessage, `"required":["n"]`) {
+				t.Errorf("last user turn: %q", got.LastMessage)
+			}
+			if _, ok := body["response_format"]; ok {
+				t.Errorf("Anthropic got response_format")
+			}
+		})
+	}
+}

@@ -112,6 +112,14 @@ type Request struct {
 	// image_url parts with data URLs, Anthropic base64 image blocks (also
 	// inside tool results).
 	Images []Image
+	// LastImages are the image URLs (data URLs) of the last message's
+	// image parts (OpenAI image_url parts; Anthropic base64 image blocks as
+	// data URLs).
+	LastImages []string
+	// ResponseFormat is the OpenAI request's response_format (nil: none);
+	// Stop its stop sequences.
+	ResponseFormat map[string]any
+	Stop           []string
 }
 
 // Image is an image a request carried.
@@ -230,12 +238,78 @@ func (s *Server) Pending() int {
 }
 
 // Echo is the default reply: "echo: <last user message>", or
-// "tool result: <content>" when the last message is a tool result.
+// "tool result: <content>" when the last message is a tool result. Like a
+// model that honours response_format, it answers a json_object request
+// with {"echo": "<last message>"} and a json_schema request with JSON made
+// from the schema (SchemaInstance).
 func Echo(r Request) Reply {
 	if r.LastIsToolResult {
 		return Text("tool result: " + r.LastMessage)
 	}
+	switch r.ResponseFormat["type"] {
+	case "json_object":
+		b, _ := json.Marshal(map[string]string{"echo": r.LastMessage})
+		return Text(string(b))
+	case "json_schema":
+		js, _ := r.ResponseFormat["json_schema"].(map[string]any)
+		schema, _ := js["schema"].(map[string]any)
+		b, _ := json.Marshal(SchemaInstance(schema, r.LastMessage))
+		return Text(string(b))
+	}
 	return Text("echo: " + r.LastMessage)
+}
+
+// SchemaInstance is a value valid against a simple JSON Schema: each
+// property of an object (required or not), text for a string (the first
+// enum value or const when there is one), 1 for a number or integer, true
+// for a boolean, one item for an array (minItems more), null for null.
+func SchemaInstance(schema map[string]any, text string) any {
+	if c, ok := schema["const"]; ok {
+		return c
+	}
+	if e, ok := schema["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	typ := schema["type"]
+	if l, ok := typ.([]any); ok && len(l) > 0 {
+		typ = l[0]
+	}
+	if typ == nil {
+		if _, ok := schema["properties"]; ok {
+			typ = "object"
+		}
+	}
+	switch typ {
+	case "object":
+		out := map[string]any{}
+		props, _ := schema["properties"].(map[string]any)
+		for name, sub := range props {
+			sm, _ := sub.(map[string]any)
+			out[name] = SchemaInstance(sm, text)
+		}
+		return out
+	case "array":
+		items, _ := schema["items"].(map[string]any)
+		n := 1
+		if m, ok := schema["minItems"].(float64); ok && int(m) > n {
+			n = int(m)
+		}
+		out := make([]any, n)
+		for i := range out {
+			out[i] = SchemaInstance(items, text)
+		}
+		return out
+	case "integer", "number":
+		if m, ok := schema["minimum"].(float64); ok && m > 1 {
+			return m
+		}
+		return 1
+	case "boolean":
+		return true
+	case "null":
+		return nil
+	}
+	return text
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
@@ -405,22 +479,63 @@ func parseRequest(api API, r *http.Request, body []byte) Request {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		ResponseFormat map[string]any  `json:"response_format"`
+		Stop           json.RawMessage `json:"stop"`
+		StopSequences  []string        `json:"stop_sequences"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return req
 	}
-	req.Model, req.Stream = b.Model, b.Stream
 	for _, m := range b.Messages {
 		req.Images = append(req.Images, contentImages(m.Role, m.Content)...)
+	}
+	req.Model, req.Stream, req.ResponseFormat = b.Model, b.Stream, b.ResponseFormat
+	req.Stop = b.StopSequences
+	if len(b.Stop) > 0 {
+		var one string
+		if json.Unmarshal(b.Stop, &one) == nil {
+			req.Stop = []string{one}
+		} else {
+			_ = json.Unmarshal(b.Stop, &req.Stop)
+		}
 	}
 	if n := len(b.Messages); n > 0 {
 		last := b.Messages[n-1]
 		req.LastMessage, req.LastIsToolResult = contentText(last.Content)
+		req.LastImages = lastImageURLs(last.Content)
 		if last.Role == "tool" {
 			req.LastIsToolResult = true
 		}
 	}
 	return req
+}
+
+// lastImageURLs lists the images of block content as URLs (data URLs for
+// Anthropic's base64 blocks).
+func lastImageURLs(raw json.RawMessage) []string {
+	var blocks []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+		Source struct {
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []string
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "image_url":
+			out = append(out, bl.ImageURL.URL)
+		case "image":
+			out = append(out, "data:"+bl.Source.MediaType+";base64,"+bl.Source.Data)
+		}
+	}
+	return out
 }
 
 // contentText flattens string or block content to text, reporting whether
