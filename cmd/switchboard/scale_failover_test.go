@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,12 +60,7 @@ var failoverLag = flag.Duration("failover-lag", time.Second, "TestFailoverPromot
 
 func failover(t *testing.T, bin string, syncRep bool) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "switchboard-failover-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Chmod(dir, 0o755) // the clusters may run as the postgres user
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := clusterDir(t)
 	primary, err := localpg.Start(ctx, filepath.Join(dir, "primary"), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +230,7 @@ func failover(t *testing.T, bin string, syncRep bool) {
 	}
 	tgMu.Lock()
 	sentTG := append([]string(nil), tgSent...)
+	sentAt := append([]time.Time(nil), tgAt...)
 	tgMu.Unlock()
 	var tgLost []string
 	for _, s := range sentTG {
@@ -265,53 +260,23 @@ func failover(t *testing.T, bin string, syncRep bool) {
 		// Asynchronous replication: what was acknowledged while the
 		// standby was behind is gone (reported above). What was sent after
 		// the promotion is all there: Telegram polling resumed.
-		var after []string
-		if !waitUntil(20*time.Second, func() bool {
-			texts := map[string]int{}
-			for _, m := range c.timeline(t) {
-				texts[m.Content]++
+		var sentAfter, after []string
+		for i, s := range sentTG {
+			if sentAt[i].After(recovered) {
+				sentAfter = append(sentAfter, s)
 			}
-			after = after[:0]
-			tgMu.Lock()
-			defer tgMu.Unlock()
-			for i, s := range tgSent {
-				if tgAt[i].After(recovered) && texts[s] == 0 {
-					after = append(after, s)
-				}
-			}
-			return len(after) == 0
-		}) {
+		}
+		if !waitUntil(20*time.Second, func() bool { after = missingTexts(t, c, sentAfter); return len(after) == 0 }) {
 			t.Errorf("Telegram messages sent after the failover never stored: %v\n%s", after, logLines(a, b, `"telegram`))
 		}
-		texts := map[string]int{}
-		for _, m := range c.timeline(t) {
-			texts[m.Content]++
-		}
-		tgLost = tgLost[:0]
-		for _, s := range sentTG {
-			if texts[s] == 0 {
-				tgLost = append(tgLost, s)
-			}
-		}
+		tgLost = missingTexts(t, c, sentTG)
 		t.Logf("async: %d Telegram messages lost for good (confirmed to Telegram by the old primary, never on the standby): %v", len(tgLost), tgLost)
 		return
 	}
 	if len(lost) > 0 {
 		t.Errorf("accepted web questions lost with synchronous replication: %v", lost)
 	}
-	if len(tgLost) > 0 && !waitUntil(20*time.Second, func() bool {
-		tgLost = tgLost[:0]
-		texts := map[string]int{}
-		for _, m := range c.timeline(t) {
-			texts[m.Content]++
-		}
-		for _, s := range sentTG {
-			if texts[s] == 0 {
-				tgLost = append(tgLost, s)
-			}
-		}
-		return len(tgLost) == 0
-	}) {
+	if len(tgLost) > 0 && !waitUntil(20*time.Second, func() bool { tgLost = missingTexts(t, c, sentTG); return len(tgLost) == 0 }) {
 		t.Errorf("Telegram messages never stored: %v", tgLost)
 	}
 	// Every question (web and Telegram) answered once.

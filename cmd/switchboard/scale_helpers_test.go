@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/coder/websocket"
@@ -290,4 +292,33 @@ func waitUntil(within time.Duration, cond func() bool) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return true
+}
+
+// missingTexts returns the texts of sent that no timeline message has.
+func missingTexts(t *testing.T, c *ownerClient, sent []string) []string {
+	t.Helper()
+	have := map[string]bool{}
+	for _, m := range c.timeline(t) {
+		have[m.Content] = true
+	}
+	var out []string
+	for _, s := range sent {
+		if !have[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// clusterDir is a temporary directory for PostgreSQL clusters, removed at
+// the test's end; searchable by the postgres user the clusters may run as.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "switchboard-scale-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -167,19 +166,7 @@ func TestThreeInstancesUnderLoadWithKill9(t *testing.T) {
 	sentTG := append([]string(nil), tgSent...)
 	tgMu.Unlock()
 	var notStored []string
-	if !waitUntil(30*time.Second, func() bool {
-		texts := map[string]int{}
-		for _, m := range c.timeline(t) {
-			texts[m.Content]++
-		}
-		notStored = notStored[:0]
-		for _, s := range sentTG {
-			if texts[s] == 0 {
-				notStored = append(notStored, s)
-			}
-		}
-		return len(notStored) == 0
-	}) {
+	if !waitUntil(30*time.Second, func() bool { notStored = missingTexts(t, c, sentTG); return len(notStored) == 0 }) {
 		t.Errorf("Telegram messages never stored: %v", notStored)
 	}
 	accepted := ps.acceptedIDs()
@@ -259,12 +246,7 @@ func TestThreeInstancesUnderLoadWithKill9(t *testing.T) {
 func privateCluster(t *testing.T, maxConns int) string {
 	t.Helper()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "switchboard-scale-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Chmod(dir, 0o755) // the cluster may run as the postgres user
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := clusterDir(t)
 	cluster, err := localpg.Start(ctx, filepath.Join(dir, "data"), 0)
 	if err != nil {
 		t.Fatal(err)
