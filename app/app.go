@@ -145,9 +145,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		o.Stdout = io.Discard
 	}
 	a = &App{opts: o, log: o.Logger}
+	built := a // a is nil once a `return nil, err` has run
 	defer func() {
 		if err != nil {
-			a.Close(context.Background())
+			built.Close(context.Background())
 			a = nil
 		}
 	}()

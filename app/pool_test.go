@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,5 +30,20 @@ func TestWithPoolSize(t *testing.T) {
 	}
 	if n := ServePoolSize(16); n < 2*16 {
 		t.Fatalf("pool of %d for 16 workers: each needs two connections", n)
+	}
+}
+
+// TestNewReportsAnErrorInsteadOfPanicking: when building fails (here the
+// database does not answer), New closes what it built and returns the
+// error; it used to close a nil App and panic, so a serve that lost a race
+// or a database at start crashed with a stack trace instead of saying why.
+func TestNewReportsAnErrorInsteadOfPanicking(t *testing.T) {
+	t.Parallel()
+	a, err := New(context.Background(), Options{DatabaseURL: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
+	if err == nil || a != nil {
+		t.Fatalf("New on an unreachable database: %v, %v; want an error and no App", a, err)
+	}
+	if !strings.Contains(err.Error(), "connect") && !strings.Contains(err.Error(), "ping") {
+		t.Fatalf("error does not say the database could not be reached: %v", err)
 	}
 }

@@ -12,8 +12,12 @@ import (
 	"github.com/switchboard/switchboard/migrations"
 )
 
-// Migrator applies the embedded goose migrations.
+// Migrator applies the embedded goose migrations. Up, UpTo and Down run
+// under a PostgreSQL advisory lock, so any number of instances may start
+// (and migrate) at once: one applies what is pending while the others wait,
+// then find nothing left to do.
 type Migrator struct {
+	pool     *pgxpool.Pool
 	db       *sql.DB
 	provider *goose.Provider
 }
@@ -27,7 +31,7 @@ func NewMigrator(pool *pgxpool.Pool) (*Migrator, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	return &Migrator{db: db, provider: p}, nil
+	return &Migrator{pool: pool, db: db, provider: p}, nil
 }
 
 // Close releases the migrator's handle.
@@ -35,19 +39,22 @@ func (m *Migrator) Close() error { return m.db.Close() }
 
 // Up applies every pending migration and returns the versions applied.
 func (m *Migrator) Up(ctx context.Context) ([]int64, error) {
-	res, err := m.provider.Up(ctx)
+	var res []*goose.MigrationResult
+	err := m.locked(ctx, func() (err error) { res, err = m.provider.Up(ctx); return err })
 	return versions(res), wrapMigrate("up", err)
 }
 
 // UpTo applies pending migrations up to and including version.
 func (m *Migrator) UpTo(ctx context.Context, version int64) ([]int64, error) {
-	res, err := m.provider.UpTo(ctx, version)
+	var res []*goose.MigrationResult
+	err := m.locked(ctx, func() (err error) { res, err = m.provider.UpTo(ctx, version); return err })
 	return versions(res), wrapMigrate("up-to", err)
 }
 
 // Down rolls back the latest migration.
 func (m *Migrator) Down(ctx context.Context) (int64, error) {
-	res, err := m.provider.Down(ctx)
+	var res *goose.MigrationResult
+	err := m.locked(ctx, func() (err error) { res, err = m.provider.Down(ctx); return err })
 	if err != nil {
 		return 0, wrapMigrate("down", err)
 	}
@@ -81,6 +88,36 @@ func (m *Migrator) Status(ctx context.Context) ([]MigrationStatus, error) {
 func (m *Migrator) Pending(ctx context.Context) (bool, error) {
 	ok, err := m.provider.HasPending(ctx)
 	return ok, wrapMigrate("pending", err)
+}
+
+// migrateLockKey is the advisory lock's key: one per schema (goose's
+// version table lives in the connection's current schema), so instances
+// on one schema take turns while other schemas of the database do not wait.
+const migrateLockKey = `hashtextextended('switchboard.migrate:' || current_schema(), 0)`
+
+// locked runs fn holding the migration lock: a session-level advisory lock
+// on a connection of its own, held for the whole of goose's run (goose's
+// statements run on other connections of the pool). pg_advisory_lock waits
+// while another instance migrates; if that instance dies, PostgreSQL ends
+// its session and the lock with it. The lock needs a session that stays
+// one server connection: behind PgBouncer, DATABASE_URL must bypass
+// transaction pooling (session mode or the server itself).
+func (m *Migrator) locked(ctx context.Context, fn func() error) error {
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("lock: acquire a connection: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+migrateLockKey+`)`); err != nil {
+		return fmt.Errorf("lock: wait for other instances' migrations: %w", err)
+	}
+	defer func() {
+		// With a broken connection the session, and so the lock, is gone.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+migrateLockKey+`)`); err != nil {
+			conn.Conn().PgConn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	return fn()
 }
 
 func versions(res []*goose.MigrationResult) []int64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard/switchboard/repository"
@@ -143,3 +144,51 @@ func stripComments(s string) string {
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+// TestConcurrentMigratorsApplyEachMigrationOnce: eight migrators on their
+// own pools (as eight instances) run Up at once on an empty schema; the
+// advisory lock lets one apply everything and the others find nothing
+// pending, with no error.
+func TestConcurrentMigratorsApplyEachMigrationOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, schema := dbtest.EmptySchema(t)
+	url := dbtest.SchemaURL(dbtest.URL(t), schema)
+	const n = 8
+	applied := make([][]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		m, err := repository.NewMigrator(dbtest.PoolFor(t, url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			applied[i], errs[i] = m.Up(ctx)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	total := map[int64]int{}
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			t.Errorf("migrator %d: %v", i, errs[i])
+		}
+		for _, v := range applied[i] {
+			total[v]++
+		}
+	}
+	if len(total) == 0 {
+		t.Fatal("no migration applied")
+	}
+	for v, k := range total {
+		if k != 1 {
+			t.Errorf("migration %d applied %d times", v, k)
+		}
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -122,5 +125,13 @@ func isUnavailable(err error) bool {
 		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code[:2] == "08"
 	}
 	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr) || pgconn.SafeToRetry(err)
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	// The server went away mid-statement (a crash, a failover): the
+	// connection read EOF or was reset. Whether the statement committed is
+	// unknown, so the caller retries with its idempotency key.
+	var netErr net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &netErr)
 }

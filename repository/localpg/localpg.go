@@ -244,3 +244,36 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// Standby makes a streaming standby of c in dataDir (pg_basebackup -R: a
+// base backup plus the primary_conninfo and standby.signal that make it
+// follow c) and starts it on port (0 picks a free one). For a primary and
+// standby pair on one machine, as the failover tests build.
+func (c *Cluster) Standby(ctx context.Context, dataDir string, port int) (*Cluster, error) {
+	s := &Cluster{DataDir: dataDir, Port: port, binDir: c.binDir, cred: c.cred}
+	if err := s.ensureDir(); err != nil {
+		return nil, err
+	}
+	if err := s.run(ctx, "pg_basebackup", "-D", dataDir, "-R", "-X", "stream", "-c", "fast",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres"); err != nil {
+		return nil, fmt.Errorf("localpg: base backup of %s into %s: %w", c.DataDir, dataDir, err)
+	}
+	return Start(ctx, dataDir, port)
+}
+
+// Promote ends a standby's recovery and makes it a primary (pg_ctl promote,
+// waiting until it accepts writes).
+func (c *Cluster) Promote(ctx context.Context) error {
+	return c.run(ctx, "pg_ctl", "-D", c.DataDir, "-w", "-t", "60", "promote")
+}
+
+// Crash stops the cluster the way a crash does (pg_ctl stop -m immediate:
+// every server process quits at once, no shutdown checkpoint; the next
+// start recovers from WAL).
+func (c *Cluster) Crash() error {
+	if c == nil || !c.started {
+		return nil
+	}
+	c.started = false
+	return c.run(context.Background(), "pg_ctl", "-D", c.DataDir, "-m", "immediate", "-w", "stop")
+}

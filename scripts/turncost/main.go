@@ -1,0 +1,281 @@
+// Command turncost measures what a timeline's data costs per turn: it runs
+// N turns (a question posted on the web API, answered by the fake model)
+// through a real `switchboard serve` on a fresh schema and prints, per
+// table, the rows and bytes (pg_total_relation_size: heap, indexes and
+// TOAST) added, in all and per turn.
+//
+//	go run ./scripts/turncost                    200 turns of ~120-character questions
+//	go run ./scripts/turncost -turns 500 -size 400
+//
+// It builds the binary, starts the fake model in-process (llmtest echo:
+// the answer repeats the question), makes a fresh schema in the test
+// database (TEST_DATABASE_URL, else PostgreSQL on 127.0.0.1:5432), runs
+// VACUUM ANALYZE before each reading (so dead rows and the free space map
+// settle) and drops the schema at the end.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/switchboard/repository/localpg"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+func main() {
+	turns := flag.Int("turns", 200, "turns to run (one question and its answer each)")
+	size := flag.Int("size", 120, "characters per question (the echo answer is as long plus 6)")
+	dbURL := flag.String("db", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL server URL (default: 127.0.0.1:5432)")
+	private := flag.Bool("private", true, "run on a private cluster of its own (from the installed binaries), so the server-wide counters (transactions, WAL) are this run's alone")
+	flag.Parse()
+	if err := run(context.Background(), *turns, *size, *dbURL, *private); err != nil {
+		fmt.Fprintln(os.Stderr, "turncost:", err)
+		os.Exit(1)
+	}
+}
+
+type tableSize struct {
+	rows  int64
+	bytes int64
+}
+
+func run(ctx context.Context, turns, size int, server string, private bool) error {
+	tmp, err := os.MkdirTemp("", "switchboard-turncost-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	_ = os.Chmod(tmp, 0o755) // the cluster may run as the postgres user
+	if private {
+		cluster, err := localpg.Start(ctx, filepath.Join(tmp, "pg"), 0)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cluster.Stop() }()
+		if server, err = localpg.EnsureDatabase(ctx, cluster.URL("postgres"), "switchboard"); err != nil {
+			return err
+		}
+	}
+	bin := filepath.Join(tmp, "switchboard")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/switchboard").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if server == "" {
+		if server, err = localpg.EnsureDatabase(ctx, localpg.DefaultServerURL, "switchboard_soak"); err != nil {
+			return fmt.Errorf("no PostgreSQL (set TEST_DATABASE_URL or -db): %w", err)
+		}
+	}
+	var rb [6]byte
+	_, _ = rand.Read(rb[:])
+	schema := "turncost_" + hex.EncodeToString(rb[:])
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return err
+	}
+	defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }()
+	sep := "?"
+	if strings.Contains(server, "?") {
+		sep = "&"
+	}
+	model, err := llmtest.Listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	token := "turncost-token-" + hex.EncodeToString(rb[:])
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+server+sep+"search_path="+schema, "HTTP_ADDR=127.0.0.1:0",
+		"WEB_AUTH_TOKEN="+token, "LOG_LEVEL=warn", "DATA_DIR="+filepath.Join(tmp, "data"), "RATE_LIMIT_PER_MINUTE=0",
+		"LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=turncost")
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	base := ""
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			break
+		}
+	}
+	if base == "" {
+		return errors.New("serve exited before listening")
+	}
+
+	// One warm-up turn, so the first turn's one-time rows (summary cursors,
+	// the queue's bookkeeping) are not counted per turn.
+	httpc := &http.Client{Timeout: 30 * time.Second}
+	if err := turn(ctx, httpc, base, token, "warm-up", 0, size); err != nil {
+		return err
+	}
+	before, err := measure(ctx, admin, schema)
+	if err != nil {
+		return err
+	}
+	sBefore, err := serverStats(ctx, admin)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	for i := 1; i <= turns; i++ {
+		if err := turn(ctx, httpc, base, token, fmt.Sprint("q", i), i, size); err != nil {
+			return err
+		}
+	}
+	took := time.Since(started)
+	time.Sleep(2 * time.Second) // deliveries and job completion after the answer
+	sAfter, err := serverStats(ctx, admin)
+	if err != nil {
+		return err
+	}
+	after, err := measure(ctx, admin, schema)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for n := range after {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Printf("%d turns of %d-character questions in %s (one at a time)\n\n", turns, size, took.Round(time.Millisecond))
+	fmt.Println("| table | rows before | rows after | rows/turn | bytes before | bytes after | bytes/turn |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var tr, tb int64
+	for _, n := range names {
+		b, a := before[n], after[n]
+		if a.rows == b.rows && a.bytes == b.bytes {
+			continue
+		}
+		tr += a.rows - b.rows
+		tb += a.bytes - b.bytes
+		fmt.Printf("| %s | %d | %d | %.2f | %d | %d | %.0f |\n", n, b.rows, a.rows, float64(a.rows-b.rows)/float64(turns),
+			b.bytes, a.bytes, float64(a.bytes-b.bytes)/float64(turns))
+	}
+	fmt.Printf("| **all** | | | %.2f | | | %.0f |\n", float64(tr)/float64(turns), float64(tb)/float64(turns))
+	if private {
+		fmt.Printf("\nserver-wide, per turn (the whole database, the service's idle polling included):\n")
+		fmt.Printf("  commits %.1f, rollbacks %.1f, rows inserted %.1f, updated %.1f, deleted %.1f, WAL %.0f bytes; %.1f turns/s\n",
+			per(sAfter.commits-sBefore.commits, turns), per(sAfter.rollbacks-sBefore.rollbacks, turns),
+			per(sAfter.inserted-sBefore.inserted, turns), per(sAfter.updated-sBefore.updated, turns),
+			per(sAfter.deleted-sBefore.deleted, turns), per(sAfter.wal-sBefore.wal, turns), float64(turns)/took.Seconds())
+	}
+	return nil
+}
+
+// turn posts one question and waits for the agent's answer to it.
+func turn(ctx context.Context, httpc *http.Client, base, token, key string, i, size int) error {
+	content := fmt.Sprintf("question %d: ", i)
+	for len(content) < size {
+		content += "lorem ipsum dolor sit amet "
+	}
+	content = content[:size]
+	body, _ := json.Marshal(map[string]string{"content": content, "client_key": key})
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/messages", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return err
+	}
+	var posted struct {
+		Message struct{ ID int64 } `json:"message"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&posted)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		return fmt.Errorf("post %d: status %d", i, resp.StatusCode)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/api/timeline?after=%d&limit=50", base, posted.Message.ID), nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := httpc.Do(req)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Messages []struct {
+				Metadata struct {
+					ReplyTo int64 `json:"reply_to"`
+				} `json:"metadata"`
+			} `json:"messages"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		for _, m := range page.Messages {
+			if m.Metadata.ReplyTo == posted.Message.ID {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("question %d got no answer within 30s", i)
+}
+
+// measure returns rows and total bytes of every table in schema.
+func measure(ctx context.Context, db *pgx.Conn, schema string) (map[string]tableSize, error) {
+	rows, err := db.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1`, schema)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]tableSize{}
+	for _, n := range names {
+		q := pgx.Identifier{schema, n}.Sanitize()
+		if _, err := db.Exec(ctx, "VACUUM ANALYZE "+q); err != nil {
+			return nil, err
+		}
+		var s tableSize
+		if err := db.QueryRow(ctx, "SELECT count(*), pg_total_relation_size('"+q+"') FROM "+q).Scan(&s.rows, &s.bytes); err != nil {
+			return nil, err
+		}
+		out[n] = s
+	}
+	return out, nil
+}
+
+func per(n int64, turns int) float64 { return float64(n) / float64(turns) }
+
+type stats struct{ commits, rollbacks, inserted, updated, deleted, wal int64 }
+
+// serverStats reads the database's counters and the WAL position, after
+// letting the backends flush their statistics.
+func serverStats(ctx context.Context, db *pgx.Conn) (stats, error) {
+	time.Sleep(1500 * time.Millisecond)
+	var s stats
+	_, _ = db.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	err := db.QueryRow(ctx, `SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted,
+		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.commits, &s.rollbacks, &s.inserted, &s.updated, &s.deleted, &s.wal)
+	return s, err
+}
