@@ -3,11 +3,14 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -305,5 +308,61 @@ func TestVoiceNoteWhenTranscriptionFails(t *testing.T) {
 	waitReply(t, strict, 1, "not transcribed")
 	if files := attachmentsOf(t, in, lastUserMessage(t, in).ID); len(files) != 1 || files[0].Transcription != "" || len(model.Transcriptions()) != 1 {
 		t.Fatalf("voice note: %+v, %d transcription requests", files, len(model.Transcriptions()))
+	}
+}
+
+// TestAPIImagePartBecomesAnAttachment: an image part a /v1 client sends is
+// stored like an upload: an attachment of the message (bytes once in the
+// workspace, none in the message's metadata), an image part for the model
+// in that turn, and a line naming it in later turns.
+func TestAPIImagePartBecomesAnAttachment(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+		o.Context.Images, o.Agent.PassImages = true, true
+	}})
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 40, 30))); err != nil {
+		t.Fatal(err)
+	}
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
+	post := func(content string) string {
+		body := `{"model":"switchboard","messages":[{"role":"user","content":` + content + `}]}`
+		req, _ := http.NewRequest("POST", in.URL+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apptest.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		return string(out)
+	}
+	post(`[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"` + url + `"}}]`)
+	reqs := model.Requests()
+	if len(reqs) != 1 || len(reqs[0].Images) != 1 || !bytes.Equal(reqs[0].Images[0].Data, b.Bytes()) {
+		t.Fatalf("model requests %d, images %+v", len(reqs), reqs)
+	}
+	var q services.Message
+	for _, m := range visibleFrom(t, in, services.SourceAPI) {
+		if m.Role == services.RoleUser {
+			q = m
+		}
+	}
+	files := attachmentsOf(t, in, q.ID)
+	if len(files) != 1 || files[0].Width != 40 || files[0].Size != int64(b.Len()) || files[0].MIMEType != "image/png" {
+		t.Fatalf("attachments of %q: %+v", q.Content, files)
+	}
+	if len(q.Metadata) > 1024 || strings.Contains(string(q.Metadata), base64.StdEncoding.EncodeToString(b.Bytes())[:40]) {
+		t.Fatalf("the image's bytes are in the message's metadata (%d bytes)", len(q.Metadata))
+	}
+	post(`"and now?"`)
+	next := model.Requests()[len(model.Requests())-1]
+	if len(next.Images) != 0 || !strings.Contains(string(next.Body), files[0].StorageKey) {
+		t.Fatalf("the next turn carries %d images; reference kept: %v", len(next.Images), strings.Contains(string(next.Body), files[0].StorageKey))
 	}
 }

@@ -461,6 +461,19 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	}
 	defer s.opts.Hub.Unsubscribe(sub)
 	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text}
+	if req.Turn != nil && len(req.Turn.Images) > 0 && s.opts.Media != nil {
+		// Image parts become the message's attachments, like an upload: the
+		// bytes are stored once in the workspace, the prompt of this turn
+		// carries them as images and history a line naming each.
+		for i, im := range req.Turn.Images {
+			a, err := s.opts.Media.Save(ctx, timeline, services.Upload{Name: fmt.Sprintf("image-%d", i+1), MIMEType: im.MIMEType, Data: im.Data})
+			if err != nil {
+				return s.apiErrorFrom(c, err)
+			}
+			post.Attachments = append(post.Attachments, a)
+		}
+		req.Turn.Images = nil
+	}
 	if req.Turn != nil {
 		meta := services.MessageMeta{Request: req.Turn}
 		if isCommand {
