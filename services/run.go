@@ -141,6 +141,26 @@ type RunQueue interface {
 	EnqueueRunTx(ctx context.Context, tx Store, run Run) error
 }
 
+// CompactionQueue schedules a context scope's compaction as a job of its
+// own, so it never holds the timeline's next message.
+type CompactionQueue interface {
+	// EnqueueCompactionTx schedules the compaction of (timeline, scope) in
+	// tx (nil tx: in a transaction of its own). While one for the same
+	// timeline and scope is waiting or running, it does nothing.
+	EnqueueCompactionTx(ctx context.Context, tx Store, timelineScope, scope string) error
+}
+
+// CompactionExecutor runs the compaction jobs. The caller holds the
+// (timeline, scope) compaction lock, so no other compaction of that scope
+// runs at once on any instance.
+type CompactionExecutor interface {
+	// ExecuteCompaction compacts one context scope of a timeline ("main":
+	// every summary scope main prompts read). A failed summary moves
+	// nothing and is told to the owner once (notice keyed by key); only
+	// storage errors are returned (the job is retried).
+	ExecuteCompaction(ctx context.Context, timelineScope, scope, key string) error
+}
+
 // RunExecutor executes runs for the queue's workers.
 type RunExecutor interface {
 	// ExecuteRun takes a queued run to its end (ok, error, timeout,

@@ -177,7 +177,10 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("sub-agent timeout", b.Agent.SubAgents.Timeout, 90*time.Second)
 		}},
 		"OWNER_TIMEZONE": {"Asia/Tokyo", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("owner zone", b.Schedule.Location, "Asia/Tokyo")
+			if err := want("owner zone", b.Schedule.Location, "Asia/Tokyo"); err != nil {
+				return err
+			}
+			return want("prompt zone", b.Context.Location, "Asia/Tokyo")
 		}},
 		"SCHEDULE_MIN_INTERVAL": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("min interval", b.Schedule.Limits.MinInterval, 5*time.Minute)

@@ -23,10 +23,13 @@ type Options struct {
 	Chat  *chat.Service
 	// Queue inserts a run's job in the transaction that stores the run
 	// (built before the queue's workers, which call back into the runtime).
-	Queue     services.RunQueue
-	Publisher services.Publisher
-	LLM       llm.Provider
-	Tools     *tools.Registry
+	Queue services.RunQueue
+	// Compactions schedules compactions as jobs of their own, after the
+	// run's lock is released (nil: they run inline after the answer).
+	Compactions services.CompactionQueue
+	Publisher   services.Publisher
+	LLM         llm.Provider
+	Tools       *tools.Registry
 	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
 	// registry's tools only.
 	Catalog services.ToolCatalog

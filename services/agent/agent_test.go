@@ -85,6 +85,9 @@ func setup(t *testing.T, o setupOpts) *bundle {
 // setupOn builds the app serve builds (app.New, without HTTP) on an
 // existing schema (flag changes mid-conversation), with the given fake
 // model or a new one.
+// testNow is the agent tests' clock for prompts.
+var testNow = time.Date(2026, 3, 4, 9, 15, 0, 0, time.UTC)
+
 func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bundle {
 	t.Helper()
 	if model == nil {
@@ -113,6 +116,10 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 	opts.Chat.ScopedWrite = o.flags.ScopedWrite
 	opts.Context.ScopedRead = o.flags.ScopedRead
 	opts.Context.Compaction = prompt.CompactionOptions{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}
+	// A fixed clock and zone: prompts carry the date and time, and must be
+	// the same bytes run after run (TestFlagMatrix).
+	opts.Context.Now = func() time.Time { return testNow }
+	opts.Context.Location = time.UTC
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, opts)
 	if err != nil {

@@ -93,6 +93,13 @@ func TestFlagMatrix(t *testing.T) {
 			t.Fatalf("prompt %d differs between 0/0 and 1/0:\n%s\n---\n%s", i, l[i], d[i])
 		}
 	}
+	// Every main prompt carries the (test clock's) date and time and the
+	// channel of its input, once, in the current input.
+	for i, body := range l {
+		if strings.Count(body, "[Current date and time: Wednesday 2026-03-04 09:15 UTC (UTC). This message came through the web chat page.]") != 1 {
+			t.Fatalf("prompt %d lacks the date, time and channel once: %s", i, body)
+		}
+	}
 	ctx := context.Background()
 	// 1/0 wrote summaries for global and main, with independent cursors;
 	// 0/0 only for global.
