@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,7 @@ type bundle struct {
 	queue *queue.Queue
 	model *llmtest.Server
 	ws    string
+	db    *pgxpool.Pool
 }
 
 type setupOpts struct {
@@ -137,7 +139,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		defer c()
 		a.Close(sctx)
 	})
-	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir}
+	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir, db: a.Pool()}
 }
 
 func (b *bundle) say(t *testing.T, text string) services.Message {
