@@ -190,6 +190,12 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.Flags.ScopedWrite, err = parseBool(v); return }},
 		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "0", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1.",
 			set: func(c *Config, v string) (err error) { c.Flags.ScopedRead, err = parseBool(v); return }},
+		{Name: "AGENT_CONTEXT_GLOBAL_WRITE", Default: "1", Help: "Keep writing the legacy global summary beside main (1), or stop once main is verified (0: one summary call per compaction instead of two; needs AGENT_CONTEXT_SCOPED_WRITE=1). See docs/ROLLOUT.md.",
+			set: func(c *Config, v string) error {
+				on, err := parseBool(v)
+				c.Flags.NoGlobalWrite = !on
+				return err
+			}},
 		{Name: "AGENT_SUBAGENTS", Default: "1", Help: "Run delegated tasks as sub-agents in their own scopes (needs READ=1); 0 runs them inline in main.",
 			set: func(c *Config, v string) (err error) { c.Flags.SubAgents, err = parseBool(v); return }},
 		{Name: "LLM_PROVIDER", Default: "offline", Help: "Model provider: openai (any OpenAI-compatible server), anthropic, or offline (answers how to configure one).",

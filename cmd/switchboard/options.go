@@ -69,7 +69,8 @@ func (c *Config) ChatOptions() chat.Options {
 func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
 		ScopedRead: c.Flags.ScopedRead,
-		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite},
+		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite,
+			NoGlobal: c.Flags.NoGlobalWrite},
 	}
 }
 

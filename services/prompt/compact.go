@@ -26,6 +26,9 @@ type CompactionOptions struct {
 	// ScopedWrite (AGENT_CONTEXT_SCOPED_WRITE) writes summaries for both the
 	// legacy 'global' scope and the context scope, with independent cursors.
 	ScopedWrite bool
+	// NoGlobal (AGENT_CONTEXT_GLOBAL_WRITE=0, with ScopedWrite) stops
+	// writing the 'global' summary: only the context scope's is written.
+	NoGlobal bool
 	// MaxInputTokens bounds the transcript of one summary call (default: half the window).
 	MaxInputTokens int
 	// OnResult, when set, hears "ok", "skipped" or "failed" per scope (metrics).
@@ -69,10 +72,13 @@ func (m *Manager) ShouldCompact(lastPromptTokens, nextInputTokens int) bool {
 }
 
 // WrittenScopes are the summary scopes compaction writes under the flags:
-// 'global' always (the legacy read path), and the context scope with
-// AGENT_CONTEXT_SCOPED_WRITE.
+// 'global' (the legacy read path) unless AGENT_CONTEXT_GLOBAL_WRITE=0, and
+// the context scope with AGENT_CONTEXT_SCOPED_WRITE.
 func (m *Manager) WrittenScopes(contextScope string) []string {
 	if m.opts.Compaction.ScopedWrite && contextScope != services.GlobalSummaryScope {
+		if m.opts.Compaction.NoGlobal {
+			return []string{contextScope}
+		}
 		return []string{services.GlobalSummaryScope, contextScope}
 	}
 	return []string{services.GlobalSummaryScope}
