@@ -262,7 +262,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent = o.Agent
 	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved = scheduler, scheduler, a.meter.FireObserved
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
-	b.Agent.Compactions = enqueuer
+	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
 	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {

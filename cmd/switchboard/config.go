@@ -55,6 +55,9 @@ type Config struct {
 
 	AgentMaxSteps   int
 	AgentRunTimeout time.Duration
+	// RequestRetention is how long each model call's exact request is kept
+	// (0: none kept).
+	RequestRetention time.Duration
 	AgentWorkers    int
 
 	OwnerTimezone         *time.Location
@@ -312,6 +315,15 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
+		{Name: "AGENT_REQUEST_RETENTION", Default: "168h", Help: "How long the exact request of each model call is kept (gzip-compressed; shown per run and per scope on the debug page); 0 keeps none.",
+			set: func(c *Config, v string) (err error) {
+				if v == "0" {
+					c.RequestRetention = 0
+					return nil
+				}
+				c.RequestRetention, err = parseDuration(v)
+				return
+			}},
 		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time); 0: none, another instance answers.",
 			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 0, 1000); return }},
 		{Name: "AGENT_MAX_WRITE_BYTES", Default: "1MiB", Help: "Bytes one write_file call may write (a number, or with KiB, MiB or GiB); larger content is refused.",

@@ -102,6 +102,9 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_CONTEXT_SCOPED_READ": {"1", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("scoped read (context, agent, web)", []any{b.Context.ScopedRead, b.Agent.Flags.ScopedRead, b.Web.Flags.Map()["AGENT_CONTEXT_SCOPED_READ"]}, []any{true, true, "1"})
 		}},
+		"AGENT_REQUEST_RETENTION": {"48h", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("request retention", b.Agent.RequestRetention, 48*time.Hour)
+		}},
 		"AGENT_CONTEXT_GLOBAL_WRITE": {"0", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("global write (compaction, agent, web)", []any{b.Context.Compaction.NoGlobal, b.Agent.Flags.NoGlobalWrite, b.Web.Flags.Map()["AGENT_CONTEXT_GLOBAL_WRITE"]}, []any{true, true, "0"})
 		}},

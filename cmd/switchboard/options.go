@@ -84,14 +84,15 @@ func (c *Config) AgentOptions() agent.Options {
 		}
 	}
 	return agent.Options{
-		Flags:      c.Flags,
-		MaxSteps:   c.AgentMaxSteps,
-		RunTimeout: c.AgentRunTimeout,
-		LogContent: c.LogContent,
-		PassImages: c.LLMImages,
-		Profiles:   profiles,
-		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
-		Fire:       agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
+		Flags:            c.Flags,
+		MaxSteps:         c.AgentMaxSteps,
+		RunTimeout:       c.AgentRunTimeout,
+		RequestRetention: c.RequestRetention,
+		LogContent:       c.LogContent,
+		PassImages:       c.LLMImages,
+		Profiles:         profiles,
+		SubAgents:        agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
+		Fire:             agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
 	}
 }
 

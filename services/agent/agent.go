@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -59,6 +60,10 @@ type Options struct {
 	Fires        services.ScheduleFires
 	Fire         FireLimits
 	FireObserved func(result string)
+	// Requests keeps each model call's exact request for RequestRetention
+	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
+	Requests         services.RunRequests
+	RequestRetention time.Duration
 }
 
 // Service is the agent runtime.
@@ -69,6 +74,8 @@ type Service struct {
 	mu         sync.Mutex
 	active     map[int64]context.CancelCauseFunc
 	childSlots map[int64]chan struct{}
+	// lastPrune is when stored requests were last pruned (Unix seconds).
+	lastPrune atomic.Int64
 }
 
 var (

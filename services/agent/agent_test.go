@@ -112,7 +112,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
-		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps},
+		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour},
 		Queue: queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
 	}
 	opts.Chat.ScopedWrite = o.flags.ScopedWrite

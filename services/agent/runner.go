@@ -156,6 +156,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	if compact && s.opts.Compactions == nil {
 		s.autoCompact(endCtx, run.TimelineScope, services.MainScope, fmt.Sprintf("run:%d", run.ID))
 	}
+	s.pruneRequests(endCtx)
 	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
 		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
 	return nil
@@ -318,6 +319,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		return "", prompt.Inspection{}, usage{}, err
 	}
 	obs := built.Inspection
+	s.logWarnings(run, obs)
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", obs, usage{}, err
 	}
@@ -330,6 +332,14 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
 	})
 	return text, obs, u, err
+}
+
+// logWarnings logs a built prompt's warnings (CONTEXT_RULES_OVERBUDGET, …),
+// which /context and the debug page show from the run's prompt step.
+func (s *Service) logWarnings(run services.Run, ins prompt.Inspection) {
+	for _, w := range ins.Warnings {
+		s.log.Warn("prompt warning", "code", w.Code, "run_id", run.ID, "timeline", run.TimelineScope, "scope", run.ContextScope, "message", w.Message)
+	}
 }
 
 // offeredTools are the tools of a conversation: every built-in tool, and

@@ -315,6 +315,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 		req.System = profile.SystemPrompt + "\n\n" + req.System
 	}
 	obs := built.Inspection
+	s.logWarnings(run, obs)
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", usage{}, err
 	}
