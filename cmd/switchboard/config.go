@@ -58,7 +58,7 @@ type Config struct {
 	// RequestRetention is how long each model call's exact request is kept
 	// (0: none kept).
 	RequestRetention time.Duration
-	AgentWorkers    int
+	AgentWorkers     int
 
 	OwnerTimezone         *time.Location
 	ScheduleMinInterval   time.Duration
