@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -32,14 +34,25 @@ func (s *Service) appendCallStep(ctx context.Context, l loopSpec, kind services.
 		// Nothing went on the wire (the offline model, a refused request).
 		return s.opts.Store.AppendStep(ctx, l.stepRun, kind, payload)
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(body)
-	_ = zw.Close()
 	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun, kind, payload, services.RunRequest{
 		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
-		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: buf.Bytes(),
+		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: Gzip(body),
 	})
+}
+
+// gzipWriters are reused: a new gzip.Writer allocates most of a megabyte.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
+// Gzip compresses body at the default level with a pooled writer.
+func Gzip(body []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(body) / 4)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	gzipWriters.Put(zw)
+	return buf.Bytes()
 }
 
 // pruneRequests deletes stored requests older than the retention, at most
