@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -337,6 +338,25 @@ func TestDebugPageInBrowser(t *testing.T) {
 	if err := poll(`(document.querySelector("#run-requests pre.request-body") || {}).textContent.includes('"content": "look into river queues"')`); err != nil {
 		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("#run-requests pre") || {}).textContent`))
 		t.Fatalf("the request body is not shown: %v %q", err, body)
+	}
+	// The scope's requests: with a timeline and main as the filter, the
+	// parent's request is listed.
+	setFilters := func(timeline, scope string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.getElementById("f-timeline").value = %q; document.getElementById("f-scope").value = %q; return true })()`, timeline, scope))); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click("#apply")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFilters("global", "main")
+	if err := poll(`document.querySelectorAll("#scope-requests details[data-request]").length === 1`); err != nil {
+		t.Fatalf("the scope's model requests not listed: %v", err)
+	}
+	setFilters("", child.ContextScope)
+	if err := poll(fmt.Sprintf(`location.search.includes("context_scope=%s") && !location.search.includes("timeline=")`, url.QueryEscape(child.ContextScope))); err != nil {
+		t.Fatalf("filters back to the child's scope: %v", err)
 	}
 	// The selection survives a reload (it is in the address).
 	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
