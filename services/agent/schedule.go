@@ -309,7 +309,9 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	}
 	req := built.Request
 	if !scoped {
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: input})
+		// The task as the current input, with the date, time and channel
+		// a built input carries.
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceSchedule) + "\n\n" + input})
 	}
 	if hasProfile && profile.SystemPrompt != "" {
 		req.System = profile.SystemPrompt + "\n\n" + req.System
