@@ -37,8 +37,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // TestCompactionRunsBesideTheNextMessage: a run whose prompt neared the
 // window enqueues a compaction job with its end; the job's summary call
 // is held, and meanwhile the next message is answered (the timeline's
-// lock is not held by the compaction); once the summary comes back the
-// cursor moves, once.
+// lock is not held by the compaction), and no second compaction of the
+// scope starts; once the summary comes back the cursor moves, once.
 func TestCompactionRunsBesideTheNextMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{window: 4000, keepTurns: 1})
@@ -72,11 +72,16 @@ func TestCompactionRunsBesideTheNextMessage(t *testing.T) {
 		t.Fatalf("%d compaction jobs after a prompt near the window, want 1 (committed with the answer)", n)
 	}
 	waitUntil(t, "the summary call", func() bool { return summaryCalls.Load() == 1 })
-	// The summary call is held: the next message is answered meanwhile.
-	b.say(t, "next")
+	// The summary call is held: the next message is answered meanwhile,
+	// and though its prompt nears the window too, no second compaction of
+	// the scope starts while the first runs.
+	b.say(t, "big again")
 	msgs := b.waitVisible(t, 10)
-	if got := msgs[len(msgs)-1].Content; got != "ok next" {
+	if got := msgs[len(msgs)-1].Content; got != "ok big again" {
 		t.Fatalf("answer while compacting: %q", got)
+	}
+	if n := compactJobs(t, b); n != 1 || summaryCalls.Load() != 1 {
+		t.Fatalf("%d compaction jobs, %d summary calls while one runs; want 1 and 1", n, summaryCalls.Load())
 	}
 	if sum, err := b.store.GetSummary(context.Background(), "global", "global"); err == nil && sum.UntilMessageID != 0 {
 		t.Fatal("the cursor moved before the summary came back")
