@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,8 @@ type setupOpts struct {
 	limits     agent.SubAgentLimits
 	// llmTimeout bounds one model call (default 10 s).
 	llmTimeout time.Duration
+	// logger receives the app's log (default: discarded).
+	logger *slog.Logger
 }
 
 // setupBench is setup for benchmarks.
@@ -112,8 +115,9 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
-		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour},
-		Queue: queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
+		Agent:  agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour},
+		Queue:  queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
+		Logger: o.logger,
 	}
 	opts.Chat.ScopedWrite = o.flags.ScopedWrite
 	opts.Context.ScopedRead = o.flags.ScopedRead
