@@ -433,10 +433,11 @@ func (s *Service) shouldCompact(ctx context.Context, run services.Run, lastPromp
 // ExecuteCompaction runs a compaction job (services.CompactionExecutor):
 // the main scope (every summary scope main prompts read) or one other
 // scope (a schedule's). A failure moves nothing and is told to the owner
-// once; the next trigger tries again.
+// once; the next trigger tries again. Cut short by this process stopping,
+// it returns the context's error, so the job runs again elsewhere.
 func (s *Service) ExecuteCompaction(ctx context.Context, timeline, scope, key string) error {
 	s.autoCompact(ctx, timeline, scope, "compaction:"+key)
-	return nil
+	return ctx.Err()
 }
 
 // autoCompact archives old turns of a scope. A failure moves nothing and
@@ -458,7 +459,7 @@ func (s *Service) autoCompact(ctx context.Context, timeline, scope, key string) 
 		return
 	}
 	s.log.Warn("compaction failed", "timeline", timeline, "scope", scope, "err", err)
-	if scope != services.MainScope {
+	if scope != services.MainScope || ctx.Err() != nil {
 		return // a schedule's scope: its fires go on with their recent turns
 	}
 	_, _, perr := s.opts.Chat.Post(ctx, services.PostParams{
