@@ -224,6 +224,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
 	b.Context.Attachments, b.Context.Media = a.store, a.media
+	if b.Context.Location == nil {
+		// The owner's zone (OWNER_TIMEZONE) dates the prompt's input and
+		// the summariser's transcript, as it does schedules.
+		b.Context.Location = o.Schedule.Location
+	}
 	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
 	contextMgr := prompt.New(b.Context)
 
@@ -272,6 +277,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent = o.Agent
 	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved = scheduler, scheduler, a.meter.FireObserved
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
+	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
 	b.Agent.Media = a.media
@@ -311,7 +317,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 
 	// The queue's workers: agent turns and outbound deliveries.
 	b.Queue = o.Queue
-	b.Queue.Logger, b.Queue.Outbound, b.Queue.Fires = log, outbound, a.agent
+	b.Queue.Logger, b.Queue.Outbound, b.Queue.Fires, b.Queue.Compactions = log, outbound, a.agent, a.agent
 	if a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, b.Queue); err != nil {
 		return nil, err
 	}
@@ -546,7 +552,8 @@ func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]
 // ServePoolSize is the connection pool serve needs: each agent worker holds
 // one connection for its timeline's run lock while the run's queries use
 // another, and so does each outbound lane worker for its chat's lock and
-// each schedule worker for its schedule's lock; plus
+// each schedule worker for its schedule's lock and each compaction worker
+// for its scope's lock; plus
 // the queue, the LISTEN connection and web requests. pgxpool's default
 // (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a 2-core
 // machine: every connection holds a lock and waits for a second one.
@@ -554,7 +561,7 @@ func ServePoolSize(workers int) int {
 	if workers <= 0 {
 		workers = 16
 	}
-	return 2*workers + 2*queue.OutboundWorkers + 2*queue.ScheduleWorkers + 10
+	return 2*workers + 2*queue.OutboundWorkers + 2*queue.ScheduleWorkers + 2*queue.CompactionWorkers + 10
 }
 
 // WithPoolSize sets pool_max_conns on a database URL (URL or key=value

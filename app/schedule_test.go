@@ -379,6 +379,10 @@ func TestFireRunsSingleSpaceWithScopedReadsOff(t *testing.T) {
 	if !strings.Contains(string(fire.Body), "the plants are on the balcony") {
 		t.Fatalf("the fire does not read the main conversation: %.800s", fire.Body)
 	}
+	// The task comes as the current input, dated, from a schedule.
+	if !strings.HasPrefix(fire.LastHeader, "[Current date and time: ") || !strings.Contains(fire.LastHeader, "This message came through a schedule") {
+		t.Fatalf("the fire's input header: %q", fire.LastHeader)
+	}
 	var hidden int
 	if err := in.App.Pool().QueryRow(context.Background(),
 		`SELECT count(*) FROM chat_messages WHERE visible = 0 OR context_scope LIKE 'sched:%' OR source = 'schedule' AND visible = 0`).Scan(&hidden); err != nil || hidden != 0 {

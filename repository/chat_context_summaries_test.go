@@ -45,3 +45,34 @@ func TestSummaryCursorsPerTimelineAndScope(t *testing.T) {
 		t.Fatalf("no timeline: want EINVALID, got %v", err)
 	}
 }
+
+// TestSummaryOfTheSameTurnsStoredOnce: two compactions that summarised the
+// same turns (a /compact racing a compaction job, a job rerun after a
+// crash) store one summary: the second starts at or before the cursor and
+// is refused with ECONFLICT, leaving everything as the first left it.
+func TestSummaryOfTheSameTurnsStoredOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	seg := services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: 3, UntilMessageID: 9, SummaryText: "first"}
+	if _, err := s.AppendSegment(ctx, seg); err != nil {
+		t.Fatal(err)
+	}
+	seg.SummaryText = "second"
+	if _, err := s.AppendSegment(ctx, seg); !services.IsKind(err, services.ECONFLICT) {
+		t.Fatalf("same turns again: want ECONFLICT, got %v", err)
+	}
+	segs, _ := s.ListSegments(ctx, "global", "main")
+	sum, _ := s.GetSummary(ctx, "global", "main")
+	if len(segs) != 1 || segs[0].SummaryText != "first" || sum.SummaryText != "first" || sum.UntilMessageID != 9 {
+		t.Fatalf("after the refused duplicate: %d segments, cursor %+v", len(segs), sum)
+	}
+	// The next turns still go on.
+	if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: 10, UntilMessageID: 15, SummaryText: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	// A reset (/new) is not a summary: it may start anywhere after the cursor.
+	if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", Kind: services.SegmentReset, FromMessageID: 16, UntilMessageID: 16}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,22 @@ func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (servic
 	var out services.Segment
 	err := s.Transact(ctx, func(tx services.Store) error {
 		txs := tx.(*Store)
+		if seg.Kind == services.SegmentSummary {
+			// A summary starts after the cursor: two compactions of the
+			// same turns (a /compact racing a compaction job, a job rerun
+			// after a crash) store one summary, not two. The cursor row is
+			// locked so the check and the move are one step.
+			var cursor int64
+			err := txs.db.QueryRow(ctx, `SELECT until_message_id FROM chat_context_summaries
+				WHERE timeline_scope = $1 AND scope = $2 FOR UPDATE`, seg.TimelineScope, seg.Scope).Scan(&cursor)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return wrapErr("append segment", err)
+			}
+			if err == nil && cursor >= seg.FromMessageID {
+				return services.Errorf(services.ECONFLICT, "summary cursor %q/%q is already at message %d; this summary starts at %d",
+					seg.TimelineScope, seg.Scope, cursor, seg.FromMessageID)
+			}
+		}
 		var err error
 		out, err = scanSegment(txs.db.QueryRow(ctx, `
 			INSERT INTO chat_summary_segments (timeline_scope, scope, kind, from_message_id, until_message_id,

@@ -14,12 +14,20 @@ type Flags struct {
 	ScopedWrite bool // AGENT_CONTEXT_SCOPED_WRITE
 	ScopedRead  bool // AGENT_CONTEXT_SCOPED_READ
 	SubAgents   bool // AGENT_SUBAGENTS
+	// NoGlobalWrite stops writing the legacy 'global' summary once 'main'
+	// is verified (AGENT_CONTEXT_GLOBAL_WRITE=0; needs ScopedWrite): one
+	// summary call per compaction instead of two. The global cursor then
+	// stays where it was (docs/ROLLOUT.md says what a rollback reads).
+	NoGlobalWrite bool
 }
 
 // Validate refuses the one combination that would read scopes nobody writes.
 func (f Flags) Validate() error {
 	if f.ScopedRead && !f.ScopedWrite {
 		return Errorf(EINVALID, "AGENT_CONTEXT_SCOPED_READ=1 needs AGENT_CONTEXT_SCOPED_WRITE=1: the scoped read path reads rows and summaries only the scoped write path produces (turn WRITE on first, see docs/ROLLOUT.md)")
+	}
+	if f.NoGlobalWrite && !f.ScopedWrite {
+		return Errorf(EINVALID, "AGENT_CONTEXT_GLOBAL_WRITE=0 needs AGENT_CONTEXT_SCOPED_WRITE=1: without scoped writes the global summary is the only one written (see docs/ROLLOUT.md)")
 	}
 	return nil
 }
@@ -53,6 +61,7 @@ func (f Flags) Map() map[string]string {
 		"AGENT_CONTEXT_SCOPED_WRITE": b(f.ScopedWrite),
 		"AGENT_CONTEXT_SCOPED_READ":  b(f.ScopedRead),
 		"AGENT_SUBAGENTS":            b(f.SubAgents),
+		"AGENT_CONTEXT_GLOBAL_WRITE": b(!f.NoGlobalWrite),
 		"mode":                       f.Mode(),
 	}
 }

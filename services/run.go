@@ -141,6 +141,26 @@ type RunQueue interface {
 	EnqueueRunTx(ctx context.Context, tx Store, run Run) error
 }
 
+// CompactionQueue schedules a context scope's compaction as a job of its
+// own, so it never holds the timeline's next message.
+type CompactionQueue interface {
+	// EnqueueCompactionTx schedules the compaction of (timeline, scope) in
+	// tx (nil tx: in a transaction of its own). While one for the same
+	// timeline and scope is waiting or running, it does nothing.
+	EnqueueCompactionTx(ctx context.Context, tx Store, timelineScope, scope string) error
+}
+
+// CompactionExecutor runs the compaction jobs. The caller holds the
+// (timeline, scope) compaction lock, so no other compaction of that scope
+// runs at once on any instance.
+type CompactionExecutor interface {
+	// ExecuteCompaction compacts one context scope of a timeline ("main":
+	// every summary scope main prompts read). A failed summary moves
+	// nothing and is told to the owner once (notice keyed by key); only
+	// storage errors are returned (the job is retried).
+	ExecuteCompaction(ctx context.Context, timelineScope, scope, key string) error
+}
+
 // RunExecutor executes runs for the queue's workers.
 type RunExecutor interface {
 	// ExecuteRun takes a queued run to its end (ok, error, timeout,
@@ -219,4 +239,48 @@ type ErrorStep struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 	StepOrigin
+}
+
+// RunRequest is the exact body of one model request a run sent (the JSON
+// the provider's SDK put on the wire), gzip-compressed: run_requests, one
+// row per recorded model call.
+type RunRequest struct {
+	ID            int64
+	RunID         int64
+	StepID        int64
+	StepIndex     int
+	TimelineScope string
+	ContextScope  string
+	Provider      string
+	Model         string
+	URL           string
+	// Bytes is the body's size; Gzip the body compressed (empty in
+	// listings, which leave bodies out).
+	Bytes     int
+	Gzip      []byte
+	CreatedAt time.Time
+}
+
+// RunRequestQuery selects stored requests, newest first: those of one run,
+// or of one (timeline, context scope).
+type RunRequestQuery struct {
+	RunID         int64
+	TimelineScope string
+	ContextScope  string
+	BeforeID      int64
+	Limit         int
+}
+
+// RunRequests keeps each run's exact model requests (AGENT_REQUEST_RETENTION).
+type RunRequests interface {
+	// AppendStepWithRequest records a step (a model call, or its error)
+	// and the request behind it in one statement.
+	AppendStepWithRequest(ctx context.Context, runID int64, kind StepKind, payload json.RawMessage, req RunRequest) (Step, error)
+	// ListRunRequests lists requests without their bodies, newest first.
+	ListRunRequests(ctx context.Context, q RunRequestQuery) ([]RunRequest, error)
+	// GetRunRequest returns one request with its body; ENOTFOUND when
+	// absent (or deleted by retention).
+	GetRunRequest(ctx context.Context, id int64) (RunRequest, error)
+	// PruneRunRequests deletes requests stored before t; it returns how many.
+	PruneRunRequests(ctx context.Context, before time.Time) (int64, error)
 }

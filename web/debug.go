@@ -1,8 +1,11 @@
 package web
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -27,6 +30,11 @@ type DebugSource interface {
 	// ListSegments returns the summary segments of (timeline, scope) after
 	// the last reset, oldest first.
 	ListSegments(ctx context.Context, timelineScope, scope string) ([]services.Segment, error)
+	// ListRunRequests lists the stored model requests of a run or of a
+	// (timeline, context scope), newest first, without their bodies.
+	ListRunRequests(ctx context.Context, q services.RunRequestQuery) ([]services.RunRequest, error)
+	// GetRunRequest returns one stored request with its gzip body.
+	GetRunRequest(ctx context.Context, id int64) (services.RunRequest, error)
 }
 
 // debugSource is Options.Debug; without one the debug API answers 503.
@@ -45,6 +53,81 @@ func (s *Server) registerDebugRoutes(e *echo.Echo, api *echo.Group) {
 	api.GET("/debug/runs/:id", s.handleDebugRun)
 	api.GET("/debug/summaries", s.handleDebugSummaries)
 	api.GET("/debug/segments", s.handleDebugSegments)
+	api.GET("/debug/requests", s.handleDebugRequests)
+	api.GET("/debug/requests/:id", s.handleDebugRequest)
+}
+
+// DebugRequest is a stored model request in a listing (its body is GET
+// /api/debug/requests/:id).
+type DebugRequest struct {
+	ID           int64     `json:"id"`
+	RunID        int64     `json:"run_id"`
+	StepIndex    int       `json:"step_index"`
+	Timeline     string    `json:"timeline"`
+	ContextScope string    `json:"context_scope"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	URL          string    `json:"url"`
+	Bytes        int       `json:"bytes"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// handleDebugRequests lists stored requests: ?run=ID, or ?timeline=T&context_scope=S.
+func (s *Server) handleDebugRequests(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	q := services.RunRequestQuery{TimelineScope: c.QueryParam("timeline"), ContextScope: c.QueryParam("context_scope"), Limit: 100}
+	if q.RunID, err = debugQueryInt(c, "run"); err != nil {
+		return err
+	}
+	if q.BeforeID, err = debugQueryInt(c, "before"); err != nil {
+		return err
+	}
+	if q.RunID == 0 && (q.TimelineScope == "" || q.ContextScope == "") {
+		return services.Errorf(services.EINVALID, "give run, or timeline and context_scope")
+	}
+	if len(q.TimelineScope) > 200 || len(q.ContextScope) > 200 {
+		return services.Errorf(services.EINVALID, "timeline and context_scope are at most 200 characters")
+	}
+	list, err := src.ListRunRequests(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]DebugRequest, 0, len(list))
+	for _, r := range list {
+		out = append(out, DebugRequest{ID: r.ID, RunID: r.RunID, StepIndex: r.StepIndex, Timeline: r.TimelineScope, ContextScope: r.ContextScope,
+			Provider: r.Provider, Model: r.Model, URL: r.URL, Bytes: r.Bytes, CreatedAt: r.CreatedAt})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"requests": out})
+}
+
+// handleDebugRequest answers one stored request's body: the exact JSON
+// the provider was sent.
+func (s *Server) handleDebugRequest(c echo.Context) error {
+	src, err := s.debugSource()
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return services.Errorf(services.EINVALID, "request id must be a positive number, got %q", c.Param("id"))
+	}
+	r, err := src.GetRunRequest(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(r.Gzip))
+	if err != nil {
+		return services.Errorf(services.EINTERNAL, "stored request %d is not gzip: %v", id, err)
+	}
+	body, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return services.Errorf(services.EINTERNAL, "stored request %d cannot be read: %v", id, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "application/json", body)
 }
 
 func (s *Server) handleDebugPage(c echo.Context) error {

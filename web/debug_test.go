@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -120,6 +122,16 @@ func seedRuns(t *testing.T, in *opsInstance) (parent, child services.Run) {
 			t.Fatal(err)
 		}
 	}
+	// The exact request of the parent's last model call.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(seededRequest))
+	_ = zw.Close()
+	if _, err := in.Store.AppendStepWithRequest(ctx, parent.ID, services.StepModelCall, json.RawMessage(`{"model":"gpt-test"}`), services.RunRequest{
+		TimelineScope: "global", ContextScope: "main", Provider: "openai", Model: "gpt-test", URL: "http://model.test/v1/chat/completions",
+		Bytes: len(seededRequest), Gzip: gz.Bytes()}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := in.Store.FinishRun(ctx, child.ID, services.RunFinish{Status: services.RunOK, PromptTokens: 200, CompletionTokens: 30}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +141,9 @@ func seedRuns(t *testing.T, in *opsInstance) (parent, child services.Run) {
 	}
 	return parent, child
 }
+
+// seededRequest is the stored body of the parent's last model call.
+const seededRequest = `{"model":"gpt-test","messages":[{"role":"system","content":"You are the owner's assistant."},{"role":"user","content":"look into river queues"}]}`
 
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
@@ -187,6 +202,22 @@ func TestDebugAPI(t *testing.T) {
 	if st := getJSON(t, in.URL+"/api/debug/segments?timeline=global&scope=main", &segs); st != 200 || len(segs.Segments) != 1 {
 		t.Fatalf("segments: %d %+v", st, segs)
 	}
+	// Stored requests: per run and per scope, and the exact body.
+	var reqs struct{ Requests []web.DebugRequest }
+	if st := getJSON(t, in.URL+"/api/debug/requests?run="+strconv.FormatInt(parent.ID, 10), &reqs); st != 200 || len(reqs.Requests) != 1 ||
+		reqs.Requests[0].Bytes != len(seededRequest) || reqs.Requests[0].RunID != parent.ID {
+		t.Fatalf("requests of the run: %d %+v", st, reqs)
+	}
+	reqID := reqs.Requests[0].ID
+	if st := getJSON(t, in.URL+"/api/debug/requests?timeline=global&context_scope=main", &reqs); st != 200 || len(reqs.Requests) != 1 || reqs.Requests[0].ID != reqID {
+		t.Fatalf("requests of the scope: %d %+v", st, reqs)
+	}
+	if st := getJSON(t, in.URL+"/api/debug/requests?timeline=global&context_scope="+child.ContextScope, &reqs); st != 200 || len(reqs.Requests) != 0 {
+		t.Fatalf("requests of the child's scope: %d %+v", st, reqs)
+	}
+	if resp, body := do(t, "GET", in.URL+"/api/debug/requests/"+strconv.FormatInt(reqID, 10), testToken, ""); resp.StatusCode != 200 || body != seededRequest {
+		t.Fatalf("request body: %d %q", resp.StatusCode, body)
+	}
 	var flags struct{ Flags map[string]string }
 	if st := getJSON(t, in.URL+"/api/debug/flags", &flags); st != 200 || flags.Flags["AGENT_CONTEXT_SCOPED_READ"] != "1" {
 		t.Fatalf("flags: %d %+v", st, flags)
@@ -196,6 +227,9 @@ func TestDebugAPI(t *testing.T) {
 		"/api/debug/runs/abc":            400,
 		"/api/debug/runs?parent=-1":      400,
 		"/api/debug/segments?scope=main": 400,
+		"/api/debug/requests":            400,
+		"/api/debug/requests/999999":     404,
+		"/api/debug/requests/x":          400,
 	} {
 		if st := getJSON(t, in.URL+url, nil); st != want {
 			t.Errorf("%s: %d, want %d", url, st, want)
@@ -293,6 +327,36 @@ func TestDebugPageInBrowser(t *testing.T) {
 	promptText, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("prompt").textContent`))
 	if hash != "9f2c6a0d1e7b4c3a" || layers != 2 || !strings.Contains(promptText, "CONTEXT_BUDGET_FALLBACK") {
 		t.Fatalf("prompt inspection: hash %q, %d layers, %q", hash, layers, promptText)
+	}
+	// The parent's model request: opened, the exact JSON sent, indented.
+	if err := poll(`document.querySelectorAll("#run-requests details[data-request]").length === 1`); err != nil {
+		t.Fatalf("the run's model request not listed: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#run-requests details[data-request] summary`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(`(document.querySelector("#run-requests pre.request-body") || {}).textContent.includes('"content": "look into river queues"')`); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("#run-requests pre") || {}).textContent`))
+		t.Fatalf("the request body is not shown: %v %q", err, body)
+	}
+	// The scope's requests: with a timeline and main as the filter, the
+	// parent's request is listed.
+	setFilters := func(timeline, scope string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.getElementById("f-timeline").value = %q; document.getElementById("f-scope").value = %q; return true })()`, timeline, scope))); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click("#apply")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFilters("global", "main")
+	if err := poll(`document.querySelectorAll("#scope-requests details[data-request]").length === 1`); err != nil {
+		t.Fatalf("the scope's model requests not listed: %v", err)
+	}
+	setFilters("", child.ContextScope)
+	if err := poll(fmt.Sprintf(`location.search.includes("context_scope=%s") && !location.search.includes("timeline=")`, url.QueryEscape(child.ContextScope))); err != nil {
+		t.Fatalf("filters back to the child's scope: %v", err)
 	}
 	// The selection survives a reload (it is in the address).
 	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {

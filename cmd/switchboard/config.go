@@ -55,7 +55,10 @@ type Config struct {
 
 	AgentMaxSteps   int
 	AgentRunTimeout time.Duration
-	AgentWorkers    int
+	// RequestRetention is how long each model call's exact request is kept
+	// (0: none kept).
+	RequestRetention time.Duration
+	AgentWorkers     int
 
 	OwnerTimezone         *time.Location
 	ScheduleMinInterval   time.Duration
@@ -195,6 +198,12 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.Flags.ScopedWrite, err = parseBool(v); return }},
 		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "0", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1.",
 			set: func(c *Config, v string) (err error) { c.Flags.ScopedRead, err = parseBool(v); return }},
+		{Name: "AGENT_CONTEXT_GLOBAL_WRITE", Default: "1", Help: "Keep writing the legacy global summary beside main (1), or stop once main is verified (0: one summary call per compaction instead of two; needs AGENT_CONTEXT_SCOPED_WRITE=1). See docs/ROLLOUT.md.",
+			set: func(c *Config, v string) error {
+				on, err := parseBool(v)
+				c.Flags.NoGlobalWrite = !on
+				return err
+			}},
 		{Name: "AGENT_SUBAGENTS", Default: "1", Help: "Run delegated tasks as sub-agents in their own scopes (needs READ=1); 0 runs them inline in main.",
 			set: func(c *Config, v string) (err error) { c.Flags.SubAgents, err = parseBool(v); return }},
 		{Name: "LLM_PROVIDER", Default: "offline", Help: "Model provider: openai (any OpenAI-compatible server), anthropic, or offline (answers how to configure one).",
@@ -311,6 +320,15 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
+		{Name: "AGENT_REQUEST_RETENTION", Default: "168h", Help: "How long the exact request of each model call is kept (gzip-compressed; shown per run and per scope on the debug page); 0 keeps none.",
+			set: func(c *Config, v string) (err error) {
+				if v == "0" {
+					c.RequestRetention = 0
+					return nil
+				}
+				c.RequestRetention, err = parseDuration(v)
+				return
+			}},
 		{Name: "AGENT_WORKERS", Default: "16", Help: "Timelines this instance answers at once (each timeline runs one main run at a time); 0: none, another instance answers.",
 			set: func(c *Config, v string) (err error) { c.AgentWorkers, err = parseIntRange(v, 0, 1000); return }},
 		{Name: "AGENT_MAX_WRITE_BYTES", Default: "1MiB", Help: "Bytes one write_file call may write (a number, or with KiB, MiB or GiB); larger content is refused.",

@@ -102,6 +102,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_CONTEXT_SCOPED_READ": {"1", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("scoped read (context, agent, web)", []any{b.Context.ScopedRead, b.Agent.Flags.ScopedRead, b.Web.Flags.Map()["AGENT_CONTEXT_SCOPED_READ"]}, []any{true, true, "1"})
 		}},
+		"AGENT_REQUEST_RETENTION": {"48h", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("request retention", b.Agent.RequestRetention, 48*time.Hour)
+		}},
+		"AGENT_CONTEXT_GLOBAL_WRITE": {"0", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("global write (compaction, agent, web)", []any{b.Context.Compaction.NoGlobal, b.Agent.Flags.NoGlobalWrite, b.Web.Flags.Map()["AGENT_CONTEXT_GLOBAL_WRITE"]}, []any{true, true, "0"})
+		}},
 		"AGENT_SUBAGENTS": {"0", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("sub-agents (agent, web)", []any{b.Agent.Flags.SubAgents, b.Web.Flags.Map()["AGENT_SUBAGENTS"]}, []any{false, "0"})
 		}},
@@ -192,7 +198,10 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("sub-agent timeout", b.Agent.SubAgents.Timeout, 90*time.Second)
 		}},
 		"OWNER_TIMEZONE": {"Asia/Tokyo", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("owner zone", b.Schedule.Location, "Asia/Tokyo")
+			if err := want("owner zone", b.Schedule.Location, "Asia/Tokyo"); err != nil {
+				return err
+			}
+			return want("prompt zone", b.Context.Location, "Asia/Tokyo")
 		}},
 		"SCHEDULE_MIN_INTERVAL": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("min interval", b.Schedule.Limits.MinInterval, 5*time.Minute)

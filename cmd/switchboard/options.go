@@ -72,7 +72,8 @@ func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
 		ScopedRead: c.Flags.ScopedRead,
 		Images:     c.LLMImages,
-		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite},
+		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite,
+			NoGlobal: c.Flags.NoGlobalWrite},
 	}
 }
 
@@ -86,14 +87,15 @@ func (c *Config) AgentOptions() agent.Options {
 		}
 	}
 	return agent.Options{
-		Flags:      c.Flags,
-		MaxSteps:   c.AgentMaxSteps,
-		RunTimeout: c.AgentRunTimeout,
-		LogContent: c.LogContent,
-		PassImages: c.LLMImages,
-		Profiles:   profiles,
-		SubAgents:  agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
-		Fire:       agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
+		Flags:            c.Flags,
+		MaxSteps:         c.AgentMaxSteps,
+		RunTimeout:       c.AgentRunTimeout,
+		RequestRetention: c.RequestRetention,
+		LogContent:       c.LogContent,
+		PassImages:       c.LLMImages,
+		Profiles:         profiles,
+		SubAgents:        agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
+		Fire:             agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
 	}
 }
 

@@ -60,6 +60,8 @@ type Options struct {
 	Outbound map[services.Source]services.OutboundHandler
 	// Fires runs schedules' fires (nil: this instance runs none).
 	Fires services.FireExecutor
+	// Compactions runs compaction jobs (nil: this instance runs none).
+	Compactions services.CompactionExecutor
 }
 
 // Queue is the River client with Switchboard's workers.
@@ -72,6 +74,8 @@ type Queue struct {
 	opts     Options
 	handlers map[services.Source]services.OutboundHandler
 	fires    services.FireExecutor
+	// compactions runs compaction jobs.
+	compactions services.CompactionExecutor
 }
 
 // Enqueuer inserts jobs, in the caller's transaction when it has one. It
@@ -188,7 +192,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 250 * time.Millisecond
 	}
-	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}, fires: opts.Fires}
+	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}, fires: opts.Fires, compactions: opts.Compactions}
 	for ch, h := range opts.Outbound {
 		q.handlers[ch] = h
 	}
@@ -200,12 +204,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 	river.AddWorker(workers, &turnWorker{q: q})
 	river.AddWorker(workers, &outboundWorker{q: q})
 	river.AddWorker(workers, &fireWorker{q: q})
+	river.AddWorker(workers, &compactWorker{q: q})
 	cfg.FetchPollInterval = opts.PollInterval
 	cfg.JobTimeout = opts.RunTimeout + time.Minute
 	cfg.RescueStuckJobsAfter = opts.RunTimeout + 2*time.Minute
 	cfg.Queues = map[string]river.QueueConfig{queueOutbound: {MaxWorkers: OutboundWorkers}}
 	if opts.Fires != nil {
 		cfg.Queues[queueSchedules] = river.QueueConfig{MaxWorkers: ScheduleWorkers}
+	}
+	if opts.Compactions != nil {
+		cfg.Queues[queueCompaction] = river.QueueConfig{MaxWorkers: CompactionWorkers}
 	}
 	if opts.TurnWorkers > 0 {
 		cfg.Queues[queueTurns] = river.QueueConfig{MaxWorkers: opts.TurnWorkers}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -23,10 +24,13 @@ type Options struct {
 	Chat  *chat.Service
 	// Queue inserts a run's job in the transaction that stores the run
 	// (built before the queue's workers, which call back into the runtime).
-	Queue     services.RunQueue
-	Publisher services.Publisher
-	LLM       llm.Provider
-	Tools     *tools.Registry
+	Queue services.RunQueue
+	// Compactions schedules compactions as jobs of their own, after the
+	// run's lock is released (nil: they run inline after the answer).
+	Compactions services.CompactionQueue
+	Publisher   services.Publisher
+	LLM         llm.Provider
+	Tools       *tools.Registry
 	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
 	// registry's tools only.
 	Catalog services.ToolCatalog
@@ -61,6 +65,10 @@ type Options struct {
 	Fires        services.ScheduleFires
 	Fire         FireLimits
 	FireObserved func(result string)
+	// Requests keeps each model call's exact request for RequestRetention
+	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
+	Requests         services.RunRequests
+	RequestRetention time.Duration
 }
 
 // Service is the agent runtime.
@@ -71,6 +79,8 @@ type Service struct {
 	mu         sync.Mutex
 	active     map[int64]context.CancelCauseFunc
 	childSlots map[int64]chan struct{}
+	// lastPrune is when stored requests were last pruned (Unix seconds).
+	lastPrune atomic.Int64
 }
 
 var (

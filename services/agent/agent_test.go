@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +35,7 @@ type bundle struct {
 	queue *queue.Queue
 	model *llmtest.Server
 	ws    string
+	db    *pgxpool.Pool
 }
 
 type setupOpts struct {
@@ -45,6 +48,8 @@ type setupOpts struct {
 	limits     agent.SubAgentLimits
 	// llmTimeout bounds one model call (default 10 s).
 	llmTimeout time.Duration
+	// logger receives the app's log (default: discarded).
+	logger *slog.Logger
 }
 
 // setupBench is setup for benchmarks.
@@ -85,6 +90,9 @@ func setup(t *testing.T, o setupOpts) *bundle {
 // setupOn builds the app serve builds (app.New, without HTTP) on an
 // existing schema (flag changes mid-conversation), with the given fake
 // model or a new one.
+// testNow is the agent tests' clock for prompts.
+var testNow = time.Date(2026, 3, 4, 9, 15, 0, 0, time.UTC)
+
 func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bundle {
 	t.Helper()
 	if model == nil {
@@ -107,12 +115,17 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
-		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps},
-		Queue: queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
+		Agent:  agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour},
+		Queue:  queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
+		Logger: o.logger,
 	}
 	opts.Chat.ScopedWrite = o.flags.ScopedWrite
 	opts.Context.ScopedRead = o.flags.ScopedRead
-	opts.Context.Compaction = prompt.CompactionOptions{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite}
+	opts.Context.Compaction = prompt.CompactionOptions{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite, NoGlobal: o.flags.NoGlobalWrite}
+	// A fixed clock and zone: prompts carry the date and time, and must be
+	// the same bytes run after run (TestFlagMatrix).
+	opts.Context.Now = func() time.Time { return testNow }
+	opts.Context.Location = time.UTC
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, opts)
 	if err != nil {
@@ -130,7 +143,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		defer c()
 		a.Close(sctx)
 	})
-	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir}
+	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir, db: a.Pool()}
 }
 
 func (b *bundle) say(t *testing.T, text string) services.Message {

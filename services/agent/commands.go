@@ -167,6 +167,9 @@ func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string,
 	var b strings.Builder
 	if next, err := s.previewPrompt(ctx, msg.TimelineScope); err == nil {
 		fmt.Fprintf(&b, "Next prompt (before your next message): %d of %d tokens; %s.\n", next.TotalTokens, next.Budget, layerLine(next))
+		for _, w := range next.Warnings {
+			fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
+		}
 	}
 	last, err := s.lastPromptText(ctx, msg.TimelineScope)
 	if err != nil {
@@ -245,9 +248,10 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 				Trimmed int    `json:"trimmed"`
 				Reason  string `json:"reason"`
 			} `json:"layers"`
-			Total      int    `json:"total_tokens"`
-			Budget     int    `json:"budget"`
-			PrefixHash string `json:"prefix_hash"`
+			Total      int              `json:"total_tokens"`
+			Budget     int              `json:"budget"`
+			PrefixHash string           `json:"prefix_hash"`
+			Warnings   []prompt.Warning `json:"warnings"`
 		}
 		if err := json.Unmarshal(st.Payload, &ins); err != nil {
 			return "", err
@@ -260,6 +264,9 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 				fmt.Fprintf(&b, " (%s)", l.Reason)
 			}
 			b.WriteString("\n")
+		}
+		for _, w := range ins.Warnings {
+			fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
 		}
 		fmt.Fprintf(&b, "Stable prefix hash: %.12s", ins.PrefixHash)
 		return b.String(), nil

@@ -93,6 +93,13 @@ func TestFlagMatrix(t *testing.T) {
 			t.Fatalf("prompt %d differs between 0/0 and 1/0:\n%s\n---\n%s", i, l[i], d[i])
 		}
 	}
+	// Every main prompt carries the (test clock's) date and time and the
+	// channel of its input, once, in the current input.
+	for i, body := range l {
+		if strings.Count(body, "[Current date and time: Wednesday 2026-03-04 09:15 UTC (UTC). This message came through the web chat page.]") != 1 {
+			t.Fatalf("prompt %d lacks the date, time and channel once: %s", i, body)
+		}
+	}
 	ctx := context.Background()
 	// 1/0 wrote summaries for global and main, with independent cursors;
 	// 0/0 only for global.
@@ -138,4 +145,90 @@ func TestFlagMatrix(t *testing.T) {
 	if questions != 10 || answers != 10 {
 		t.Fatalf("after rollback: %d questions, %d answers stored, want 10 and 10", questions, answers)
 	}
+}
+
+// TestRollbackAfterGlobalStopped: with AGENT_CONTEXT_GLOBAL_WRITE=0 under
+// 1/1 only the main summary is written; turning reads off again then reads
+// the global summary as it was when it stopped (stale cursor), with every
+// turn after that cursor as recent rows as far as the budget holds, and no
+// main summary. Turning global writes back on catches the global cursor up
+// at the next compaction (docs/ROLLOUT.md, "Retiring the global path").
+func TestRollbackAfterGlobalStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := apptest.SchemaURL(t)
+	sm := &scriptedModel{}
+	model := llmtest.NewServer(t)
+	model.SetDefault(sm.reply)
+	dual := services.Flags{ScopedWrite: true, SubAgents: true}
+	scopedNoGlobal := services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true, NoGlobalWrite: true}
+	rollback := services.Flags{ScopedWrite: true, SubAgents: true, NoGlobalWrite: true}
+
+	// 1/0 with both summaries written.
+	b0 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
+	converse(t, b0, 1, 6) // /compact after turn 6
+	b0.queue.Stop(ctx)
+	g0, err := b0.store.GetSummary(ctx, "global", "global")
+	if err != nil || g0.UntilMessageID == 0 {
+		t.Fatalf("no global summary under 1/0: %v", err)
+	}
+	// 1/1 with global writes stopped: /compact writes main only.
+	b1 := setupOn(t, dbURL, model, setupOpts{flags: scopedNoGlobal, keepTurns: 2})
+	summariesBefore := countSummaryCalls(model)
+	visible, _ := b1.chat.Timeline(ctx, "global", 0, 0, 500)
+	n := len(visible.Messages)
+	for i := 7; i <= 12; i++ {
+		b1.say(t, fmt.Sprintf("turn %d: tell me something", i))
+		n += 2
+		b1.waitVisible(t, n)
+	}
+	b1.say(t, "/compact")
+	n += 2
+	b1.waitVisible(t, n)
+	b1.queue.Stop(ctx)
+	if got := countSummaryCalls(model) - summariesBefore; got != 1 {
+		t.Fatalf("/compact with global stopped made %d summary calls, want 1 (main only)", got)
+	}
+	g1, _ := b1.store.GetSummary(ctx, "global", "global")
+	m1, _ := b1.store.GetSummary(ctx, "global", "main")
+	if g1.UntilMessageID != g0.UntilMessageID || m1.UntilMessageID <= g0.UntilMessageID {
+		t.Fatalf("cursors after 1/1 without global: global %d (was %d), main %d", g1.UntilMessageID, g0.UntilMessageID, m1.UntilMessageID)
+	}
+
+	// Roll back reads with global still stopped.
+	b2 := setupOn(t, dbURL, model, setupOpts{flags: rollback, keepTurns: 2})
+	b2.say(t, "turn 13: tell me something")
+	n += 2
+	b2.waitVisible(t, n)
+	mains := sm.bodies()
+	last := mains[len(mains)-1]
+	if !strings.Contains(last, "GLOBAL-SUMMARY") || strings.Contains(last, "MAIN-SUMMARY") {
+		t.Fatalf("after rollback the prompt must read the stale global summary, not main's: %s", last)
+	}
+	// Turns after the stale global cursor come as recent rows (they fit).
+	for i := 7; i <= 12; i++ {
+		if !strings.Contains(last, fmt.Sprintf("turn %d: tell me something", i)) {
+			t.Fatalf("turn %d (after the stale global cursor) is missing from the rolled-back prompt", i)
+		}
+	}
+	// Global writes back on: the next compaction moves the global cursor.
+	b2.queue.Stop(ctx)
+	b3 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
+	b3.say(t, "/compact")
+	n += 2
+	b3.waitVisible(t, n)
+	g3, _ := b3.store.GetSummary(ctx, "global", "global")
+	if g3.UntilMessageID <= g0.UntilMessageID {
+		t.Fatalf("global cursor did not catch up after writes came back: %d", g3.UntilMessageID)
+	}
+}
+
+func countSummaryCalls(s *llmtest.Server) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if isSummaryCall(r) {
+			n++
+		}
+	}
+	return n
 }

@@ -101,13 +101,18 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			stream = newDeltaStream(ctx, s.opts.Publisher, *l.stream)
 			onDelta = stream.add
 		}
-		resp, err := l.provider.Complete(ctx, req, onDelta)
+		// The exact request the provider sends is kept with the call's step.
+		callCtx, capture := ctx, s.capture()
+		if capture != nil {
+			callCtx = llm.WithCapture(ctx, capture)
+		}
+		resp, err := l.provider.Complete(callCtx, req, onDelta)
 		if stream != nil {
 			stream.flush()
 		}
 		if err != nil {
-			_, _ = s.opts.Store.AppendStep(context.WithoutCancel(ctx), l.stepRun, services.StepError, s.stepPayload(services.ErrorStep{
-				Error: err.Error(), Code: services.ErrorCode(err), StepOrigin: l.origin()}))
+			_, _ = s.appendCallStep(context.WithoutCancel(ctx), l, services.StepError, s.stepPayload(services.ErrorStep{
+				Error: err.Error(), Code: services.ErrorCode(err), StepOrigin: l.origin()}), capture)
 			if stream != nil && strings.TrimSpace(stream.all.String()) != "" {
 				partial = stream.all.String()
 			}
@@ -118,9 +123,9 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if l.maxTokens > 0 && u.prompt+u.completion > l.maxTokens && len(resp.ToolCalls) > 0 {
 			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", l.who, l.maxTokens, u.prompt+u.completion), partial: resp.Text}
 		}
-		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepModelCall, s.stepPayload(services.ModelCallStep{
+		if _, err := s.appendCallStep(ctx, l, services.StepModelCall, s.stepPayload(services.ModelCallStep{
 			Model: resp.Model, StopReason: resp.StopReason, Usage: resp.Usage,
-			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})); err != nil {
+			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()}), capture); err != nil {
 			return "", u, err
 		}
 		if len(resp.ToolCalls) == 0 {

@@ -134,7 +134,17 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		post = noticeParams(run, trigger, notice, fin.Status)
 		post.Metadata = failureMeta(post.Metadata, runErr)
 	}
-	done, err := s.finish(endCtx, run, fin, post)
+	// Compaction, when the last prompt and the next input near the window,
+	// is a job of its own enqueued with the run's end: it runs after the
+	// timeline's lock is released, so the next message is not held.
+	compact := runErr == nil && s.shouldCompact(endCtx, run, u.last)
+	var enqueue func(tx services.Store) error
+	if compact && s.opts.Compactions != nil {
+		enqueue = func(tx services.Store) error {
+			return s.opts.Compactions.EnqueueCompactionTx(endCtx, tx, run.TimelineScope, services.MainScope)
+		}
+	}
+	done, err := s.finish(endCtx, run, fin, post, enqueue)
 	if runErr == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
 		// An answer that cannot be stored must not leave the run open (it
 		// would end 'interrupted' as if the server had restarted): the run
@@ -148,9 +158,10 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(endCtx, done, fin.Status)
-	if runErr == nil && s.opts.Context.ShouldCompact(u.last, 0) {
-		s.autoCompact(endCtx, run, trigger)
+	if compact && s.opts.Compactions == nil {
+		s.autoCompact(endCtx, run.TimelineScope, services.MainScope, fmt.Sprintf("run:%d", run.ID))
 	}
+	s.pruneRequests(endCtx)
 	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
 		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
 	return nil
@@ -201,7 +212,9 @@ func failureMeta(raw json.RawMessage, runErr error) json.RawMessage {
 // finish stores the run's last visible message and closes the run in one
 // transaction, then announces the message. A run already closed (by /stop
 // or the reaper racing us) keeps its end and gets no second message.
-func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams) (services.Run, error) {
+//
+// also, when given, runs in that transaction too (a compaction job).
+func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams, also ...func(tx services.Store) error) (services.Run, error) {
 	var msg services.Message
 	var created bool
 	var done services.Run
@@ -213,8 +226,17 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 		if err := s.closeOpenCalls(ctx, tx, run, fin.Status); err != nil {
 			return err
 		}
-		msg, created, err = s.opts.Chat.PostTx(ctx, tx, post)
-		return err
+		if msg, created, err = s.opts.Chat.PostTx(ctx, tx, post); err != nil {
+			return err
+		}
+		for _, f := range also {
+			if f != nil {
+				if err := f(tx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if services.IsKind(err, services.ECONFLICT) {
 		cur, gerr := s.opts.Store.GetRun(ctx, run.ID)
@@ -322,6 +344,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		return "", prompt.Inspection{}, usage{}, err
 	}
 	obs := built.Inspection
+	s.logWarnings(run, obs)
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", obs, usage{}, err
 	}
@@ -342,12 +365,12 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 
 // applyTurnRequest applies what the trigger asks of its turn (an API
 // client's settings) to the turn's model requests: the instruction closes
-// the system prompt, the sampling settings and the response format go with
+// the system content after the cached prefix, the sampling settings and the response format go with
 // every model call, and the images (for a model that reads them) follow
 // the trigger's text, which is the prompt's last user message.
 func (s *Service) applyTurnRequest(req llm.Request, tr services.TurnRequest) llm.Request {
 	if in := strings.TrimSpace(tr.Instruction); in != "" {
-		req.System += "\n\n## Instruction of this request\n\nThe client that sent the next message asks, for this answer only:\n\n" + in
+		req.SystemContext += "\n\n## Instruction of this request\n\nThe client that sent the next message asks, for this answer only:\n\n" + in
 	}
 	if tr.MaxTokens > 0 {
 		req.MaxTokens = tr.MaxTokens
@@ -368,6 +391,14 @@ func (s *Service) applyTurnRequest(req llm.Request, tr services.TurnRequest) llm
 		req.Messages = msgs
 	}
 	return req
+}
+
+// logWarnings logs a built prompt's warnings (CONTEXT_RULES_OVERBUDGET, …),
+// which /context and the debug page show from the run's prompt step.
+func (s *Service) logWarnings(run services.Run, ins prompt.Inspection) {
+	for _, w := range ins.Warnings {
+		s.log.Warn("prompt warning", "code", w.Code, "run_id", run.ID, "timeline", run.TimelineScope, "scope", run.ContextScope, "message", w.Message)
+	}
 }
 
 // offeredTools are the tools of a conversation: every built-in tool, and
@@ -431,22 +462,70 @@ func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger 
 	return nil
 }
 
-// autoCompact archives old turns when the last prompt neared the window. A
-// failure moves nothing and is told to the owner once.
-func (s *Service) autoCompact(ctx context.Context, run services.Run, trigger services.Message) {
-	results, err := s.opts.Context.Compact(ctx, run.TimelineScope, services.MainScope, "")
+// shouldCompact reports whether the timeline's main scope should be
+// compacted after a run whose last model call reported lastPrompt tokens:
+// that plus the next input (the oldest message queued behind the run, if
+// any) reaches CONTEXT_COMPACT_AT of the window. The next input is only
+// looked up when it could make the difference.
+func (s *Service) shouldCompact(ctx context.Context, run services.Run, lastPrompt int) bool {
+	if s.opts.Context.ShouldCompact(lastPrompt, 0) {
+		return true
+	}
+	if !s.opts.Context.ShouldCompact(lastPrompt, prompt.MaxInputTokens) {
+		return false
+	}
+	next, err := s.opts.Store.NextQueuedRun(ctx, run.TimelineScope)
+	if err != nil {
+		return false
+	}
+	msg, err := s.opts.Store.GetMessage(ctx, next.TriggerMessageID)
+	if err != nil {
+		return false
+	}
+	n := msg.TokenCount
+	if n == 0 {
+		n = s.opts.Tokenizer.Count(msg.Content)
+	}
+	return s.opts.Context.ShouldCompact(lastPrompt, n)
+}
+
+// ExecuteCompaction runs a compaction job (services.CompactionExecutor):
+// the main scope (every summary scope main prompts read) or one other
+// scope (a schedule's). A failure moves nothing and is told to the owner
+// once; the next trigger tries again. Cut short by this process stopping,
+// it returns the context's error, so the job runs again elsewhere.
+func (s *Service) ExecuteCompaction(ctx context.Context, timeline, scope, key string) error {
+	s.autoCompact(ctx, timeline, scope, "compaction:"+key)
+	return ctx.Err()
+}
+
+// autoCompact archives old turns of a scope. A failure moves nothing and
+// is told to the owner once (dedupe key from key).
+func (s *Service) autoCompact(ctx context.Context, timeline, scope, key string) {
+	var results []prompt.CompactResult
+	var err error
+	if scope == services.MainScope {
+		results, err = s.opts.Context.Compact(ctx, timeline, services.MainScope, "")
+	} else {
+		var r prompt.CompactResult
+		r, err = s.opts.Context.CompactScope(ctx, timeline, scope)
+		results = append(results, r)
+	}
+	for _, r := range results {
+		s.log.Info("compacted", "timeline", timeline, "scope", r.Scope, "turns", r.Turns, "until_id", r.UntilID, "skipped", r.Skipped, "free_form", r.FreeForm)
+	}
 	if err == nil {
-		for _, r := range results {
-			s.log.Info("compacted", "run_id", run.ID, "scope", r.Scope, "turns", r.Turns, "until_id", r.UntilID, "skipped", r.Skipped)
-		}
 		return
 	}
-	s.log.Warn("compaction failed", "run_id", run.ID, "err", err)
+	s.log.Warn("compaction failed", "timeline", timeline, "scope", scope, "err", err)
+	if scope != services.MainScope || ctx.Err() != nil {
+		return // a schedule's scope: its fires go on with their recent turns
+	}
 	_, _, perr := s.opts.Chat.Post(ctx, services.PostParams{
-		TimelineScope: run.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
+		TimelineScope: timeline, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content:   "I could not archive older messages into a summary (" + services.ErrorMessage(err) + "). Nothing was lost; replies use the recent turns only until the next try.",
-		DedupeKey: fmt.Sprintf("run:%d:compact", run.ID),
-		Metadata:  services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Notice: "compaction_failed"}.Encode(),
+		DedupeKey: key + ":failed",
+		Metadata:  services.MessageMeta{Notice: "compaction_failed"}.Encode(),
 	})
 	if perr != nil {
 		s.log.Error("post compaction notice", "err", perr)

@@ -172,13 +172,16 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 			o.RunFinished(endCtx, done, services.Message{})
 		}
 	}
-	if scoped && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, 0) {
+	if scoped && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, s.opts.Tokenizer.Count(sc.Task)) {
 		// The schedule's own summary cursor: its oldest fires become a
-		// summary its later fires read.
-		if res, err := s.opts.Context.CompactScope(endCtx, sc.TimelineScope, sc.Scope()); err != nil {
-			s.log.Warn("schedule scope compaction failed", "schedule_id", sc.ID, "err", err)
+		// summary its later fires read. As a job of its own, so the
+		// schedule's lock is not held for it.
+		if s.opts.Compactions != nil {
+			if err := s.opts.Compactions.EnqueueCompactionTx(endCtx, nil, sc.TimelineScope, sc.Scope()); err != nil {
+				s.log.Warn("schedule scope compaction not scheduled", "schedule_id", sc.ID, "err", err)
+			}
 		} else {
-			s.log.Info("compacted", "schedule_id", sc.ID, "scope", res.Scope, "turns", res.Turns, "until_id", res.UntilID, "skipped", res.Skipped)
+			s.autoCompact(endCtx, sc.TimelineScope, sc.Scope(), fmt.Sprintf("fire:%d", fire.ID))
 		}
 	}
 	if s.opts.FireObserved != nil {
@@ -306,12 +309,15 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	}
 	req := built.Request
 	if !scoped {
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: input})
+		// The task as the current input, with the date, time and channel
+		// a built input carries.
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceSchedule) + "\n\n" + input})
 	}
 	if hasProfile && profile.SystemPrompt != "" {
 		req.System = profile.SystemPrompt + "\n\n" + req.System
 	}
 	obs := built.Inspection
+	s.logWarnings(run, obs)
 	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 		return "", usage{}, err
 	}

@@ -137,6 +137,10 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		}
 		params.System = []anthropic.TextBlockParam{sys}
 	}
+	if req.SystemContext != "" {
+		// After the breakpoint: it changes without breaking the cached prefix.
+		params.System = append(params.System, anthropic.TextBlockParam{Text: req.SystemContext})
+	}
 	for i, t := range req.Tools {
 		schema, err := schemaObject(t)
 		if err != nil {

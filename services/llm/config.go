@@ -156,11 +156,13 @@ func exampleModel(provider string) string {
 	return "gpt-4o-mini, or llama3.1 on Ollama"
 }
 
+// httpClient is the client the SDKs use: the configured one (or a new
+// one), its transport recording request bodies for a Capture.
 func (cfg Config) httpClient() *http.Client {
 	if cfg.HTTPClient != nil {
-		return cfg.HTTPClient
+		return capturing(cfg.HTTPClient)
 	}
-	return &http.Client{}
+	return capturing(&http.Client{})
 }
 
 // String describes cfg for logs and /status without the API key.

@@ -66,6 +66,14 @@ type Request struct {
 	// block and the last tool; OpenAI-compatible servers cache prefixes
 	// automatically, so it changes nothing there.
 	CacheSystem bool
+	// SystemContext is system content that changes more often than the
+	// stable prefix (the archived summary). It follows System, outside the
+	// cached prefix: Anthropic gets it as a second system block after the
+	// cache_control breakpoint; OpenAI-compatible servers get it appended
+	// to the one system message (several system messages, or one in the
+	// middle of the conversation, are refused by some servers' chat
+	// templates), so the prefix bytes they cache stay the same.
+	SystemContext string
 	// Messages is the conversation, oldest first.
 	Messages []Message
 	// Tools the model may call. Empty means no tools.

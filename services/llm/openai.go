@@ -133,8 +133,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onDelta func(string)
 // params translates a Request into chat completion parameters.
 func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model)}
-	if req.System != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
+	if sys := joinSystem(req.System, req.SystemContext); sys != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(sys))
 	}
 	var images []services.Image // of the tool messages since the last other message
 	flushImages := func() {
@@ -329,4 +329,16 @@ func schemaObject(t services.ToolSpec) (map[string]any, error) {
 // dataURL is an image inline, as OpenAI's image_url parts take it.
 func dataURL(im services.Image) string {
 	return "data:" + im.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+}
+
+// joinSystem is the one system message of an OpenAI-compatible request: the
+// stable prefix first, so the bytes servers cache stay the same.
+func joinSystem(system, context string) string {
+	switch {
+	case context == "":
+		return system
+	case system == "":
+		return context
+	}
+	return system + "\n\n" + context
 }

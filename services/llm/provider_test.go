@@ -492,3 +492,48 @@ func TestRequestSettingsAndUserImages(t *testing.T) {
 		})
 	}
 }
+
+// TestSystemContextAfterTheCachedPrefix: system content that changes (the
+// archived summary) follows the stable prefix: a second system block after
+// the breakpoint for Anthropic, the same system message after the prefix
+// for OpenAI-compatible servers; never a user message.
+func TestSystemContextAfterTheCachedPrefix(t *testing.T) {
+	t.Parallel()
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			t.Parallel()
+			p, srv := setup(t, api, 0)
+			req := userRequest("hi")
+			req.CacheSystem = true
+			req.SystemContext = "Summary: the owner likes tea."
+			if _, _, err := complete(t, p, req, false); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			body := srv.Requests()[0].JSON(t)
+			if api == llm.ProviderAnthropic {
+				system := body["system"].([]any)
+				first, second := system[0].(map[string]any), system[1].(map[string]any)
+				if first["text"] != "You are Switchboard." || first["cache_control"] == nil {
+					t.Errorf("first system block = %v", first)
+				}
+				if second["text"] != req.SystemContext || second["cache_control"] != nil {
+					t.Errorf("second system block = %v", second)
+				}
+			} else {
+				msgs := body["messages"].([]any)
+				sys := msgs[0].(map[string]any)
+				if sys["role"] != "system" || sys["content"] != "You are Switchboard.\n\n"+req.SystemContext {
+					t.Errorf("system message = %v", sys)
+				}
+				for _, m := range msgs[1:] {
+					if m.(map[string]any)["role"] == "system" {
+						t.Errorf("a second system message: %v", m)
+					}
+				}
+			}
+			if n := strings.Count(string(srv.Requests()[0].Body), "likes tea"); n != 1 {
+				t.Errorf("summary sent %d times", n)
+			}
+		})
+	}
+}

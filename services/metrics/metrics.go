@@ -131,7 +131,7 @@ func New(opts Options) *Metrics {
 		[]float64{0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1, 1.1})
 	m.handoffs = f.counterVec("switchboard_handoffs_total", "Sub-agent runs (parent_run_id set) that ended and handed back to their parent, by status.", "status")
 	m.fires = f.counterVec("switchboard_schedule_fires_total", "Fires of schedules, by result: ok (nothing told), notified, error, interrupted.", "result")
-	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions, by result (e.g. ok, failed, timeout, invalid, skipped).", "result")
+	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions per scope, by result: ok (cursor moved), skipped, free_form (summary kept as written), failed.", "result")
 	m.telegramErrors = f.counterVec("switchboard_telegram_send_errors_total", "Failed Telegram Bot API sends, by error code (HTTP/Bot API code, or network).", "code")
 	m.mcpCalls = f.counterVec("switchboard_mcp_calls_total", "Calls to MCP servers' tools, by server and result (ok, or the error code such as tool_timeout, mcp_server_down, mcp_tool_error).", "server", "result")
 	m.mcpDuration = f.histogramVec("switchboard_mcp_call_duration_seconds", "Duration of calls to MCP servers' tools, by server.",

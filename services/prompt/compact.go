@@ -26,6 +26,9 @@ type CompactionOptions struct {
 	// ScopedWrite (AGENT_CONTEXT_SCOPED_WRITE) writes summaries for both the
 	// legacy 'global' scope and the context scope, with independent cursors.
 	ScopedWrite bool
+	// NoGlobal (AGENT_CONTEXT_GLOBAL_WRITE=0, with ScopedWrite) stops
+	// writing the 'global' summary: only the context scope's is written.
+	NoGlobal bool
 	// MaxInputTokens bounds the transcript of one summary call (default: half the window).
 	MaxInputTokens int
 	// OnResult, when set, hears "ok", "skipped" or "failed" per scope (metrics).
@@ -69,10 +72,13 @@ func (m *Manager) ShouldCompact(lastPromptTokens, nextInputTokens int) bool {
 }
 
 // WrittenScopes are the summary scopes compaction writes under the flags:
-// 'global' always (the legacy read path), and the context scope with
-// AGENT_CONTEXT_SCOPED_WRITE.
+// 'global' (the legacy read path) unless AGENT_CONTEXT_GLOBAL_WRITE=0, and
+// the context scope with AGENT_CONTEXT_SCOPED_WRITE.
 func (m *Manager) WrittenScopes(contextScope string) []string {
 	if m.opts.Compaction.ScopedWrite && contextScope != services.GlobalSummaryScope {
+		if m.opts.Compaction.NoGlobal {
+			return []string{contextScope}
+		}
 		return []string{services.GlobalSummaryScope, contextScope}
 	}
 	return []string{services.GlobalSummaryScope}
@@ -179,7 +185,7 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 		res.Skipped = "no whole turns can be summarised without splitting one"
 		return res, nil
 	}
-	transcript := renderTranscript(turns[:n], m.historyRule)
+	transcript := renderTranscript(turns[:n], m.historyRule, m.opts.Location)
 	cctx, cancel := context.WithTimeout(ctx, m.opts.Compaction.Timeout)
 	defer cancel()
 	resp, err := m.opts.Compaction.Provider.Complete(cctx, llm.Request{
@@ -206,6 +212,12 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 		FromMessageID: turns[0].msgs[0].ID, UntilMessageID: maxID(turns[:n]),
 		SummaryText: text, TokenCount: tok.Count(text), Focus: focus,
 	})
+	if services.IsKind(err, services.ECONFLICT) {
+		// Another compaction (or /new) moved the cursor meanwhile: its
+		// summary stands, this one is dropped.
+		res.Skipped = "another compaction or /new moved the summary cursor meanwhile"
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -270,25 +282,32 @@ func minID(ts []turn) int64 {
 	return m
 }
 
-// renderTranscript writes turns as plain text for the summary call; tool
-// results in their compressed history form.
-func renderTranscript(ts []turn, rule func(string) CompressionRule) string {
+// renderTranscript writes turns as plain text for the summary call, each
+// message after its time in loc ("[2026-03-04 09:15 CET]"), so the summary
+// can say which period it covers; tool results in their compressed history
+// form.
+func renderTranscript(ts []turn, rule func(string) CompressionRule, loc *time.Location) string {
 	var b strings.Builder
 	for _, t := range ts {
-		for _, msg := range t.render(false, rule) {
-			switch msg.Role {
-			case llm.RoleUser:
-				b.WriteString("User: ")
-			case llm.RoleAssistant:
-				b.WriteString("Assistant: ")
-				for _, c := range msg.ToolCalls {
-					fmt.Fprintf(&b, "[calls %s %s] ", c.Name, truncate(string(c.Arguments), 300))
+		for _, row := range t.msgs {
+			for _, msg := range (turn{msgs: []services.Message{row}}).render(false, rule) {
+				if !row.CreatedAt.IsZero() {
+					b.WriteString("[" + row.CreatedAt.In(loc).Format("2006-01-02 15:04 MST") + "] ")
 				}
-			case llm.RoleTool:
-				b.WriteString("Tool result: ")
+				switch msg.Role {
+				case llm.RoleUser:
+					b.WriteString("User: ")
+				case llm.RoleAssistant:
+					b.WriteString("Assistant: ")
+					for _, c := range msg.ToolCalls {
+						fmt.Fprintf(&b, "[calls %s %s] ", c.Name, truncate(string(c.Arguments), 300))
+					}
+				case llm.RoleTool:
+					b.WriteString("Tool result: ")
+				}
+				b.WriteString(msg.Content)
+				b.WriteString("\n")
 			}
-			b.WriteString(msg.Content)
-			b.WriteString("\n")
 		}
 		b.WriteString("\n")
 	}

@@ -38,7 +38,7 @@ func TestPromptRepairsDanglingToolCalls(t *testing.T) {
 	}
 	var got []string
 	for _, msg := range p.Request.Messages {
-		got = append(got, fmt.Sprintf("%s:%s:%s", msg.Role, msg.ToolCallID, msg.Content))
+		got = append(got, fmt.Sprintf("%s:%s:%s", msg.Role, msg.ToolCallID, withoutHeader(msg.Content)))
 	}
 	want := []string{"user::research two things", "assistant::", "tool:c2:first result", "tool:c1:" + prompt.OpenCallNote, "user::next question"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

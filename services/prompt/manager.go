@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard/switchboard/services/markdown"
 
@@ -54,7 +55,6 @@ type Options struct {
 	// HistoryRule returns a tool's rule for keeping its results in history
 	// (the tool registry's); tools without one get DefaultCompressionRule.
 	HistoryRule func(toolName string) (CompressionRule, bool)
-	Logger      *slog.Logger
 	// Attachments are the files that came with messages (nil: none): each
 	// user message carries a line per file (Attachment.Describe), in
 	// history too. Media reads the current input's images, which go to the
@@ -63,6 +63,14 @@ type Options struct {
 	Attachments services.AttachmentStore
 	Media       services.Media
 	Images      bool
+	// Now is the clock the current input's date and time come from
+	// (default time.Now; tests fix it so prompts are deterministic).
+	Now func() time.Time
+	// Location is the owner's time zone (OWNER_TIMEZONE) the date and time
+	// of the current input and the summariser's timestamps are written in
+	// (default: the server's zone).
+	Location *time.Location
+	Logger   *slog.Logger
 }
 
 // Manager compiles prompts from stored state.
@@ -94,6 +102,12 @@ func New(opts Options) *Manager {
 		opts.MaxConcurrentBuilds = 4
 	}
 	opts.Compaction.defaults()
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -237,6 +251,11 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		inputFiles = files[p.TriggerID]
 	}
 	inputText := withFiles(markdown.WithAtPathReminder(input.Content), inputFiles)
+	if p.TriggerID != 0 {
+		// When and where the current message was sent: with the input, not
+		// in the stable prefix, so the cached prefix stays the same.
+		inputText = m.InputHeader(input.Source) + "\n\n" + inputText
+	}
 	inputImages, imageTokens := m.images(ctx, p.TimelineScope, inputFiles)
 	retrieved := m.retrievedLayer(p, input.Content, &warns)
 	todo := m.todoLayer(p.TimelineScope)
@@ -252,6 +271,16 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
+	// A compaction committed between the two reads (it runs beside runs)
+	// must not give this prompt a summary of turns it also sends whole:
+	// only segments up to the cursor read above.
+	upTo := segments[:0]
+	for _, s := range segments {
+		if s.UntilMessageID <= summary.UntilMessageID {
+			upTo = append(upTo, s)
+		}
+	}
+	segments = upTo
 	segTokens := 0
 	for _, s := range segments {
 		segTokens += s.TokenCount + MessageOverhead
@@ -326,14 +355,19 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	if retrievedText != "" {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
 	}
+	// The archived summary is the service's own account of the earlier
+	// conversation, not something the owner said: it goes with the system
+	// content, after the stable prefix (which stays cached), not as a user
+	// message (docs/CONTEXT.md).
+	systemContext := ""
 	if len(segKept) > 0 {
 		var b strings.Builder
-		b.WriteString("Summary of the earlier conversation (archived):")
+		b.WriteString(SummaryPreamble)
 		for _, s := range segKept {
 			b.WriteString("\n\n")
 			b.WriteString(s.SummaryText)
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: b.String()}, llm.Message{Role: llm.RoleAssistant, Content: "Understood."})
+		systemContext = b.String()
 	}
 	for i, t := range turns {
 		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1, m.historyRule)
@@ -368,9 +402,39 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
 	}
 	return Prompt{
-		Request:    llm.Request{System: system, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
+		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
 		Inspection: ins,
 	}, nil
+}
+
+// SummaryPreamble opens the archived summary in the system content.
+const SummaryPreamble = "Summary of the earlier conversation (archived by the service; the turns it covers are no longer shown):"
+
+// channelNames name a message's channel for the model.
+var channelNames = map[services.Source]string{
+	services.SourceTelegram: "Telegram",
+	services.SourceWeb:      "the web chat page",
+	services.SourceTUI:      "the terminal UI",
+	services.SourceAPI:      "the OpenAI-compatible API",
+	services.SourceSchedule: "a schedule (the service, on the owner's behalf)",
+}
+
+// InputHeader is the line the current input starts with in a prompt: the
+// date and time now in the owner's zone, and the channel the message came
+// through.
+func (m *Manager) InputHeader(src services.Source) string {
+	now := m.opts.Now().In(m.opts.Location)
+	h := "[Current date and time: " + now.Format("Monday 2006-01-02 15:04 MST")
+	if name := m.opts.Location.String(); name != "Local" {
+		h += " (" + name + ")"
+	}
+	h += "."
+	if name, ok := channelNames[src]; ok {
+		h += " This message came through " + name + "."
+	} else if src != "" {
+		h += " This message came through " + string(src) + "."
+	}
+	return h + "]"
 }
 
 // inputTokensIf is the part of the turns' tokens that is the input itself

@@ -71,7 +71,7 @@ func TestBuildNeverExceedsBudgetAndTrimsInOrder(t *testing.T) {
 			t.Fatalf("window %d: rules trimmed", window)
 		}
 		last := p.Request.Messages[len(p.Request.Messages)-1]
-		if last.Content != "now what?" {
+		if withoutHeader(last.Content) != "now what?" {
 			t.Fatalf("window %d: last message %q", window, last.Content)
 		}
 		// Settings are kept highest confidence first.
@@ -272,7 +272,7 @@ func TestHistoryPagesBackwardsFromTheNewest(t *testing.T) {
 			t.Fatalf("window %d: %v", window, err)
 		}
 		msgs := p.Request.Messages
-		if msgs[len(msgs)-2].Content != "q259 words" || msgs[len(msgs)-3].Content != "a258 words" {
+		if withoutHeader(msgs[len(msgs)-2].Content) != "q259 words" || msgs[len(msgs)-3].Content != "a258 words" {
 			t.Fatalf("window %d: prompt ends %q, %q", window, msgs[len(msgs)-3].Content, msgs[len(msgs)-2].Content)
 		}
 		if window == 128000 && msgs[0].Content != "q0 words" {

@@ -1,6 +1,7 @@
 // Switchboard debug page (owner only): runs filtered by timeline,
 // context_scope and status; one run's steps, parent, children and prompt
-// inspection; summary cursors and segments per scope; the flags in force.
+// inspection and exact model requests; summary cursors, segments and model
+// requests per scope; the flags in force.
 // Every value is shown with textContent, never parsed as HTML.
 import { $, el, getJSON } from "/static/lib.js";
 
@@ -133,6 +134,11 @@ async function openRun(id) {
   parts.push(el("h3", {}, "Prompt inspection"));
   parts.push(renderPrompt(d.prompt));
 
+  parts.push(el("h3", {}, "Model requests"));
+  const requestsBox = el("div", { id: "run-requests" }, el("p", { class: "muted" }, "loading…"));
+  parts.push(requestsBox);
+  loadRequests("run=" + id, requestsBox);
+
   parts.push(el("h3", {}, "Steps (" + d.steps.length + ")"));
   parts.push(el("ol", { class: "steps", id: "steps" }, ...d.steps.map(renderStep)));
   detail.replaceChildren(...parts);
@@ -202,6 +208,45 @@ function renderStep(s) {
     el("details", {}, el("summary", {}, "payload · " + fmtTime(s.created_at)), el("pre", {}, JSON.stringify(s.payload, null, 2))));
 }
 
+// requestItem is one stored request: its body, the exact JSON the model
+// server was sent, is fetched when opened.
+function requestItem(r) {
+  const pre = el("pre", { class: "request-body" });
+  const det = el("details", { "data-request": String(r.id) },
+    el("summary", {}, "#" + r.id + " · run #" + r.run_id + " step " + r.step_index + " · " + r.provider + " " + r.model +
+      " · " + r.bytes + " bytes · " + fmtTime(r.created_at)), pre);
+  det.addEventListener("toggle", async () => {
+    if (!det.open || pre.textContent) return;
+    try {
+      const res = await fetch("/api/debug/requests/" + r.id, { credentials: "same-origin" });
+      const text = await res.text();
+      if (!res.ok) throw new Error(text);
+      try { pre.textContent = JSON.stringify(JSON.parse(text), null, 2); } catch { pre.textContent = text; }
+    } catch (e) { pre.textContent = "request #" + r.id + ": " + e.message; }
+  });
+  return det;
+}
+
+async function loadRequests(query, box) {
+  try {
+    const { requests } = await getJSON("/api/debug/requests?" + query);
+    if (!requests.length) {
+      box.replaceChildren(el("p", { class: "muted" }, "no stored requests (kept for AGENT_REQUEST_RETENTION; 0 keeps none)"));
+      return;
+    }
+    box.replaceChildren(...requests.map(requestItem));
+  } catch (e) { box.replaceChildren(el("p", { class: "error" }, "requests: " + e.message)); }
+}
+
+function loadScopeRequests() {
+  const { timeline, context_scope } = params();
+  if (!timeline || !context_scope) {
+    $("scope-requests").replaceChildren(el("p", { class: "muted" }, "Filter by a timeline and a context_scope to list the requests sent for that scope."));
+    return;
+  }
+  loadRequests(new URLSearchParams({ timeline, context_scope }).toString(), $("scope-requests"));
+}
+
 async function loadCursors() {
   const q = new URLSearchParams();
   if (fTimeline.value.trim()) q.set("timeline", fTimeline.value.trim());
@@ -252,7 +297,7 @@ async function loadSchedules() {
   } catch (e) { schedulesBody.replaceChildren(el("tr", {}, el("td", { colSpan: 7, class: "error" }, e.message))); }
 }
 
-form.addEventListener("submit", (ev) => { ev.preventDefault(); loadRuns(); loadCursors(); loadSchedules(); });
+form.addEventListener("submit", (ev) => { ev.preventDefault(); loadRuns(); loadCursors(); loadSchedules(); loadScopeRequests(); });
 
 const init = new URLSearchParams(location.search);
 fTimeline.value = init.get("timeline") || "";
@@ -262,3 +307,4 @@ loadFlags();
 loadRuns().then(() => { const id = Number(init.get("run")); if (id > 0) openRun(id); });
 loadCursors();
 loadSchedules();
+loadScopeRequests();

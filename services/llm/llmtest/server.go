@@ -120,6 +120,11 @@ type Request struct {
 	// Stop its stop sequences.
 	ResponseFormat map[string]any
 	Stop           []string
+	// LastHeader is the line Switchboard's prompts start the current input
+	// with ("[Current date and time: … This message came through …]"),
+	// split off LastMessage so scripted replies see the owner's words; Body
+	// keeps it.
+	LastHeader string
 }
 
 // Image is an image a request carried.
@@ -129,6 +134,9 @@ type Image struct {
 	MIMEType string
 	Data     []byte
 }
+
+// InputHeaderPrefix starts the line a prompt puts before the current input.
+const InputHeaderPrefix = "[Current date and time: "
 
 // JSON decodes the request body into a generic map, failing t on error.
 func (r Request) JSON(t testing.TB) map[string]any {
@@ -503,6 +511,9 @@ func parseRequest(api API, r *http.Request, body []byte) Request {
 		last := b.Messages[n-1]
 		req.LastMessage, req.LastIsToolResult = contentText(last.Content)
 		req.LastImages = lastImageURLs(last.Content)
+		if h, rest, ok := strings.Cut(req.LastMessage, "]\n\n"); ok && strings.HasPrefix(h, InputHeaderPrefix) && !req.LastIsToolResult {
+			req.LastHeader, req.LastMessage = h+"]", rest
+		}
 		if last.Role == "tool" {
 			req.LastIsToolResult = true
 		}

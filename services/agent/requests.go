@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+)
+
+// capture is a fresh request capture when requests are kept
+// (AGENT_REQUEST_RETENTION > 0 and a store for them), nil otherwise.
+func (s *Service) capture() *llm.Capture {
+	if s.opts.Requests == nil || s.opts.RequestRetention <= 0 {
+		return nil
+	}
+	return &llm.Capture{}
+}
+
+// appendCallStep records a model call's step (or its error) and, when
+// captured, the exact request body the provider sent, gzip-compressed, in
+// the same statement.
+func (s *Service) appendCallStep(ctx context.Context, l loopSpec, kind services.StepKind, payload json.RawMessage, c *llm.Capture) (services.Step, error) {
+	if c == nil {
+		return s.opts.Store.AppendStep(ctx, l.stepRun, kind, payload)
+	}
+	body, url := c.Body()
+	if body == nil {
+		// Nothing went on the wire (the offline model, a refused request).
+		return s.opts.Store.AppendStep(ctx, l.stepRun, kind, payload)
+	}
+	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun, kind, payload, services.RunRequest{
+		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
+		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: Gzip(body),
+	})
+}
+
+// gzipWriters are reused: a new gzip.Writer allocates most of a megabyte.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
+// Gzip compresses body at the default level with a pooled writer.
+func Gzip(body []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(body) / 4)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	gzipWriters.Put(zw)
+	return buf.Bytes()
+}
+
+// pruneRequests deletes stored requests older than the retention, at most
+// once an hour per process.
+func (s *Service) pruneRequests(ctx context.Context) {
+	if s.opts.Requests == nil || s.opts.RequestRetention <= 0 {
+		return
+	}
+	now := time.Now()
+	last := s.lastPrune.Load()
+	if now.Unix()-last < 3600 || !s.lastPrune.CompareAndSwap(last, now.Unix()) {
+		return
+	}
+	n, err := s.opts.Requests.PruneRunRequests(ctx, now.Add(-s.opts.RequestRetention))
+	if err != nil {
+		s.log.Warn("prune stored model requests", "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Info("pruned stored model requests", "deleted", n, "retention", s.opts.RequestRetention.String())
+	}
+}

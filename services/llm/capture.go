@@ -1,0 +1,74 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// Capture keeps the exact body of the last HTTP request a provider sent
+// for one Complete call (the JSON its SDK put on the wire; with retries,
+// the last attempt's). Attach it with WithCapture.
+type Capture struct {
+	mu   sync.Mutex
+	body []byte
+	url  string
+}
+
+type captureKey struct{}
+
+// WithCapture returns ctx carrying c: requests made with it record their
+// body in c.
+func WithCapture(ctx context.Context, c *Capture) context.Context {
+	return context.WithValue(ctx, captureKey{}, c)
+}
+
+// Body is the last request body sent (nil when none), and its URL.
+func (c *Capture) Body() ([]byte, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.body, c.url
+}
+
+func (c *Capture) set(body []byte, url string) {
+	c.mu.Lock()
+	c.body, c.url = body, url
+	c.mu.Unlock()
+}
+
+// captureTransport records request bodies for a Capture in the request's
+// context; other requests pass untouched.
+type captureTransport struct{ base http.RoundTripper }
+
+func (t captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c, ok := r.Context().Value(captureKey{}).(*Capture); ok && r.Body != nil {
+		var body []byte
+		if r.GetBody != nil {
+			if rc, err := r.GetBody(); err == nil {
+				body, _ = io.ReadAll(rc)
+				_ = rc.Close()
+			}
+		} else {
+			// Read it and give the request a copy.
+			body, _ = io.ReadAll(r.Body)
+			_ = r.Body.Close()
+			r = r.Clone(r.Context())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		c.set(body, r.URL.Redacted())
+	}
+	return t.base.RoundTrip(r)
+}
+
+// capturing wraps client's transport with captureTransport.
+func capturing(client *http.Client) *http.Client {
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = captureTransport{base: base}
+	return &c
+}
