@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -205,4 +208,155 @@ func (s *Store) ListContext(ctx context.Context, q services.ContextQuery) ([]ser
 	}
 	msgs, err := collectMessages(rows, err)
 	return msgs, wrapErr(fmt.Sprintf("list context %q/%q", q.TimelineScope, q.ContextScope), err)
+}
+
+var _ services.RecallStore = (*Store)(nil)
+
+// recallVector is the indexed expression of idx_chat_messages_fts: a query
+// must spell it exactly so for the planner to use the index.
+const recallVector = `to_tsvector('simple', left(content, 100000))`
+
+// recallView is the WHERE clause of services.RecallView for chat_messages
+// ($1 timeline, $2 context scope), with the rows never recalled left out.
+// Main's view is its own scope (every visible row is a main row); any other
+// scope reads its own rows and main's visible ones.
+const recallView = `timeline_scope = $1
+	AND (context_scope = $2 OR (context_scope = 'main' AND visible = 1))
+	AND source <> 'system' AND metadata->>'command' IS NULL
+	AND COALESCE(metadata->>'notice', '') <> '` + services.NoticeOfflineModel + `'
+	AND NOT (visible = 1 AND COALESCE(metadata->>'kind', '') = 'handoff')`
+
+// recallTSQuery is the tsquery of a RecallQuery for websearch_to_tsquery:
+// the terms (letters and digits only) joined by spaces (all must match) or
+// "or" (any).
+func recallTSQuery(q services.RecallQuery) string {
+	sep := " "
+	if q.AnyTerm {
+		sep = " or "
+	}
+	return strings.Join(q.Terms, sep)
+}
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// SearchRecall searches a timeline's archive (messages and summary
+// segments) within q.View, best first.
+func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	if q.View.TimelineScope == "" || q.View.ContextScope == "" {
+		return nil, services.Errorf(services.EINVALID, "recall needs a timeline and a context scope")
+	}
+	if len(q.Terms) == 0 {
+		return nil, services.Errorf(services.EINVALID, "the search has no words to look for")
+	}
+	if q.Limit <= 0 || q.Limit > 100 {
+		q.Limit = 100
+	}
+	var hits []services.RecallHit
+	if q.Kind != services.RecallSummary {
+		h, err := s.searchMessages(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		hits = h
+	}
+	if q.Kind != services.RecallMessage && !q.HandoffsOnly && len(q.View.SummaryScopes) > 0 {
+		h, err := s.searchSegments(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h...)
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].CreatedAt.After(hits[j].CreatedAt)
+	})
+	if len(hits) > q.Limit {
+		hits = hits[:q.Limit]
+	}
+	return hits, nil
+}
+
+// searchMessages ranks the matching rows (ts_rank_cd, normalised to 0..1)
+// and makes a headline only for the few returned.
+func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	extra := ""
+	if q.HandoffsOnly {
+		// The predicate of idx_chat_messages_handoffs, spelled alike.
+		extra = ` AND visible = 0 AND metadata->>'kind' = 'handoff'`
+	}
+	rows, err := s.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
+		hits AS (
+			SELECT id, ts_rank_cd(`+recallVector+`, q.q, 32) AS score
+			FROM chat_messages, q
+			WHERE `+recallVector+` @@ q.q AND `+recallView+extra+`
+			  AND ($4::timestamptz IS NULL OR created_at >= $4)
+			  AND ($5::timestamptz IS NULL OR created_at < $5)
+			  AND ($6::bigint = 0 OR id <= $6)
+			ORDER BY score DESC, id DESC LIMIT $7
+		)
+		SELECT m.id, m.role, m.context_scope, COALESCE(m.agent_id, ''), m.created_at,
+			ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**'),
+			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
+		FROM hits JOIN chat_messages m ON m.id = hits.id, q
+		ORDER BY hits.score DESC, m.id DESC`,
+		q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit)
+	if err != nil {
+		return nil, wrapErr("search messages", err)
+	}
+	defer rows.Close()
+	var out []services.RecallHit
+	for rows.Next() {
+		h := services.RecallHit{Kind: services.RecallMessage}
+		var chars int
+		if err := rows.Scan(&h.ID, &h.Role, &h.ContextScope, &h.AgentID, &h.CreatedAt, &h.Snippet, &h.Tokens, &chars, &h.Score, &h.MessageKind); err != nil {
+			return nil, wrapErr("search messages", err)
+		}
+		if h.Tokens == 0 {
+			h.Tokens = chars/4 + 1 // rows stored before token counting
+		}
+		h.Snippet = strings.Join(strings.Fields(h.Snippet), " ")
+		out = append(out, h)
+	}
+	return out, wrapErr("search messages", rows.Err())
+}
+
+// RecallMessages returns the rows of ids within v, in id order.
+func (s *Store) RecallMessages(ctx context.Context, v services.RecallView, ids []int64) ([]services.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+messageColumns+` FROM chat_messages
+		WHERE id = ANY($3) AND `+recallView+`
+		ORDER BY id`, v.TimelineScope, v.ContextScope, ids)
+	msgs, err := collectMessages(rows, err)
+	return msgs, wrapErr("recall messages", err)
+}
+
+// RecallAround returns the rows of v around id, in id order.
+func (s *Store) RecallAround(ctx context.Context, v services.RecallView, id int64, before, after int) ([]services.Message, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT * FROM (
+			(SELECT `+messageColumns+` FROM chat_messages WHERE id < $3 AND `+recallView+` ORDER BY id DESC LIMIT $4)
+			UNION ALL
+			(SELECT `+messageColumns+` FROM chat_messages WHERE id >= $3 AND `+recallView+` ORDER BY id LIMIT $5)
+		) around ORDER BY id`, v.TimelineScope, v.ContextScope, id, max(before, 0), max(after, 0)+1)
+	msgs, err := collectMessages(rows, err)
+	if err != nil {
+		return nil, wrapErr("recall around", err)
+	}
+	for _, m := range msgs {
+		if m.ID == id {
+			return msgs, nil
+		}
+	}
+	return nil, services.Errorf(services.ENOTFOUND, "message m%d is not in this conversation's archive", id)
 }
