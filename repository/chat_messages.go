@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -283,25 +284,45 @@ func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]ser
 	return hits, nil
 }
 
+// recallHandoffCandidates is how many of the newest handoffs a
+// HandoffsOnly search ranks.
+const recallHandoffCandidates = 50
+
 // searchMessages ranks the matching rows (ts_rank_cd, normalised to 0..1)
 // and makes a headline only for the few returned.
 func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
-	extra := ""
-	if q.HandoffsOnly {
-		// The predicate of idx_chat_messages_handoffs, spelled alike.
-		extra = ` AND visible = 0 AND metadata->>'kind' = 'handoff'`
-	}
-	rows, err := s.db.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
+	hits := `
 		hits AS (
-			SELECT id, ts_rank_cd(`+recallVector+`, q.q, 32) AS score
+			SELECT id, ts_rank_cd(` + recallVector + `, q.q, 32) AS score
 			FROM chat_messages, q
-			WHERE `+recallVector+` @@ q.q AND `+recallView+extra+`
+			WHERE ` + recallVector + ` @@ q.q AND ` + recallView + `
 			  AND ($4::timestamptz IS NULL OR created_at >= $4)
 			  AND ($5::timestamptz IS NULL OR created_at < $5)
 			  AND ($6::bigint = 0 OR id <= $6)
 			ORDER BY score DESC, id DESC LIMIT $7
-		)
+		)`
+	if q.HandoffsOnly {
+		// The newest handoffs (idx_chat_messages_handoffs, its predicate
+		// spelled alike), ranked: a bounded cost for every prompt, however
+		// common the input's words are in the rest of the table.
+		hits = `
+		recent AS (
+			SELECT id, content FROM chat_messages
+			WHERE visible = 0 AND metadata->>'kind' = 'handoff' AND ` + recallView + `
+			  AND ($4::timestamptz IS NULL OR created_at >= $4)
+			  AND ($5::timestamptz IS NULL OR created_at < $5)
+			  AND ($6::bigint = 0 OR id <= $6)
+			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallHandoffCandidates) + `
+		),
+		hits AS (
+			SELECT id, ts_rank_cd(to_tsvector('simple', left(content, 4000)), q.q, 32) AS score
+			FROM recent, q
+			WHERE to_tsvector('simple', left(content, 4000)) @@ q.q
+			ORDER BY score DESC, id DESC LIMIT $7
+		)`
+	}
+	rows, err := s.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),`+hits+`
 		SELECT m.id, m.role, m.context_scope, COALESCE(m.agent_id, ''), m.created_at,
 			ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**'),
 			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')

@@ -51,6 +51,9 @@ type Options struct {
 	MaxConcurrentBuilds int
 	// Compaction settings; see compact.go.
 	Compaction CompactionOptions
+	// Recall finds the handoffs of earlier sub-agents for the retrieved
+	// layer (nil: the Store's, when it keeps an archive).
+	Recall services.RecallStore
 	// HistoryRule returns a tool's rule for keeping its results in history
 	// (the tool registry's); tools without one get DefaultCompressionRule.
 	HistoryRule func(toolName string) (CompressionRule, bool)
@@ -86,6 +89,9 @@ func New(opts Options) *Manager {
 		opts.MaxConcurrentBuilds = 4
 	}
 	opts.Compaction.defaults()
+	if opts.Recall == nil {
+		opts.Recall, _ = opts.Store.(services.RecallStore)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -221,7 +227,10 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		}
 	}
 	inputText := markdown.WithAtPathReminder(input.Content)
-	retrieved := m.retrievedLayer(p, input.Content, &warns)
+	retrieved, err := m.retrievedLayer(ctx, p, input.Content, &warns)
+	if err != nil {
+		return Prompt{}, err
+	}
 	todo := m.todoLayer(p.TimelineScope)
 
 	readScope := m.ReadScope(p.ContextScope)
