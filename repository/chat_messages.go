@@ -257,6 +257,13 @@ func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]ser
 	if q.Limit <= 0 || q.Limit > 100 {
 		q.Limit = 100
 	}
+	if q.AnyTerm && len(q.Terms) > 1 {
+		terms, err := s.rarerTerms(ctx, q.Terms)
+		if err != nil {
+			return nil, err
+		}
+		q.Terms = terms
+	}
 	var hits []services.RecallHit
 	if q.Kind != services.RecallSummary {
 		h, err := s.searchMessages(ctx, q)
@@ -288,17 +295,70 @@ func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]ser
 // HandoffsOnly search ranks.
 const recallHandoffCandidates = 50
 
+// commonTermFreq is the share of indexed rows above which a word is too
+// common to widen an any-word search (the 'simple' index keeps every word).
+const commonTermFreq = 0.05
+
+// rarerTerms leaves out of an any-word search the words that PostgreSQL's
+// statistics of idx_chat_messages_fts (ANALYZE) find in more than
+// commonTermFreq of the rows, when rarer words remain: each matching row of
+// an any-word search is read, and a word in half the table would read half
+// the table.
+func (s *Store) rarerTerms(ctx context.Context, terms []string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT e FROM pg_stats st,
+			unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS u(e, f)
+		WHERE st.schemaname = current_schema() AND st.tablename = 'idx_chat_messages_fts'
+		  AND e = ANY($1) AND f > $2`, terms, commonTermFreq)
+	if err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	defer rows.Close()
+	common := map[string]bool{}
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			return nil, wrapErr("recall term statistics", err)
+		}
+		common[e] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	var out []string
+	for _, t := range terms {
+		if !common[t] {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return terms, nil
+	}
+	return out, nil
+}
+
+// recallCandidates is how many of the newest matching rows a search ranks.
+const recallCandidates = 300
+
 // searchMessages ranks the matching rows (ts_rank_cd, normalised to 0..1)
 // and makes a headline only for the few returned.
 func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	// The newest matches are ranked: a word in most rows (the 'simple'
+	// index has no stop words) costs a bounded walk back along the
+	// timeline's rows instead of ranking all of them; the planner chooses
+	// between that walk and the full-text index by the words' frequency.
 	hits := `
-		hits AS (
-			SELECT id, ts_rank_cd(` + recallVector + `, q.q, 32) AS score
-			FROM chat_messages, q
+		candidates AS (
+			SELECT id, content FROM chat_messages, q
 			WHERE ` + recallVector + ` @@ q.q AND ` + recallView + `
 			  AND ($4::timestamptz IS NULL OR created_at >= $4)
 			  AND ($5::timestamptz IS NULL OR created_at < $5)
 			  AND ($6::bigint = 0 OR id <= $6)
+			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallCandidates) + `
+		),
+		hits AS (
+			SELECT id, ts_rank_cd(` + recallVector + `, q.q, 32) AS score
+			FROM candidates, q
 			ORDER BY score DESC, id DESC LIMIT $7
 		)`
 	if q.HandoffsOnly {
