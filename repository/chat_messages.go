@@ -299,6 +299,10 @@ const recallHandoffCandidates = 50
 // common to widen an any-word search (the 'simple' index keeps every word).
 const commonTermFreq = 0.05
 
+// commonTermMinRows: in a smaller table every word is "common"; nothing is
+// left out.
+const commonTermMinRows = 20000
+
 // rarerTerms leaves out of an any-word search the words that PostgreSQL's
 // statistics of idx_chat_messages_fts (ANALYZE) find in more than
 // commonTermFreq of the rows, when rarer words remain: each matching row of
@@ -309,7 +313,8 @@ func (s *Store) rarerTerms(ctx context.Context, terms []string) ([]string, error
 		SELECT e FROM pg_stats st,
 			unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS u(e, f)
 		WHERE st.schemaname = current_schema() AND st.tablename = 'idx_chat_messages_fts'
-		  AND e = ANY($1) AND f > $2`, terms, commonTermFreq)
+		  AND e = ANY($1) AND f > $2
+		  AND (SELECT reltuples FROM pg_class WHERE oid = 'chat_messages'::regclass) >= $3`, terms, commonTermFreq, commonTermMinRows)
 	if err != nil {
 		return nil, wrapErr("recall term statistics", err)
 	}

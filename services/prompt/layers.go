@@ -80,21 +80,8 @@ func (l textLayer) fit(tok Tokenizer, budget int) (string, int) {
 // budget (CONTEXT_RULES_OVERBUDGET).
 func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, error) {
 	l := textLayer{heading: "## Rules (always follow these)", cuttable: true}
-	if m.opts.Workspace != nil {
-		if names, err := m.opts.Workspace.RootFiles(timeline); err == nil {
-			for _, want := range RulesFileNames {
-				for _, n := range names {
-					if strings.EqualFold(n, want) {
-						if data, err := m.opts.Workspace.ReadFile(timeline, n); err == nil && len(data) > 0 {
-							if len(data) > maxRulesFileBytes {
-								data = data[:maxRulesFileBytes]
-							}
-							l.items = append(l.items, fmt.Sprintf("From %s:\n%s", n, strings.TrimSpace(string(data))))
-						}
-					}
-				}
-			}
-		}
+	for _, f := range m.rulesFiles(timeline) {
+		l.items = append(l.items, fmt.Sprintf("From %s:\n%s", f.Name, f.Text))
 	}
 	if m.opts.Context != nil {
 		cs, err := m.opts.Context.ListConstraints(ctx, timeline)
@@ -114,6 +101,81 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, e
 		}
 	}
 	return l, nil
+}
+
+// RulesFile is a rules file of a timeline's workspace and its text.
+type RulesFile struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// rulesFiles reads the rules files at the workspace's root (RulesFileNames,
+// any case, regular files, at most 64 KiB each).
+func (m *Manager) rulesFiles(timeline string) []RulesFile {
+	if m.opts.Workspace == nil {
+		return nil
+	}
+	names, err := m.opts.Workspace.RootFiles(timeline)
+	if err != nil {
+		return nil
+	}
+	var out []RulesFile
+	for _, want := range RulesFileNames {
+		for _, n := range names {
+			if strings.EqualFold(n, want) {
+				if data, err := m.opts.Workspace.ReadFile(timeline, n); err == nil && len(data) > 0 {
+					if len(data) > maxRulesFileBytes {
+						data = data[:maxRulesFileBytes]
+					}
+					out = append(out, RulesFile{Name: n, Text: strings.TrimSpace(string(data))})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Standing is what a timeline's prompts always carry besides the history:
+// the rules files, the owner's constraints (hard and soft) and remembered
+// settings, highest confidence first. Sub-agents inherit it in their task
+// payload.
+type Standing struct {
+	RulesFiles []RulesFile
+	Hard, Soft []string
+	Settings   []services.MemoryItem
+}
+
+// Standing reads the timeline's rules and settings as the rules and
+// settings layers do.
+func (m *Manager) Standing(ctx context.Context, timeline string) (Standing, error) {
+	st := Standing{RulesFiles: m.rulesFiles(timeline)}
+	if m.opts.Context == nil {
+		return st, nil
+	}
+	cs, err := m.opts.Context.ListConstraints(ctx, timeline)
+	if err != nil {
+		return Standing{}, err
+	}
+	for _, c := range cs {
+		switch {
+		case c.TimelineScope != timeline:
+		case c.Hard:
+			st.Hard = append(st.Hard, c.Text)
+		default:
+			st.Soft = append(st.Soft, c.Text)
+		}
+	}
+	items, err := m.opts.Context.ListMemory(ctx, timeline)
+	if err != nil {
+		return Standing{}, err
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Confidence > items[j].Confidence })
+	for _, it := range items {
+		if it.TimelineScope == timeline {
+			st.Settings = append(st.Settings, it)
+		}
+	}
+	return st, nil
 }
 
 // settingsLayer: remembered preferences, highest confidence first, so the
