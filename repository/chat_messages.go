@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -309,26 +310,9 @@ const commonTermMinRows = 20000
 // an any-word search is read, and a word in half the table would read half
 // the table.
 func (s *Store) rarerTerms(ctx context.Context, terms []string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT e FROM pg_stats st,
-			unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS u(e, f)
-		WHERE st.schemaname = current_schema() AND st.tablename = 'idx_chat_messages_fts'
-		  AND e = ANY($1) AND f > $2
-		  AND (SELECT reltuples FROM pg_class WHERE oid = 'chat_messages'::regclass) >= $3`, terms, commonTermFreq, commonTermMinRows)
+	common, err := s.commonTerms(ctx)
 	if err != nil {
-		return nil, wrapErr("recall term statistics", err)
-	}
-	defer rows.Close()
-	common := map[string]bool{}
-	for rows.Next() {
-		var e string
-		if err := rows.Scan(&e); err != nil {
-			return nil, wrapErr("recall term statistics", err)
-		}
-		common[e] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapErr("recall term statistics", err)
+		return nil, err
 	}
 	var out []string
 	for _, t := range terms {
@@ -340,6 +324,60 @@ func (s *Store) rarerTerms(ctx context.Context, terms []string) ([]string, error
 		return terms, nil
 	}
 	return out, nil
+}
+
+// commonTermsTTL is how long the common words read from the statistics are
+// kept (they change with ANALYZE, slowly).
+const commonTermsTTL = 10 * time.Minute
+
+var commonTermCache struct {
+	sync.Mutex
+	byDB map[any]commonTermEntry
+}
+
+type commonTermEntry struct {
+	at  time.Time
+	set map[string]bool
+}
+
+// commonTerms are the words in more than commonTermFreq of the indexed
+// rows, read from pg_stats at most once per commonTermsTTL per database
+// handle (reading them costs a few milliseconds).
+func (s *Store) commonTerms(ctx context.Context) (map[string]bool, error) {
+	commonTermCache.Lock()
+	e, ok := commonTermCache.byDB[s.db]
+	commonTermCache.Unlock()
+	if ok && time.Since(e.at) < commonTermsTTL {
+		return e.set, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT e FROM pg_stats st,
+			unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS u(e, f)
+		WHERE st.schemaname = current_schema() AND st.tablename = 'idx_chat_messages_fts'
+		  AND e IS NOT NULL AND f > $1
+		  AND (SELECT reltuples FROM pg_class WHERE oid = 'chat_messages'::regclass) >= $2`, commonTermFreq, commonTermMinRows)
+	if err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			return nil, wrapErr("recall term statistics", err)
+		}
+		set[w] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	commonTermCache.Lock()
+	if commonTermCache.byDB == nil || len(commonTermCache.byDB) > 64 {
+		commonTermCache.byDB = map[any]commonTermEntry{}
+	}
+	commonTermCache.byDB[s.db] = commonTermEntry{at: time.Now(), set: set}
+	commonTermCache.Unlock()
+	return set, nil
 }
 
 // recallCandidates is how many of the newest matching rows a search ranks.
