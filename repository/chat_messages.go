@@ -221,9 +221,9 @@ const recallVector = `to_tsvector('simple', left(content, 100000))`
 // recallView is the WHERE clause of services.RecallView for chat_messages
 // ($1 timeline, $2 context scope), with the rows never recalled left out.
 // Main's view is its own scope (every visible row is a main row); any other
-// scope reads its own rows and main's visible ones.
+// scope reads its own rows, main's visible ones and the handoffs main got.
 const recallView = `timeline_scope = $1
-	AND (context_scope = $2 OR (context_scope = 'main' AND visible = 1))
+	AND (context_scope = $2 OR (context_scope = 'main' AND (visible = 1 OR metadata->>'kind' = 'handoff')))
 	AND source <> 'system' AND metadata->>'command' IS NULL
 	AND COALESCE(metadata->>'notice', '') <> '` + services.NoticeOfflineModel + `'
 	AND NOT (visible = 1 AND COALESCE(metadata->>'kind', '') = 'handoff')`

@@ -96,11 +96,11 @@ func TestRecallViews(t *testing.T) {
 		t.Fatalf("main recalls %s", got)
 	}
 	child := services.NewRecallView("global", "run:5", "main")
-	if got := labelsOf(ids, search(child)); got != "child,main-visible" {
+	if got := labelsOf(ids, search(child)); got != "child,main-handoff,main-visible" {
 		t.Fatalf("child recalls %s", got)
 	}
 	sched := services.NewRecallView("global", "sched:3", "main")
-	if got := labelsOf(ids, search(sched)); got != "main-visible,sched" {
+	if got := labelsOf(ids, search(sched)); got != "main-handoff,main-visible,sched" {
 		t.Fatalf("schedule recalls %s", got)
 	}
 	other := services.NewRecallView("tg:9", "main", "main")
@@ -144,7 +144,7 @@ func TestRecallViews(t *testing.T) {
 	for _, m := range around {
 		got = append(got, m.ID)
 	}
-	if l := labelsOf(ids, got); l != "child,main-visible" {
+	if l := labelsOf(ids, got); l != "child,main-handoff,main-visible" {
 		t.Fatalf("around the child's row: %s", l)
 	}
 }
@@ -185,9 +185,20 @@ func TestRecallSummariesAndTerms(t *testing.T) {
 	if len(hits) != 2 || hits[0].Kind != services.RecallSummary || hits[1].Kind != services.RecallMessage {
 		t.Fatalf("any-term search, the summary matching both words first: %+v", hits)
 	}
-	segs, err := s.RecallSegments(ctx, services.NewRecallView("global", "run:4", "main"), []int64{hits[0].ID})
+	// A child reads main's summaries (its observations may quote them),
+	// not another timeline's; main reads the legacy copy only on the legacy
+	// path.
+	all, err := s.SearchRecall(ctx, services.RecallQuery{View: services.NewRecallView("global", "run:4", "main"), Terms: []string{"postgresql"}, Kind: services.RecallSummary, Limit: 10})
+	if err != nil || len(all) != 1 || all[0].ID != hits[0].ID {
+		t.Fatalf("a child's summaries: %+v %v", all, err)
+	}
+	legacy, err := s.SearchRecall(ctx, services.RecallQuery{View: services.NewRecallView("global", "main", "global"), Terms: []string{"postgresql"}, Kind: services.RecallSummary, Limit: 10})
+	if err != nil || len(legacy) != 1 || !strings.Contains(legacy[0].Snippet, "Legacy copy") {
+		t.Fatalf("legacy path summaries: %+v %v", legacy, err)
+	}
+	segs, err := s.RecallSegments(ctx, services.NewRecallView("tg:1", "main", "main"), []int64{hits[0].ID})
 	if err != nil || len(segs) != 0 {
-		t.Fatalf("a child read main's summary: %v %v", segs, err)
+		t.Fatalf("another timeline read this one's summary: %v %v", segs, err)
 	}
 	if _, err := s.SearchRecall(ctx, services.RecallQuery{View: q.View}); !services.IsKind(err, services.EINVALID) {
 		t.Fatalf("a search without words: %v", err)

@@ -19,16 +19,18 @@ const (
 // Main reads the main scope's rows (every visible row of the timeline is
 // one; so are main's hidden tool steps) and the summaries of the scope its
 // prompts read. Any other scope (a sub-agent's sub:/run:, a schedule's
-// sched:) reads its own rows and summaries plus main's visible rows, never
-// main's hidden steps, a sibling's or another schedule's rows. No scope
-// reads another timeline. The service's own rows (source system: command
+// sched:) reads its own rows and summaries plus main's visible rows, the
+// handoffs main received and main's summaries (what a sub-agent's task
+// payload may quote as observations), never main's other hidden steps, a
+// sibling's or another schedule's rows. No scope reads another timeline. The service's own rows (source system: command
 // replies, notices), chat commands, the offline model's answers and the
 // visible handoff markers are never returned.
 type RecallView struct {
 	TimelineScope string
 	ContextScope  string
 	// SummaryScopes are the summary scopes readable (main: the scope its
-	// prompts read, "main" or the legacy "global"; others: their own).
+	// prompts read, "main" or the legacy "global"; others: their own and
+	// that one).
 	SummaryScopes []string
 }
 
@@ -38,9 +40,12 @@ func NewRecallView(timeline, contextScope, readScope string) RecallView {
 	if contextScope == "" {
 		contextScope = MainScope
 	}
-	v := RecallView{TimelineScope: timeline, ContextScope: contextScope, SummaryScopes: []string{contextScope}}
-	if contextScope == MainScope && readScope != "" {
-		v.SummaryScopes = []string{readScope}
+	if readScope == "" {
+		readScope = MainScope
+	}
+	v := RecallView{TimelineScope: timeline, ContextScope: contextScope, SummaryScopes: []string{readScope}}
+	if contextScope != MainScope {
+		v.SummaryScopes = []string{contextScope, readScope}
 	}
 	return v
 }
