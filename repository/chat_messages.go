@@ -293,8 +293,9 @@ func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]ser
 }
 
 // recallHandoffCandidates is how many of the newest handoffs a
-// HandoffsOnly search ranks.
-const recallHandoffCandidates = 50
+// HandoffsOnly search ranks, by their first 1,000 characters (the summary
+// and the start of the result): every main prompt runs it.
+const recallHandoffCandidates = 30
 
 // commonTermFreq is the share of indexed rows above which a word is too
 // common to widen an any-word search (the 'simple' index keeps every word).
@@ -390,6 +391,7 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 	// index has no stop words) costs a bounded walk back along the
 	// timeline's rows instead of ranking all of them; the planner chooses
 	// between that walk and the full-text index by the words' frequency.
+	headline := `ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**')`
 	hits := `
 		candidates AS (
 			SELECT id, content FROM chat_messages, q
@@ -417,17 +419,20 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 			  AND ($6::bigint = 0 OR id <= $6)
 			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallHandoffCandidates) + `
 		),
+		vectors AS (SELECT id, to_tsvector('simple', left(content, 1000)) AS v FROM recent),
 		hits AS (
-			SELECT id, ts_rank_cd(to_tsvector('simple', left(content, 4000)), q.q, 32) AS score
-			FROM recent, q
-			WHERE to_tsvector('simple', left(content, 4000)) @@ q.q
+			SELECT id, ts_rank_cd(v, q.q, 32) AS score
+			FROM vectors, q
+			WHERE v @@ q.q
 			ORDER BY score DESC, id DESC LIMIT $7
 		)`
+		// Their readers take the whole handoff, not a passage.
+		headline = `''`
 	}
 	rows, err := s.db.Query(ctx, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),`+hits+`
 		SELECT m.id, m.role, m.context_scope, COALESCE(m.agent_id, ''), m.created_at,
-			ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**'),
+			`+headline+`,
 			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
 		FROM hits JOIN chat_messages m ON m.id = hits.id, q
 		ORDER BY hits.score DESC, m.id DESC`,
