@@ -385,7 +385,10 @@ func (s *Store) commonTerms(ctx context.Context) (map[string]bool, error) {
 const recallCandidates = 300
 
 // searchMessages ranks the matching rows (ts_rank_cd, normalised to 0..1)
-// and makes a headline only for the few returned.
+// and makes a headline only for the few returned. The query is planned for
+// each call with its values (QueryExecModeExec): a generic plan, not knowing
+// how rare the words are, intersects the full-text index with the
+// timeline's whole range.
 func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
 	// The newest matches are ranked: a word in most rows (the 'simple'
 	// index has no stop words) costs a bounded walk back along the
@@ -435,7 +438,7 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 			`+headline+`,
 			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
 		FROM hits JOIN chat_messages m ON m.id = hits.id, q
-		ORDER BY hits.score DESC, m.id DESC`,
+		ORDER BY hits.score DESC, m.id DESC`, pgx.QueryExecModeExec,
 		q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit)
 	if err != nil {
 		return nil, wrapErr("search messages", err)

@@ -92,7 +92,7 @@ func (s *Store) searchSegments(ctx context.Context, q services.RecallQuery) ([]s
 			ts_headline('simple', g.summary_text, q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**'),
 			g.token_count, length(g.summary_text), hits.score, g.from_message_id, g.until_message_id
 		FROM hits JOIN chat_summary_segments g ON g.id = hits.id, q
-		ORDER BY hits.score DESC, g.id DESC`,
+		ORDER BY hits.score DESC, g.id DESC`, pgx.QueryExecModeExec,
 		q.View.TimelineScope, q.View.SummaryScopes, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.Limit)
 	if err != nil {
 		return nil, wrapErr("search summaries", err)
