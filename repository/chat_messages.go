@@ -394,6 +394,7 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 	// index has no stop words) costs a bounded walk back along the
 	// timeline's rows instead of ranking all of them; the planner chooses
 	// between that walk and the full-text index by the words' frequency.
+	mode := pgx.QueryExecModeExec
 	headline := `ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**')`
 	hits := `
 		candidates AS (
@@ -429,8 +430,10 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 			WHERE v @@ q.q
 			ORDER BY score DESC, id DESC LIMIT $7
 		)`
-		// Their readers take the whole handoff, not a passage.
-		headline = `''`
+		// Their readers take the whole handoff, not a passage. Every main
+		// prompt runs this: a cached plan (the newest handoffs by the
+		// partial index whatever the words) spares planning it each time.
+		headline, mode = `''`, pgx.QueryExecModeCacheStatement
 	}
 	rows, err := s.db.Query(ctx, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),`+hits+`
@@ -438,7 +441,7 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 			`+headline+`,
 			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
 		FROM hits JOIN chat_messages m ON m.id = hits.id, q
-		ORDER BY hits.score DESC, m.id DESC`, pgx.QueryExecModeExec,
+		ORDER BY hits.score DESC, m.id DESC`, mode,
 		q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit)
 	if err != nil {
 		return nil, wrapErr("search messages", err)
