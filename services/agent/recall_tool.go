@@ -50,16 +50,15 @@ func (s *Service) detailBudget() int   { return s.recallBudget(5, 300, 6000) }
 func (s *Service) registerRecallTools(reg *tools.Registry) error {
 	for _, t := range []tools.Tool{
 		tools.Func("recall_search",
-			"Search the whole archive of this conversation, including what was summarised away: returns a compact index "+
-				"(id, date, role, one line, and the tokens the whole item costs to read). Then use recall_timeline for the turns "+
-				"around an id, or recall_detail to read items. Use a few distinctive words (names, numbers, terms); every word "+
-				"must appear, and when nothing has them all, items with any of them are listed.",
+			"Search this conversation's whole archive, summarised turns included. Returns an index: id, date, role, "+
+				"one line, tokens to read the item. Use a few distinctive words; all must match (else any). "+
+				"Then recall_timeline or recall_detail.",
 			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800}),
 		tools.Func("recall_timeline",
-			"The messages around one id from recall_search (a few before and after it), one line each, to see a past turn in context.",
+			"The messages around an archive id, one line each.",
 			s.recallTimeline).WithHistory(tools.HistoryRule{MaxChars: 800}),
 		tools.Func("recall_detail",
-			"Read whole archived messages or summaries by id (from recall_search or recall_timeline), within a token budget.",
+			"Read archived messages or summaries whole, by id.",
 			s.recallDetail).WithHistory(tools.HistoryRule{MaxChars: 1200}),
 	} {
 		if err := reg.Register(t); err != nil {
@@ -70,10 +69,10 @@ func (s *Service) registerRecallTools(reg *tools.Registry) error {
 }
 
 type recallSearchArgs struct {
-	Query  string `json:"query" jsonschema:"Distinctive words to look for."`
-	Limit  int    `json:"limit,omitempty" jsonschema:"At most this many results (1-30, default 10)."`
-	After  string `json:"after,omitempty" jsonschema:"Only items from this date on: YYYY-MM-DD or an RFC 3339 time (UTC unless it says)."`
-	Before string `json:"before,omitempty" jsonschema:"Only items before this date: YYYY-MM-DD or an RFC 3339 time."`
+	Query  string `json:"query" jsonschema:"Words to find."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"1-30, default 10."`
+	After  string `json:"after,omitempty" jsonschema:"From this date: YYYY-MM-DD or RFC 3339 (UTC)."`
+	Before string `json:"before,omitempty" jsonschema:"Before this date."`
 }
 
 // recallEntry is one line of an index: the id to read it by, and what
@@ -180,9 +179,9 @@ func (s *Service) recallSearch(ctx context.Context, call tools.Call, a recallSea
 }
 
 type recallTimelineArgs struct {
-	ID     string `json:"id" jsonschema:"A message id from recall_search (m123), or a summary id (s4) for the first messages it covers."`
-	Before int    `json:"before,omitempty" jsonschema:"Messages before it (0-20, default 4)."`
-	After  int    `json:"after,omitempty" jsonschema:"Messages after it (0-20, default 4)."`
+	ID     string `json:"id" jsonschema:"m123 (a message) or s4 (a summary: its first messages)."`
+	Before int    `json:"before,omitempty" jsonschema:"0-20, default 4."`
+	After  int    `json:"after,omitempty" jsonschema:"0-20, default 4."`
 }
 
 func (s *Service) recallTimeline(ctx context.Context, call tools.Call, a recallTimelineArgs) (tools.Result, error) {
@@ -276,8 +275,8 @@ func messageEntry(m services.Message, count func(string) int) recallEntry {
 }
 
 type recallDetailArgs struct {
-	IDs       []string `json:"ids" jsonschema:"Ids to read (m123 for a message, s4 for a summary), 1 to 20."`
-	MaxTokens int      `json:"max_tokens,omitempty" jsonschema:"Budget of this answer in tokens (default and maximum: the tool's budget)."`
+	IDs       []string `json:"ids" jsonschema:"1-20 ids: m123 (message), s4 (summary)."`
+	MaxTokens int      `json:"max_tokens,omitempty" jsonschema:"A smaller budget in tokens."`
 }
 
 type recallItem struct {
