@@ -146,19 +146,6 @@ type RecallStore interface {
 	RecallSegments(ctx context.Context, v RecallView, ids []int64) ([]Segment, error)
 }
 
-// Recallable reports whether a stored row may be recalled at all (the
-// rule RecallStore applies in SQL, for rows already read).
-func Recallable(m Message) bool {
-	if m.Source == SourceSystem {
-		return false
-	}
-	meta, _ := DecodeMeta(m.Metadata)
-	if meta.Command != "" || meta.Notice == NoticeOfflineModel {
-		return false
-	}
-	return !(meta.Kind == MetaHandoff && m.Visible)
-}
-
 // maxRecallTerms bounds the words of one search.
 const maxRecallTerms = 16
 
