@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -142,5 +144,39 @@ func TestPayloadNeverCutsHardConstraintsOrTheTask(t *testing.T) {
 	}
 	if tiny.Task != want.Task || len(tiny.Constraints.Hard) != 1 || len(tiny.Constraints.Given) != 1 {
 		t.Fatalf("cut what must travel whole: %+v", tiny)
+	}
+}
+
+// TestPayloadExampleInDocsMatchesTheCode: the payload shown in
+// docs/SUBAGENTS.md decodes into TaskPayload with no unknown field, and
+// every field of the code appears in it.
+func TestPayloadExampleInDocsMatchesTheCode(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/SUBAGENTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "Its task payload")
+	j := strings.Index(text[i:], "```json\n")
+	k := strings.Index(text[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no payload example in docs/SUBAGENTS.md")
+	}
+	example := text[i+j+8 : i+j+8+k]
+	dec := json.NewDecoder(strings.NewReader(example))
+	dec.DisallowUnknownFields()
+	var p TaskPayload
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("the documented payload does not decode: %v\n%s", err, example)
+	}
+	var round map[string]any
+	_ = json.Unmarshal(mustJSON(p), &round)
+	for _, field := range []string{"version", "task", "agent_id", "rules_files", "constraints", "settings", "observations", "budget", "downgrade", "parent"} {
+		if _, ok := round[field]; !ok {
+			t.Fatalf("the documented payload lacks %q", field)
+		}
+	}
+	if p.Version != 2 || p.Observations[0].Source == "" || p.Downgrade[0].Step != StepDropObservations || p.Budget.PayloadTokens == 0 {
+		t.Fatalf("documented payload: %+v", p)
 	}
 }
