@@ -4,6 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -205,4 +210,288 @@ func (s *Store) ListContext(ctx context.Context, q services.ContextQuery) ([]ser
 	}
 	msgs, err := collectMessages(rows, err)
 	return msgs, wrapErr(fmt.Sprintf("list context %q/%q", q.TimelineScope, q.ContextScope), err)
+}
+
+var _ services.RecallStore = (*Store)(nil)
+
+// recallVector is the indexed expression of idx_chat_messages_fts: a query
+// must spell it exactly so for the planner to use the index.
+const recallVector = `to_tsvector('simple', left(content, 100000))`
+
+// recallView is the WHERE clause of services.RecallView for chat_messages
+// ($1 timeline, $2 context scope), with the rows never recalled left out.
+// Main's view is its own scope (every visible row is a main row); any other
+// scope reads its own rows, main's visible ones and the handoffs main got.
+const recallView = `timeline_scope = $1
+	AND (context_scope = $2 OR (context_scope = 'main' AND (visible = 1 OR metadata->>'kind' = 'handoff')))
+	AND source <> 'system' AND metadata->>'command' IS NULL
+	AND COALESCE(metadata->>'notice', '') <> '` + services.NoticeOfflineModel + `'
+	AND NOT (visible = 1 AND COALESCE(metadata->>'kind', '') = 'handoff')`
+
+// recallTSQuery is the tsquery of a RecallQuery for websearch_to_tsquery:
+// the terms (letters and digits only) joined by spaces (all must match) or
+// "or" (any).
+func recallTSQuery(q services.RecallQuery) string {
+	sep := " "
+	if q.AnyTerm {
+		sep = " or "
+	}
+	return strings.Join(q.Terms, sep)
+}
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// SearchRecall searches a timeline's archive (messages and summary
+// segments) within q.View, best first.
+func (s *Store) SearchRecall(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	if q.View.TimelineScope == "" || q.View.ContextScope == "" {
+		return nil, services.Errorf(services.EINVALID, "recall needs a timeline and a context scope")
+	}
+	if len(q.Terms) == 0 {
+		return nil, services.Errorf(services.EINVALID, "the search has no words to look for")
+	}
+	if q.Limit <= 0 || q.Limit > 100 {
+		q.Limit = 100
+	}
+	if q.AnyTerm && len(q.Terms) > 1 {
+		terms, err := s.rarerTerms(ctx, q.Terms)
+		if err != nil {
+			return nil, err
+		}
+		q.Terms = terms
+	}
+	var hits []services.RecallHit
+	if q.Kind != services.RecallSummary {
+		h, err := s.searchMessages(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		hits = h
+	}
+	if q.Kind != services.RecallMessage && !q.HandoffsOnly && len(q.View.SummaryScopes) > 0 {
+		h, err := s.searchSegments(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h...)
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].CreatedAt.After(hits[j].CreatedAt)
+	})
+	if len(hits) > q.Limit {
+		hits = hits[:q.Limit]
+	}
+	return hits, nil
+}
+
+// recallHandoffCandidates is how many of the newest handoffs a
+// HandoffsOnly search ranks, by their first 1,000 characters (the summary
+// and the start of the result): every main prompt runs it.
+const recallHandoffCandidates = 30
+
+// commonTermFreq is the share of indexed rows above which a word is too
+// common to widen an any-word search (the 'simple' index keeps every word).
+const commonTermFreq = 0.05
+
+// commonTermMinRows: in a smaller table every word is "common"; nothing is
+// left out.
+const commonTermMinRows = 20000
+
+// rarerTerms leaves out of an any-word search the words that PostgreSQL's
+// statistics of idx_chat_messages_fts (ANALYZE) find in more than
+// commonTermFreq of the rows, when rarer words remain: each matching row of
+// an any-word search is read, and a word in half the table would read half
+// the table.
+func (s *Store) rarerTerms(ctx context.Context, terms []string) ([]string, error) {
+	common, err := s.commonTerms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range terms {
+		if !common[t] {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return terms, nil
+	}
+	return out, nil
+}
+
+// commonTermsTTL is how long the common words read from the statistics are
+// kept (they change with ANALYZE, slowly).
+const commonTermsTTL = 10 * time.Minute
+
+var commonTermCache struct {
+	sync.Mutex
+	byDB map[any]commonTermEntry
+}
+
+type commonTermEntry struct {
+	at  time.Time
+	set map[string]bool
+}
+
+// commonTerms are the words in more than commonTermFreq of the indexed
+// rows, read from pg_stats at most once per commonTermsTTL per database
+// handle (reading them costs a few milliseconds).
+func (s *Store) commonTerms(ctx context.Context) (map[string]bool, error) {
+	commonTermCache.Lock()
+	e, ok := commonTermCache.byDB[s.db]
+	commonTermCache.Unlock()
+	if ok && time.Since(e.at) < commonTermsTTL {
+		return e.set, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT e FROM pg_stats st,
+			unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS u(e, f)
+		WHERE st.schemaname = current_schema() AND st.tablename = 'idx_chat_messages_fts'
+		  AND e IS NOT NULL AND f > $1
+		  AND (SELECT reltuples FROM pg_class WHERE oid = 'chat_messages'::regclass) >= $2`, commonTermFreq, commonTermMinRows)
+	if err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			return nil, wrapErr("recall term statistics", err)
+		}
+		set[w] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("recall term statistics", err)
+	}
+	commonTermCache.Lock()
+	if commonTermCache.byDB == nil || len(commonTermCache.byDB) > 64 {
+		commonTermCache.byDB = map[any]commonTermEntry{}
+	}
+	commonTermCache.byDB[s.db] = commonTermEntry{at: time.Now(), set: set}
+	commonTermCache.Unlock()
+	return set, nil
+}
+
+// recallCandidates is how many of the newest matching rows a search ranks.
+const recallCandidates = 300
+
+// searchMessages ranks the matching rows (ts_rank_cd, normalised to 0..1)
+// and makes a headline only for the few returned. The query is planned for
+// each call with its values (QueryExecModeExec): a generic plan, not knowing
+// how rare the words are, intersects the full-text index with the
+// timeline's whole range.
+func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	// The newest matches are ranked: a word in most rows (the 'simple'
+	// index has no stop words) costs a bounded walk back along the
+	// timeline's rows instead of ranking all of them; the planner chooses
+	// between that walk and the full-text index by the words' frequency.
+	mode := pgx.QueryExecModeExec
+	headline := `ts_headline('simple', left(m.content, 20000), q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**')`
+	hits := `
+		candidates AS (
+			SELECT id, content FROM chat_messages, q
+			WHERE ` + recallVector + ` @@ q.q AND ` + recallView + `
+			  AND ($4::timestamptz IS NULL OR created_at >= $4)
+			  AND ($5::timestamptz IS NULL OR created_at < $5)
+			  AND ($6::bigint = 0 OR id <= $6)
+			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallCandidates) + `
+		),
+		hits AS (
+			SELECT id, ts_rank_cd(` + recallVector + `, q.q, 32) AS score
+			FROM candidates, q
+			ORDER BY score DESC, id DESC LIMIT $7
+		)`
+	if q.HandoffsOnly {
+		// The newest handoffs (idx_chat_messages_handoffs, its predicate
+		// spelled alike), ranked: a bounded cost for every prompt, however
+		// common the input's words are in the rest of the table.
+		hits = `
+		recent AS (
+			SELECT id, content FROM chat_messages
+			WHERE visible = 0 AND metadata->>'kind' = 'handoff' AND ` + recallView + `
+			  AND ($4::timestamptz IS NULL OR created_at >= $4)
+			  AND ($5::timestamptz IS NULL OR created_at < $5)
+			  AND ($6::bigint = 0 OR id <= $6)
+			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallHandoffCandidates) + `
+		),
+		vectors AS (SELECT id, to_tsvector('simple', left(content, 1000)) AS v FROM recent),
+		hits AS (
+			SELECT id, ts_rank_cd(v, q.q, 32) AS score
+			FROM vectors, q
+			WHERE v @@ q.q
+			ORDER BY score DESC, id DESC LIMIT $7
+		)`
+		// Their readers take the whole handoff, not a passage. Every main
+		// prompt runs this: a cached plan (the newest handoffs by the
+		// partial index whatever the words) spares planning it each time.
+		headline, mode = `''`, pgx.QueryExecModeCacheStatement
+	}
+	rows, err := s.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),`+hits+`
+		SELECT m.id, m.role, m.context_scope, COALESCE(m.agent_id, ''), m.created_at,
+			`+headline+`,
+			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
+		FROM hits JOIN chat_messages m ON m.id = hits.id, q
+		ORDER BY hits.score DESC, m.id DESC`, mode,
+		q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit)
+	if err != nil {
+		return nil, wrapErr("search messages", err)
+	}
+	defer rows.Close()
+	var out []services.RecallHit
+	for rows.Next() {
+		h := services.RecallHit{Kind: services.RecallMessage}
+		var chars int
+		if err := rows.Scan(&h.ID, &h.Role, &h.ContextScope, &h.AgentID, &h.CreatedAt, &h.Snippet, &h.Tokens, &chars, &h.Score, &h.MessageKind); err != nil {
+			return nil, wrapErr("search messages", err)
+		}
+		if h.Tokens == 0 {
+			h.Tokens = chars/4 + 1 // rows stored before token counting
+		}
+		h.Snippet = strings.Join(strings.Fields(h.Snippet), " ")
+		out = append(out, h)
+	}
+	return out, wrapErr("search messages", rows.Err())
+}
+
+// RecallMessages returns the rows of ids within v, in id order.
+func (s *Store) RecallMessages(ctx context.Context, v services.RecallView, ids []int64) ([]services.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+messageColumns+` FROM chat_messages
+		WHERE id = ANY($3) AND `+recallView+`
+		ORDER BY id`, v.TimelineScope, v.ContextScope, ids)
+	msgs, err := collectMessages(rows, err)
+	return msgs, wrapErr("recall messages", err)
+}
+
+// RecallAround returns the rows of v around id, in id order.
+func (s *Store) RecallAround(ctx context.Context, v services.RecallView, id int64, before, after int) ([]services.Message, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT * FROM (
+			(SELECT `+messageColumns+` FROM chat_messages WHERE id < $3 AND `+recallView+` ORDER BY id DESC LIMIT $4)
+			UNION ALL
+			(SELECT `+messageColumns+` FROM chat_messages WHERE id >= $3 AND `+recallView+` ORDER BY id LIMIT $5)
+		) around ORDER BY id`, v.TimelineScope, v.ContextScope, id, max(before, 0), max(after, 0)+1)
+	msgs, err := collectMessages(rows, err)
+	if err != nil {
+		return nil, wrapErr("recall around", err)
+	}
+	for _, m := range msgs {
+		if m.ID == id {
+			return msgs, nil
+		}
+	}
+	return nil, services.Errorf(services.ENOTFOUND, "message m%d is not in this conversation's archive", id)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -87,4 +88,69 @@ func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (servic
 		return err
 	})
 	return out, err
+}
+
+// searchSegments ranks the summary segments of the view's summary scopes
+// (every segment, also those before a reset: /new stops sending them, the
+// archive keeps them).
+func (s *Store) searchSegments(ctx context.Context, q services.RecallQuery) ([]services.RecallHit, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),
+		hits AS (
+			SELECT id, ts_rank_cd(to_tsvector('simple', summary_text), q.q, 32) AS score
+			FROM chat_summary_segments, q
+			WHERE to_tsvector('simple', summary_text) @@ q.q
+			  AND timeline_scope = $1 AND scope = ANY($2) AND kind = 'summary'
+			  AND ($4::timestamptz IS NULL OR created_at >= $4)
+			  AND ($5::timestamptz IS NULL OR created_at < $5)
+			ORDER BY score DESC, id DESC LIMIT $6
+		)
+		SELECT g.id, g.scope, g.created_at,
+			ts_headline('simple', g.summary_text, q.q, 'MaxWords=24, MinWords=8, MaxFragments=1, StartSel=**, StopSel=**'),
+			g.token_count, length(g.summary_text), hits.score, g.from_message_id, g.until_message_id
+		FROM hits JOIN chat_summary_segments g ON g.id = hits.id, q
+		ORDER BY hits.score DESC, g.id DESC`, pgx.QueryExecModeExec,
+		q.View.TimelineScope, q.View.SummaryScopes, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.Limit)
+	if err != nil {
+		return nil, wrapErr("search summaries", err)
+	}
+	defer rows.Close()
+	var out []services.RecallHit
+	for rows.Next() {
+		h := services.RecallHit{Kind: services.RecallSummary, Role: services.RoleSystem}
+		var chars int
+		if err := rows.Scan(&h.ID, &h.ContextScope, &h.CreatedAt, &h.Snippet, &h.Tokens, &chars, &h.Score, &h.FromID, &h.UntilID); err != nil {
+			return nil, wrapErr("search summaries", err)
+		}
+		if h.Tokens == 0 {
+			h.Tokens = chars/4 + 1
+		}
+		h.Snippet = strings.Join(strings.Fields(h.Snippet), " ")
+		out = append(out, h)
+	}
+	return out, wrapErr("search summaries", rows.Err())
+}
+
+// RecallSegments returns the summary segments of ids within v.
+func (s *Store) RecallSegments(ctx context.Context, v services.RecallView, ids []int64) ([]services.Segment, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+segmentColumns+` FROM chat_summary_segments
+		WHERE id = ANY($3) AND timeline_scope = $1 AND scope = ANY($2) AND kind = 'summary'
+		ORDER BY id`, v.TimelineScope, v.SummaryScopes, ids)
+	if err != nil {
+		return nil, wrapErr("recall summaries", err)
+	}
+	defer rows.Close()
+	var out []services.Segment
+	for rows.Next() {
+		seg, err := scanSegment(rows)
+		if err != nil {
+			return nil, wrapErr("recall summaries", err)
+		}
+		out = append(out, seg)
+	}
+	return out, wrapErr("recall summaries", rows.Err())
 }

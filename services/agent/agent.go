@@ -126,6 +126,11 @@ func New(opts Options) *Service {
 				opts.Logger.Error("register send_file tool", "err", err)
 			}
 		}
+		if _, ok := opts.Tools.Get("recall_search"); !ok && s.recallStore() != nil {
+			if err := s.registerRecallTools(opts.Tools); err != nil {
+				opts.Logger.Error("register recall tools", "err", err)
+			}
+		}
 		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {
 			if err := s.registerProposeRule(opts.Tools); err != nil {
 				opts.Logger.Error("register propose_rule tool", "err", err)

@@ -16,10 +16,16 @@ import (
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
+// chatOnly is the store without its archive (services.RecallStore), for
+// builds without handoff retrieval.
+type chatOnly struct{ services.ChatStore }
+
 // BenchmarkBuildSizes measures ContextManager.Build for a scope with 200
-// recent turns (and rules, settings, a summary segment) in chat_messages
+// recent turns (and rules, settings, a summary segment, 60 archived
+// handoffs that share words with the input) in chat_messages
 // tables of the sizes in BENCH_BUILD_ROWS (default 1k,10k,100k,1M; the
-// other rows spread over 1,000 other timelines), p50/p95 per size. Run on
+// other rows spread over 1,000 other timelines), p50/p95 per size, with
+// and (no-recall-*) without the retrieval of archived handoffs. Run on
 // purpose:
 //
 //	go test -run '^$' -bench BuildSizes -benchtime 300x -timeout 60m ./services/prompt/
@@ -45,7 +51,19 @@ func BenchmarkBuildSizes(b *testing.B) {
 				SELECT 'tg:' || (g % 1000), 'main', CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, 'telegram',
 				       'background message number ' || g, 1, 8
 				FROM generate_series(1, $1) g`, max(0, total-400))
-			if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: 1, UntilMessageID: 1,
+			// 60 archived handoffs of earlier sub-agents (the retrieved layer
+			// ranks the 50 newest against the input).
+			var lastHandoff int64 = 1
+			for i := 0; i < 60; i++ {
+				h, _, err := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "tool", Source: "agent",
+					Content:  fmt.Sprintf(`{"version":1,"kind":"handoff","run_id":%d,"agent_id":"researcher","status":"ok","summary":"research result %d","result":"a typical finding in a few words, number %d"}`, i+1, i, i),
+					Metadata: services.MessageMeta{Kind: services.MetaHandoff, ChildRunID: int64(i + 1), ToolName: "delegate"}.Encode()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lastHandoff = h.ID
+			}
+			if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: 1, UntilMessageID: lastHandoff,
 				SummaryText: "## Archived Session Summary\nEarlier talk.", TokenCount: 10}); err != nil {
 				b.Fatal(err)
 			}
@@ -56,7 +74,11 @@ func BenchmarkBuildSizes(b *testing.B) {
 			}
 			dbtest.Exec(b, pool, `ANALYZE`)
 			m := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			// The same builds without the archive (no handoff retrieval),
+			// interleaved so both see the same machine load.
+			plain := prompt.New(prompt.Options{Store: chatOnly{s}, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
 			lat := make([]time.Duration, 0, b.N)
+			latPlain := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
@@ -68,11 +90,23 @@ func BenchmarkBuildSizes(b *testing.B) {
 				if n := len(p.Request.Messages); n < 399 {
 					b.Fatalf("prompt has %d messages, want the 200 turns", n)
 				}
+				if !strings.HasPrefix(p.Request.Messages[0].Content, "## Retrieved for this turn") {
+					b.Fatalf("no archived handoff was retrieved: %.200s", p.Request.Messages[0].Content)
+				}
+				t0 = time.Now()
+				if _, err := plain.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last}); err != nil {
+					b.Fatal(err)
+				}
+				latPlain = append(latPlain, time.Since(t0))
 			}
 			b.StopTimer()
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			for _, l := range [][]time.Duration{lat, latPlain} {
+				sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+			}
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+			b.ReportMetric(float64(latPlain[len(latPlain)/2].Microseconds())/1000, "no-recall-p50-ms")
+			b.ReportMetric(float64(latPlain[len(latPlain)*95/100].Microseconds())/1000, "no-recall-p95-ms")
 		})
 	}
 }

@@ -52,6 +52,9 @@ type Options struct {
 	MaxConcurrentBuilds int
 	// Compaction settings; see compact.go.
 	Compaction CompactionOptions
+	// Recall finds the handoffs of earlier sub-agents for the retrieved
+	// layer (nil: the Store's, when it keeps an archive).
+	Recall services.RecallStore
 	// HistoryRule returns a tool's rule for keeping its results in history
 	// (the tool registry's); tools without one get DefaultCompressionRule.
 	HistoryRule func(toolName string) (CompressionRule, bool)
@@ -107,6 +110,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.Location == nil {
 		opts.Location = time.Local
+	}
+	if opts.Recall == nil {
+		opts.Recall, _ = opts.Store.(services.RecallStore)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -257,7 +263,10 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		inputText = m.InputHeader(input.Source) + "\n\n" + inputText
 	}
 	inputImages, imageTokens := m.images(ctx, p.TimelineScope, inputFiles)
-	retrieved := m.retrievedLayer(p, input.Content, &warns)
+	retrieved, err := m.retrievedLayer(ctx, p, input.Content, &warns)
+	if err != nil {
+		return Prompt{}, err
+	}
 	todo := m.todoLayer(p.TimelineScope)
 
 	readScope := m.ReadScope(p.ContextScope)

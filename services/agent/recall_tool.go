@@ -1,0 +1,400 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// The recall tools disclose the archive in three steps (docs/CONTEXT.md,
+// "Recall"): recall_search gives a compact index (ids, dates, one line
+// each, what the whole item costs), recall_timeline the turns around one
+// id, recall_detail whole items by id. Each answers within a token budget
+// that follows the model's window, and reads only what the calling scope
+// may (services.RecallView).
+
+// recallStore is the archive the recall tools read: the store, when it
+// keeps one (nil otherwise: no recall tools).
+func (s *Service) recallStore() services.RecallStore {
+	r, _ := s.opts.Store.(services.RecallStore)
+	return r
+}
+
+// recallView is what the calling scope may recall.
+func (s *Service) recallView(call tools.Call) services.RecallView {
+	read := services.MainScope
+	if s.opts.Context != nil {
+		read = s.opts.Context.ReadScope(services.MainScope)
+	}
+	return services.NewRecallView(call.TimelineScope, call.ContextScope, read)
+}
+
+// recallBudget is a recall tool's answer budget: a share of the prompt
+// budget, between floor and ceiling tokens.
+func (s *Service) recallBudget(share, floor, ceiling int) int {
+	b := ceiling
+	if s.opts.Context != nil {
+		b = s.opts.Context.Budget() / share
+	}
+	return max(floor, min(b, ceiling))
+}
+
+func (s *Service) searchBudget() int   { return s.recallBudget(10, 120, 1000) }
+func (s *Service) timelineBudget() int { return s.recallBudget(8, 200, 2000) }
+func (s *Service) detailBudget() int   { return s.recallBudget(5, 300, 6000) }
+
+func (s *Service) registerRecallTools(reg *tools.Registry) error {
+	for _, t := range []tools.Tool{
+		tools.Func("recall_search",
+			"Search this conversation's whole archive, summarised turns included. Returns an index: id, date, role, "+
+				"one line, tokens to read the item. Use a few distinctive words; all must match (else any). "+
+				"Then recall_timeline or recall_detail.",
+			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800}),
+		tools.Func("recall_timeline",
+			"The messages around an archive id, one line each.",
+			s.recallTimeline).WithHistory(tools.HistoryRule{MaxChars: 800}),
+		tools.Func("recall_detail",
+			"Read archived messages or summaries whole, by id.",
+			s.recallDetail).WithHistory(tools.HistoryRule{MaxChars: 1200}),
+	} {
+		if err := reg.Register(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type recallSearchArgs struct {
+	Query  string `json:"query" jsonschema:"Words to find."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"1-30, default 10."`
+	After  string `json:"after,omitempty" jsonschema:"From this date: YYYY-MM-DD or RFC 3339 (UTC)."`
+	Before string `json:"before,omitempty" jsonschema:"Before this date."`
+}
+
+// recallEntry is one line of an index: the id to read it by, and what
+// reading it whole costs.
+type recallEntry struct {
+	ID     string  `json:"id"`
+	Date   string  `json:"date"`
+	Role   string  `json:"role"`
+	Tokens int     `json:"tokens"`
+	Score  float64 `json:"score,omitempty"`
+	Text   string  `json:"text"`
+	Center bool    `json:"match,omitempty"`
+}
+
+type recallIndex struct {
+	Query   string        `json:"query,omitempty"`
+	Match   string        `json:"match,omitempty"`
+	Results []recallEntry `json:"results"`
+	// More counts entries left out for the budget.
+	More   int    `json:"more,omitempty"`
+	Budget int    `json:"budget_tokens"`
+	Note   string `json:"note,omitempty"`
+}
+
+func recallDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }
+
+// parseRecallDate reads YYYY-MM-DD (UTC midnight) or RFC 3339.
+func parseRecallDate(arg, v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, services.Errorf(services.EINVALID, "argument %q: %q is not a date (YYYY-MM-DD or an RFC 3339 time)", arg, v)
+}
+
+func hitRole(h services.RecallHit) string {
+	switch {
+	case h.Kind == services.RecallSummary:
+		return "summary"
+	case h.MessageKind == services.MetaHandoff:
+		return "handoff"
+	}
+	return string(h.Role)
+}
+
+func (s *Service) recallSearch(ctx context.Context, call tools.Call, a recallSearchArgs) (tools.Result, error) {
+	limit := a.Limit
+	if limit == 0 {
+		limit = 10
+	}
+	if limit < 1 || limit > 30 {
+		return tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("argument \"limit\": %d is not between 1 and 30", a.Limit)), nil
+	}
+	after, err := parseRecallDate("after", a.After)
+	if err != nil {
+		return tools.ErrorResult(tools.CodeBadArguments, services.ErrorMessage(err)), nil
+	}
+	before, err := parseRecallDate("before", a.Before)
+	if err != nil {
+		return tools.ErrorResult(tools.CodeBadArguments, services.ErrorMessage(err)), nil
+	}
+	terms := services.RecallTerms(a.Query)
+	if len(terms) == 0 {
+		return tools.ErrorResult(tools.CodeBadArguments, "argument \"query\": no words to look for"), nil
+	}
+	q := services.RecallQuery{View: s.recallView(call), Terms: terms, After: after, Before: before, Limit: limit}
+	hits, err := s.recallStore().SearchRecall(ctx, q)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	out := recallIndex{Query: strings.Join(terms, " "), Match: "all words", Budget: s.searchBudget(), Results: []recallEntry{}}
+	if len(hits) == 0 && len(terms) > 1 {
+		q.AnyTerm = true
+		if hits, err = s.recallStore().SearchRecall(ctx, q); err != nil {
+			return tools.Result{}, err
+		}
+		out.Match = "any word"
+	}
+	if len(hits) == 0 {
+		out.Match, out.Note = "", "nothing in the archive has these words; try other or fewer words"
+	}
+	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	for _, h := range hits {
+		e := recallEntry{ID: h.Ref(), Date: recallDate(h.CreatedAt), Role: hitRole(h), Tokens: h.Tokens,
+			Score: float64(int(h.Score*1000)) / 1000, Text: truncateText(h.Snippet, 160)}
+		if h.Kind == services.RecallSummary {
+			e.Text = fmt.Sprintf("(summary of m%d-m%d) %s", h.FromID, h.UntilID, e.Text)
+		}
+		n := s.opts.Tokenizer.Count(string(mustJSON(e))) + 1
+		if used+n > out.Budget {
+			out.More = len(hits) - len(out.Results)
+			break
+		}
+		used += n
+		out.Results = append(out.Results, e)
+	}
+	return tools.JSONResult(out)
+}
+
+type recallTimelineArgs struct {
+	ID     string `json:"id" jsonschema:"m123 (a message) or s4 (a summary: its first messages)."`
+	Before int    `json:"before,omitempty" jsonschema:"0-20, default 4."`
+	After  int    `json:"after,omitempty" jsonschema:"0-20, default 4."`
+}
+
+func (s *Service) recallTimeline(ctx context.Context, call tools.Call, a recallTimelineArgs) (tools.Result, error) {
+	kind, id, err := services.ParseRecallRef(a.ID)
+	if err != nil {
+		return tools.ErrorResult(tools.CodeBadArguments, "argument \"id\": "+services.ErrorMessage(err)), nil
+	}
+	before, after := a.Before, a.After
+	if before == 0 && after == 0 {
+		before, after = 4, 4
+	}
+	if before < 0 || before > 20 || after < 0 || after > 20 {
+		return tools.ErrorResult(tools.CodeBadArguments, "arguments \"before\" and \"after\" are between 0 and 20"), nil
+	}
+	view := s.recallView(call)
+	center := id
+	if kind == services.RecallSummary {
+		segs, err := s.recallStore().RecallSegments(ctx, view, []int64{id})
+		if err != nil {
+			return tools.Result{}, err
+		}
+		if len(segs) == 0 {
+			return tools.Result{}, services.Errorf(services.ENOTFOUND, "summary %s is not in this conversation's archive", a.ID)
+		}
+		center, before = segs[0].FromMessageID, 0
+	}
+	rows, err := s.recallStore().RecallAround(ctx, view, center, before, after)
+	if services.IsKind(err, services.ENOTFOUND) && kind == services.RecallSummary {
+		return tools.Result{}, services.Errorf(services.ENOTFOUND, "the messages summary %s covers are not readable here", a.ID)
+	}
+	if err != nil {
+		return tools.Result{}, err
+	}
+	out := recallIndex{Budget: s.timelineBudget(), Results: []recallEntry{}}
+	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	entries := make([]recallEntry, len(rows))
+	for i, m := range rows {
+		entries[i] = messageEntry(m, s.opts.Tokenizer.Count)
+		entries[i].Center = m.ID == center
+	}
+	// Keep the center, then grow outwards while the budget lasts.
+	var ci int
+	for i, m := range rows {
+		if m.ID == center {
+			ci = i
+		}
+	}
+	lo, hi := ci, ci+1
+	used += s.opts.Tokenizer.Count(string(mustJSON(entries[ci])))
+	for grew := true; grew; {
+		grew = false
+		if lo > 0 {
+			if n := s.opts.Tokenizer.Count(string(mustJSON(entries[lo-1]))) + 1; used+n <= out.Budget {
+				lo, used, grew = lo-1, used+n, true
+			}
+		}
+		if hi < len(entries) {
+			if n := s.opts.Tokenizer.Count(string(mustJSON(entries[hi]))) + 1; used+n <= out.Budget {
+				hi, used, grew = hi+1, used+n, true
+			}
+		}
+	}
+	out.Results = entries[lo:hi]
+	out.More = len(entries) - (hi - lo)
+	return tools.JSONResult(out)
+}
+
+// messageEntry is a row as one line of an index.
+func messageEntry(m services.Message, count func(string) int) recallEntry {
+	tokens := m.TokenCount
+	if tokens == 0 {
+		tokens = count(m.Content)
+	}
+	role := string(m.Role)
+	meta, _ := services.DecodeMeta(m.Metadata)
+	switch {
+	case meta.Kind == services.MetaHandoff:
+		role = "handoff"
+	case m.Role == services.RoleTool && meta.ToolName != "":
+		role = "tool " + meta.ToolName
+	case m.Role == services.RoleAssistant && len(meta.ToolCalls) > 0 && strings.TrimSpace(m.Content) == "":
+		var names []string
+		for _, c := range meta.ToolCalls {
+			names = append(names, c.Name)
+		}
+		return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: recallDate(m.CreatedAt), Role: "assistant",
+			Tokens: tokens, Text: "(calls " + strings.Join(names, ", ") + ")"}
+	}
+	return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: recallDate(m.CreatedAt), Role: role,
+		Tokens: tokens, Text: truncateText(strings.Join(strings.Fields(m.Content), " "), 160)}
+}
+
+type recallDetailArgs struct {
+	IDs       []string `json:"ids" jsonschema:"1-20 ids: m123 (message), s4 (summary)."`
+	MaxTokens int      `json:"max_tokens,omitempty" jsonschema:"A smaller budget in tokens."`
+}
+
+type recallItem struct {
+	ID     string `json:"id"`
+	Date   string `json:"date"`
+	Role   string `json:"role"`
+	Source string `json:"source,omitempty"`
+	Covers string `json:"covers,omitempty"`
+	Text   string `json:"text"`
+	// Cut says how much of the text was left out for the budget.
+	Cut string `json:"cut,omitempty"`
+}
+
+type recallDetailOut struct {
+	Items []recallItem `json:"items"`
+	// Missing are ids not in this conversation's archive (or not readable
+	// from this scope); Skipped, ids left out for the budget.
+	Missing []string `json:"missing,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+	Budget  int      `json:"budget_tokens"`
+}
+
+func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDetailArgs) (tools.Result, error) {
+	if len(a.IDs) == 0 || len(a.IDs) > 20 {
+		return tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("argument \"ids\": %d ids; give 1 to 20", len(a.IDs))), nil
+	}
+	budget := s.detailBudget()
+	if a.MaxTokens < 0 {
+		return tools.ErrorResult(tools.CodeBadArguments, "argument \"max_tokens\" is negative"), nil
+	}
+	if a.MaxTokens > 0 {
+		budget = min(budget, max(a.MaxTokens, 50))
+	}
+	var msgIDs, segIDs []int64
+	type ref struct {
+		kind string
+		id   int64
+		raw  string
+	}
+	var refs []ref
+	for _, raw := range a.IDs {
+		kind, id, err := services.ParseRecallRef(raw)
+		if err != nil {
+			return tools.ErrorResult(tools.CodeBadArguments, "argument \"ids\": "+services.ErrorMessage(err)), nil
+		}
+		refs = append(refs, ref{kind, id, raw})
+		if kind == services.RecallSummary {
+			segIDs = append(segIDs, id)
+		} else {
+			msgIDs = append(msgIDs, id)
+		}
+	}
+	view := s.recallView(call)
+	msgs, err := s.recallStore().RecallMessages(ctx, view, msgIDs)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	segs, err := s.recallStore().RecallSegments(ctx, view, segIDs)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	items := map[string]recallItem{}
+	for _, m := range msgs {
+		e := messageEntry(m, s.opts.Tokenizer.Count)
+		items[e.ID] = recallItem{ID: e.ID, Date: e.Date, Role: e.Role, Source: string(m.Source), Text: m.Content}
+	}
+	for _, g := range segs {
+		id := services.RecallRef(services.RecallSummary, g.ID)
+		items[id] = recallItem{ID: id, Date: recallDate(g.CreatedAt), Role: "summary",
+			Covers: fmt.Sprintf("m%d-m%d", g.FromMessageID, g.UntilMessageID), Text: g.SummaryText}
+	}
+	out := recallDetailOut{Items: []recallItem{}, Budget: budget}
+	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	seen := map[string]bool{}
+	for _, r := range refs {
+		id := services.RecallRef(r.kind, r.id)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		it, ok := items[id]
+		if !ok {
+			out.Missing = append(out.Missing, r.raw)
+			continue
+		}
+		n := s.opts.Tokenizer.Count(string(mustJSON(it))) + 1
+		if used+n <= budget {
+			out.Items = append(out.Items, it)
+			used += n
+			continue
+		}
+		// The first item that does not fit whole is cut to what is left
+		// (saying so); later ones are skipped.
+		left := budget - used - s.opts.Tokenizer.Count(string(mustJSON(recallItem{ID: it.ID, Date: it.Date, Role: it.Role, Source: it.Source, Covers: it.Covers, Cut: "0000000 of 0000000 tokens left out"}))) - 2
+		if left >= 40 && len(out.Skipped) == 0 {
+			full := s.opts.Tokenizer.Count(it.Text)
+			it.Text = cutToTokens(it.Text, left, s.opts.Tokenizer.Count)
+			it.Cut = fmt.Sprintf("%d of %d tokens left out", full-s.opts.Tokenizer.Count(it.Text), full)
+			out.Items = append(out.Items, it)
+			used = budget
+			continue
+		}
+		out.Skipped = append(out.Skipped, r.raw)
+	}
+	return tools.JSONResult(out)
+}
+
+// cutToTokens keeps the longest prefix of text (by runes) within n tokens.
+func cutToTokens(text string, n int, count func(string) int) string {
+	r := []rune(text)
+	lo, hi := 0, len(r)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if count(string(r[:mid])+"…") <= n {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return string(r[:lo]) + "…"
+}
