@@ -76,7 +76,7 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 		DatabaseURL: pool.Config().ConnString(), Model: o.model, Flags: o.flags, Token: testToken,
 		Configure: func(opts *app.Options) {
 			opts.Web.APITurnTimeout = o.apiTurnTimeout
-			opts.Agent.PassImages = o.images
+			opts.Agent.PassImages, opts.Context.Images = o.images, o.images
 			if o.modelTimeout > 0 {
 				opts.LLM.Timeout = o.modelTimeout
 			}

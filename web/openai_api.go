@@ -466,7 +466,8 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 		// bytes are stored once in the workspace, the prompt of this turn
 		// carries them as images and history a line naming each.
 		for i, im := range req.Turn.Images {
-			a, err := s.opts.Media.Save(ctx, timeline, services.Upload{Name: fmt.Sprintf("image-%d", i+1), MIMEType: im.MIMEType, Data: im.Data})
+			name := fmt.Sprintf("image-%d.%s", i+1, strings.TrimPrefix(strings.TrimPrefix(im.MIMEType, "image/"), "j"))
+			a, err := s.opts.Media.Save(ctx, timeline, services.Upload{Name: name, MIMEType: im.MIMEType, Data: im.Data})
 			if err != nil {
 				return s.apiErrorFrom(c, err)
 			}

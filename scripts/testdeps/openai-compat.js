@@ -213,7 +213,8 @@ test('image input: an image_url part reaches the model', async () => {
       { type: 'image_url', image_url: { url: process.env.SB_IMAGE, detail: 'low' } },
     ] }],
   });
-  assert.equal(res.choices[0].message.content, 'echo: what is in this image?');
+  // The image is stored as an attachment of the message: the input names it.
+  assert.match(res.choices[0].message.content, /^echo: what is in this image\?\n\[image image-1\.png, image\/png, /);
   const err = await expectError(() => client.chat.completions.create({
     model,
     messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.org/cat.png' } }] }],
