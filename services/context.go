@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -124,4 +125,17 @@ type PromptInspector interface {
 	LastPrompt(ctx context.Context, timeline string) (inspection json.RawMessage, runID int64, err error)
 	// PreviewPrompt builds the next main prompt without an input.
 	PreviewPrompt(ctx context.Context, timeline string) (json.RawMessage, error)
+}
+
+// InputHeaderPrefix starts the line a prompt puts before the current input
+// ("[Current date and time: … This message came through …]", then a blank
+// line): when and where the message was sent, outside the cached prefix.
+const InputHeaderPrefix = "[Current date and time: "
+
+// StripInputHeader returns a prompt's input without that line.
+func StripInputHeader(s string) string {
+	if h, rest, ok := strings.Cut(s, "]\n\n"); ok && strings.HasPrefix(h, InputHeaderPrefix) {
+		return rest
+	}
+	return s
 }

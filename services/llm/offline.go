@@ -88,7 +88,7 @@ func (o *Offline) Complete(ctx context.Context, req Request, onDelta func(string
 func lastUserMessage(msgs []Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == RoleUser {
-			return msgs[i].Content
+			return services.StripInputHeader(msgs[i].Content)
 		}
 	}
 	return ""

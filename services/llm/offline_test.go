@@ -18,7 +18,9 @@ func TestOfflineExplainsConfiguration(t *testing.T) {
 	if p.Name() != llm.ProviderOffline || p.ContextWindow() != llm.DefaultOfflineContextWindow {
 		t.Errorf("Name = %q, ContextWindow = %d", p.Name(), p.ContextWindow())
 	}
-	req := userRequest("please summarise my inbox")
+	// The prompt's input starts with the date and channel line; the answer
+	// quotes the owner's words.
+	req := userRequest(services.InputHeaderPrefix + "Wednesday 2026-11-25 09:10 UTC. This message came through the web page.]\n\nplease summarise my inbox")
 	req.Tools = []services.ToolSpec{readFileTool}
 	var deltas []string
 	resp, err := p.Complete(context.Background(), req, func(s string) { deltas = append(deltas, s) })

@@ -433,7 +433,7 @@ var channelNames = map[services.Source]string{
 // through.
 func (m *Manager) InputHeader(src services.Source) string {
 	now := m.opts.Now().In(m.opts.Location)
-	h := "[Current date and time: " + now.Format("Monday 2006-01-02 15:04 MST")
+	h := services.InputHeaderPrefix + now.Format("Monday 2006-01-02 15:04 MST")
 	if name := m.opts.Location.String(); name != "Local" {
 		h += " (" + name + ")"
 	}

@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchboard/switchboard/services"
 )
 
 // API names the protocol a request used.
@@ -136,7 +138,7 @@ type Image struct {
 }
 
 // InputHeaderPrefix starts the line a prompt puts before the current input.
-const InputHeaderPrefix = "[Current date and time: "
+const InputHeaderPrefix = services.InputHeaderPrefix
 
 // JSON decodes the request body into a generic map, failing t on error.
 func (r Request) JSON(t testing.TB) map[string]any {
