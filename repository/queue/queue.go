@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -268,28 +269,123 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 
 // withLock runs fn holding the session advisory lock (key, name), or
 // returns errBusy at once when another session holds it.
+//
+// While fn runs, the lock's connection is pinged every lockCheckEvery.
+// When that connection dies with fn still running on a live instance (a
+// PostgreSQL failover or restart, a terminated backend), the lock went with
+// it; it is taken again on a new connection as soon as the database
+// answers, before another instance's reaper takes the free lock for a dead
+// worker's and closes the work in hand. If another session took it first,
+// the work is that session's to close (exactly once, as after a crash) and
+// the lock is not asked for again.
 func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() error) error {
 	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`, key, name).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, lockSQL, key, name).Scan(&got); err != nil {
+		conn.Release()
 		return err
 	}
 	if !got {
+		conn.Release()
 		return errBusy
 	}
+	h := &heldLock{conn: conn}
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		q.keepLock(ctx, h, key, name, stop)
+	}()
 	defer func() {
+		close(stop)
+		<-watched
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.conn == nil {
+			return
+		}
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`, key, name); err != nil {
+		if _, err := h.conn.Exec(uctx, unlockSQL, key, name); err != nil {
 			// The session may be broken; drop it so the lock goes with it.
-			_ = conn.Conn().Close(uctx)
+			_ = h.conn.Conn().Close(uctx)
 		}
+		h.conn.Release()
 	}()
 	return fn()
+}
+
+const (
+	lockSQL   = `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`
+	unlockSQL = `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`
+)
+
+// lockCheckEvery is how often a held lock's connection is pinged.
+const lockCheckEvery = time.Second
+
+// heldLock is the connection a lock is held on (nil: lost to another
+// session).
+type heldLock struct {
+	mu   sync.Mutex
+	conn *pgxpool.Conn
+}
+
+// keepLock pings h's connection until stop; when the ping fails it takes the
+// lock again on a new connection (retrying while the database does not
+// answer), unless another session has taken it meanwhile.
+func (q *Queue) keepLock(ctx context.Context, h *heldLock, key int32, name string, stop <-chan struct{}) {
+	t := time.NewTicker(lockCheckEvery)
+	defer t.Stop()
+	lost := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		if !lost {
+			pctx, cancel := context.WithTimeout(ctx, lockCheckEvery)
+			err := h.conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				h.mu.Unlock()
+				continue
+			}
+			q.log.Warn("lock connection lost; taking the lock again", "lock", name, "err", err)
+			_ = h.conn.Conn().Close(context.Background())
+			h.conn.Release()
+			h.conn, lost = nil, true
+		}
+		// Take it again on a new connection.
+		actx, cancel := context.WithTimeout(ctx, lockCheckEvery)
+		conn, err := q.pool.Acquire(actx)
+		var got bool
+		if err == nil {
+			if err = conn.QueryRow(actx, lockSQL, key, name).Scan(&got); err != nil {
+				conn.Release()
+			}
+		}
+		cancel()
+		switch {
+		case err != nil:
+			// The database does not answer yet: try again at the next tick.
+		case got:
+			h.conn, lost = conn, false
+			q.log.Info("lock taken again", "lock", name)
+		default:
+			conn.Release()
+			q.log.Warn("lock taken by another session meanwhile; its holder closes the work", "lock", name)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+	}
 }
 
 // drainTimeline executes the timeline's queued runs in order, first closing
