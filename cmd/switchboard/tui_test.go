@@ -272,7 +272,9 @@ func TestTUIInTmux(t *testing.T) {
 	postAsWeb(t, base, token, "history from the web")
 
 	// The shell keeps the pane open if the TUI exits, so its last words show.
-	tm := newTmux(t, 100, 30, fmt.Sprintf("%q tui --url %q --token %q; echo \"[tui exited: $?]\"; sleep 600", bin, base, token))
+	// Tall enough that the offline model's long answers do not scroll a
+	// message off the screen before it is looked for.
+	tm := newTmux(t, 100, 60, fmt.Sprintf("%q tui --url %q --token %q; echo \"[tui exited: $?]\"; sleep 600", bin, base, token))
 	tm.expect = expected
 	tm.waitFor("the history and the live status", func(s string) bool {
 		return labelled(s, "web", "history from the web") == 1 && strings.Contains(statusLine(s), "● live")

@@ -34,10 +34,10 @@ func (l *lockedBuffer) String() string {
 func TestPromptWarningsInContextAndLog(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
-	b := setup(t, setupOpts{window: 4000, logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	b := setup(t, setupOpts{window: 8000, logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ws := filepath.Join(b.ws, "global")
 	_ = os.MkdirAll(ws, 0o700)
-	if err := os.WriteFile(filepath.Join(ws, "RULES.md"), []byte(strings.Repeat("Always cite the source file and line of every claim. ", 60)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(ws, "RULES.md"), []byte(strings.Repeat("Always cite the source file and line of every claim. ", 120)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b.say(t, "hello")
