@@ -289,8 +289,12 @@ func minID(ts []turn) int64 {
 func renderTranscript(ts []turn, rule func(string) CompressionRule, loc *time.Location) string {
 	var b strings.Builder
 	for _, t := range ts {
-		for _, row := range t.msgs {
-			for _, msg := range (turn{msgs: []services.Message{row}}).render(false, rule) {
+		for i, row := range t.msgs {
+			one := turn{msgs: []services.Message{row}}
+			if i == 0 {
+				one.files = t.files // the question's attachments, a line each
+			}
+			for _, msg := range one.render(false, rule) {
 				if !row.CreatedAt.IsZero() {
 					b.WriteString("[" + row.CreatedAt.In(loc).Format("2006-01-02 15:04 MST") + "] ")
 				}
