@@ -616,7 +616,8 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 	}
 	l := loopSpec{kind: kindChild, provider: provider, maxSteps: s.opts.SubAgents.MaxSteps, stepRun: child.ID, who: "the sub-agent",
 		req: llm.Request{System: system, CacheSystem: true, Tools: defs,
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: "Task payload (JSON):\n" + string(payload)}}},
+			// The task starts with when it was given, like any input.
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceAgent) + "\n\nTask payload (JSON):\n" + string(payload)}}},
 		call: tools.Call{TimelineScope: parent.TimelineScope, ContextScope: scopeOr(scope), RunID: child.ID, Depth: depth}}
 	rec := &childRecorder{s: s, timeline: parent.TimelineScope, scope: scope, agentID: profile.ID, childID: child.ID, store: !inline,
 		transcript: []string{"task: " + truncateText(string(payload), 400)}}

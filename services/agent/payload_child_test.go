@@ -18,7 +18,13 @@ func childPayload(t *testing.T, r llmtest.Request) agent.TaskPayload {
 	t.Helper()
 	for _, m := range openAIMessages(t, r) {
 		text, _ := m["content"].(string)
-		if m["role"] == "user" && strings.HasPrefix(text, "Task payload (JSON):\n") {
+		body := services.StripInputHeader(text)
+		if m["role"] == "user" && strings.HasPrefix(body, "Task payload (JSON):\n") {
+			// Like any input, the task starts with its date and where it came from.
+			if body == text || !strings.Contains(text, "This message came through the main agent") {
+				t.Errorf("the task has no date and channel line: %.200q", text)
+			}
+			text = body
 			var p agent.TaskPayload
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(text, "Task payload (JSON):\n")), &p); err != nil {
 				t.Fatal(err)

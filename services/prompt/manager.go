@@ -426,6 +426,7 @@ var channelNames = map[services.Source]string{
 	services.SourceTUI:      "the terminal UI",
 	services.SourceAPI:      "the OpenAI-compatible API",
 	services.SourceSchedule: "a schedule (the service, on the owner's behalf)",
+	services.SourceAgent:    "the main agent, which delegated this task",
 }
 
 // InputHeader is the line the current input starts with in a prompt: the
