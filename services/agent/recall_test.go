@@ -179,6 +179,9 @@ func TestRecallFindsAFactFromTurn3After500Turns(t *testing.T) {
 		if kind != services.RecallMessage {
 			continue
 		}
+		if id >= last.ID {
+			t.Fatalf("recall_search returned %s, the question being answered or later", h.ID)
+		}
 		m, err := b.store.GetMessage(ctx, id)
 		if err != nil || m.TimelineScope != "global" || m.ContextScope != "main" {
 			t.Fatalf("main recalled %s: %+v %v", h.ID, m, err)

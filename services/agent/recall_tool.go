@@ -145,6 +145,13 @@ func (s *Service) recallSearch(ctx context.Context, call tools.Call, a recallSea
 		return tools.ErrorResult(tools.CodeBadArguments, "argument \"query\": no words to look for"), nil
 	}
 	q := services.RecallQuery{View: s.recallView(call), Terms: terms, After: after, Before: before, Limit: limit}
+	// The question being answered (and what came after it) is in the
+	// prompt already: the archive is what came before.
+	if call.RunID != 0 {
+		if run, err := s.opts.Store.GetRun(ctx, call.RunID); err == nil && run.TriggerMessageID > 0 {
+			q.MaxID = run.TriggerMessageID - 1
+		}
+	}
 	hits, err := s.recallStore().SearchRecall(ctx, q)
 	if err != nil {
 		return tools.Result{}, err
