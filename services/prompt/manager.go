@@ -360,10 +360,6 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	m.lastHash[key] = ins.PrefixHash
 	m.mu.Unlock()
 
-	var msgs []llm.Message
-	if retrievedText != "" {
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
-	}
 	// The archived summary is the service's own account of the earlier
 	// conversation, not something the owner said: it goes with the system
 	// content, after the stable prefix (which stays cached), not as a user
@@ -378,17 +374,37 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		}
 		systemContext = b.String()
 	}
+	// History first, byte for byte what the previous turn sent, then what
+	// changes every turn: the retrieved layer and the current input. The
+	// ends of the last two past turns are cache points (CacheAt): the
+	// previous turn wrote the older one, this turn writes the newer one.
+	var msgs []llm.Message
+	var ends []int
 	for i, t := range turns {
-		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1, m.historyRule)
-		if p.TriggerID != 0 && i == len(turns)-1 {
+		current := p.TriggerID != 0 && i == len(turns)-1
+		rendered := t.render(current, m.historyRule)
+		if current {
+			if retrievedText != "" {
+				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+			}
 			// The current input carries its @path reminder and the todo recap.
 			last := &rendered[0]
 			last.Content, last.Images = inputText, inputImages
 			if todoText != "" {
 				last.Content += "\n\n" + todoText
 			}
+			msgs = append(msgs, RepairToolCalls(rendered)...)
+			continue
 		}
-		msgs = append(msgs, rendered...)
+		msgs = append(msgs, RepairToolCalls(rendered)...)
+		ends = append(ends, len(msgs)-1)
+	}
+	if p.TriggerID == 0 && retrievedText != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+	}
+	var cacheAt []int
+	if n := len(ends); n > 0 {
+		cacheAt = ends[max(n-2, 0):]
 	}
 
 	ins.Layers = []LayerReport{
@@ -411,7 +427,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
 	}
 	return Prompt{
-		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
+		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, CacheAt: cacheAt, Messages: msgs, Tools: p.Tools},
 		Inspection: ins,
 	}, nil
 }
