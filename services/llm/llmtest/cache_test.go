@@ -23,7 +23,7 @@ func anthropicBody(t *testing.T, system string, msgs []string, marks ...int) []b
 		ms = append(ms, map[string]any{"role": role, "content": []any{block}})
 	}
 	b, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100,
-		"system": []any{map[string]any{"type": "text", "text": system, "cache_control": map[string]any{"type": "ephemeral"}}},
+		"system":   []any{map[string]any{"type": "text", "text": system, "cache_control": map[string]any{"type": "ephemeral"}}},
 		"messages": ms})
 	return b
 }
