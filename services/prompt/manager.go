@@ -84,6 +84,7 @@ type Manager struct {
 	mu        sync.Mutex
 	building  map[string]int    // timeline -> builds in flight
 	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
+	lastCut   map[string]int64  // timeline/scope -> first history turn kept when history was trimmed
 	compactMu sync.Mutex
 }
 
@@ -118,7 +119,7 @@ func New(opts Options) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}}
+	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}, lastCut: map[string]int64{}}
 }
 
 // Budget is the prompt's token budget: window minus output reserve.
@@ -344,6 +345,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
+	turns, turnTrim, turnUsed = m.stepCut(p.TimelineScope+"/"+p.ContextScope, turns, turnTrim, turnUsed, historyBudget-segUsed, p.TriggerID != 0)
 
 	// The stable prefix: system, tools, rules, settings.
 	system := m.opts.SystemPrompt
@@ -430,6 +432,47 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, CacheAt: cacheAt, Messages: msgs, Tools: p.Tools},
 		Inspection: ins,
 	}, nil
+}
+
+// stepCut trims history in steps, so the prompt's prefix stays the same for
+// many turns: history that lost its oldest turn every turn would change
+// the prefix every turn, and no provider's prompt cache would hold. When
+// history does not fit, the oldest turns are left out until the rest fills
+// at most three quarters of its budget, and that first kept turn stays the
+// first while the turns after it fit; only then is a new cut made. The cut
+// is remembered per scope in memory (a restart or another instance makes
+// its own, the same way); a preview (record false) reads it but does not
+// move it. The current turn (the last) is always kept.
+func (m *Manager) stepCut(key string, turns []turn, trimmed, used, budget int, record bool) ([]turn, int, int) {
+	m.mu.Lock()
+	cut, had := m.lastCut[key]
+	m.mu.Unlock()
+	if trimmed == 0 || len(turns) < 2 {
+		if record && had {
+			m.mu.Lock()
+			delete(m.lastCut, key)
+			m.mu.Unlock()
+		}
+		return turns, trimmed, used
+	}
+	start := 0
+	if had && cut >= turns[0].msgs[0].ID {
+		for start < len(turns)-1 && turns[start].msgs[0].ID < cut {
+			used -= turns[start].tokens
+			start++
+		}
+	} else {
+		for start < len(turns)-1 && used > budget*3/4 {
+			used -= turns[start].tokens
+			start++
+		}
+	}
+	if record {
+		m.mu.Lock()
+		m.lastCut[key] = turns[start].msgs[0].ID
+		m.mu.Unlock()
+	}
+	return turns[start:], trimmed + start, used
 }
 
 // SummaryPreamble opens the archived summary in the system content.
