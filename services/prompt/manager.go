@@ -206,11 +206,12 @@ func (m *Manager) leave(timeline string) {
 	}
 }
 
-// Build compiles the prompt of one turn in DESIGN.md's layer order: system
-// and tools, rules, settings (these three are the stable prefix, sent as the
-// system prompt so providers can cache it), retrieved, history (summary
-// segments, then whole recent turns), current input (with @path reminders),
-// todo recap. The total never exceeds the budget. Errors:
+// Build compiles the prompt of one turn: system and tools, rules, settings
+// (these three are the stable prefix, sent as the system prompt so
+// providers can cache it), history (summary segments as system content
+// after the prefix, then whole recent turns), then what changes every
+// turn: retrieved, current input (with @path reminders), todo recap. The
+// ends of the last two past turns are the request's cache points. The total never exceeds the budget. Errors:
 // CONTEXT_INPUT_TOO_LARGE (ETOOLARGE) when the input alone cannot fit,
 // CONTEXT_BACKPRESSURE (ERATELIMITED) when too many builds run for the
 // timeline.
