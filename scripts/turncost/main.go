@@ -45,6 +45,7 @@ func main() {
 	size := flag.Int("size", 120, "characters per question (the echo answer is as long plus 6)")
 	dbURL := flag.String("db", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL server URL (default: 127.0.0.1:5432)")
 	private := flag.Bool("private", true, "run on a private cluster of its own (from the installed binaries), so the server-wide counters (transactions, WAL) are this run's alone")
+	flag.IntVar(&toolCalls, "tools", 0, "tool calls per turn: the fake model calls list_files this many times (one call per model call) before answering")
 	flag.BoolVar(&whyWrites, "writes", false, "with -private: log every statement during the measured turns and print the write transactions per turn grouped by their statements")
 	flag.Parse()
 	if err := run(context.Background(), *turns, *size, *dbURL, *private); err != nil {
@@ -52,6 +53,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// toolCalls per turn (-tools).
+var toolCalls int
 
 // whyWrites: group the write transactions by what they did (-writes).
 var whyWrites bool
@@ -109,6 +113,28 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 		return err
 	}
 	defer model.Close()
+	if toolCalls > 0 {
+		// Count the tool results since the last user message: call
+		// list_files until there are toolCalls of them, then echo.
+		model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+			var body struct {
+				Messages []struct {
+					Role string `json:"role"`
+				} `json:"messages"`
+			}
+			_ = json.Unmarshal(r.Body, &body)
+			n := 0
+			for i := len(body.Messages) - 1; i >= 0 && body.Messages[i].Role != "user"; i-- {
+				if body.Messages[i].Role == "tool" {
+					n++
+				}
+			}
+			if n < toolCalls {
+				return llmtest.Call("list_files", `{}`)
+			}
+			return llmtest.Text("done after the tools")
+		})
+	}
 	token := "turncost-token-" + hex.EncodeToString(rb[:])
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+server+sep+"search_path="+schema, "HTTP_ADDR=127.0.0.1:0",
