@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,13 @@ type Notifier struct {
 	log     *slog.Logger
 	// origin identifies this instance in the events it publishes.
 	origin string
+
+	// Events waiting to be sent, and whether a sender is running: events
+	// published while one batch is sent go together in the next, in one
+	// transaction (one commit instead of one each).
+	mu      sync.Mutex
+	pending []string
+	sending bool
 }
 
 var _ services.Publisher = (*Notifier)(nil)
@@ -49,7 +57,12 @@ func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*No
 	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:])}, nil
 }
 
-// Publish sends e to every listening instance (including this one).
+// Publish sends e to every listening instance (including this one). It
+// returns once the event is queued: one sender per Notifier sends the
+// queue in order, everything queued while it sent the previous batch in
+// one statement, so events published together (a message and its run's
+// status) cost one commit. Events are best effort, as before: a failed send
+// is logged, and listeners resync when they reconnect.
 func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
 	e.Origin = n.origin
 	payload, err := json.Marshal(e)
@@ -59,8 +72,43 @@ func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
 	if len(payload) > 7900 {
 		return services.Errorf(services.ETOOLARGE, "event payload is %d bytes, NOTIFY allows 8000", len(payload))
 	}
-	_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, string(payload))
-	return wrapErr("publish event", err)
+	n.mu.Lock()
+	n.pending = append(n.pending, string(payload))
+	start := !n.sending
+	n.sending = true
+	n.mu.Unlock()
+	if start {
+		go n.send()
+	}
+	return nil
+}
+
+// send sends the queued events in batches until the queue is empty.
+func (n *Notifier) send() {
+	for {
+		n.mu.Lock()
+		batch := n.pending
+		n.pending = nil
+		if len(batch) == 0 {
+			n.sending = false
+			n.mu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		if len(batch) == 1 {
+			_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, batch[0])
+		} else {
+			// A function scan yields the array in order; notifications of
+			// one transaction are delivered in the order they were sent.
+			_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, batch)
+		}
+		cancel()
+		if err != nil {
+			n.log.Warn("publish events", "events", len(batch), "err", err)
+		}
+	}
 }
 
 // Listen delivers every other instance's event to deliver until ctx ends, on a dedicated

@@ -5,7 +5,7 @@
 #   scripts/bench/run.sh                 # every workload below, in order
 #   scripts/bench/run.sh turns coldstart # some of them
 #
-# Workloads: build delivery turns coldstart flags tokens plots
+# Workloads: build delivery turns coldstart flags tokens cache plots
 # (openclaw: scripts/bench/openclaw.sh; sub-agents: scripts/bench/subagents.sh).
 #
 # Needs: Go, psql, a PostgreSQL superuser URL in BENCH_PG (default
@@ -66,7 +66,7 @@ start_sb() {
 	shift
 	env DATABASE_URL="$db" DATA_DIR="$WORK/data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN \
 		RATE_LIMIT_PER_MINUTE=0 LOG_LEVEL=warn LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" \
-		LLM_MODEL=gpt-4o-mini "$@" "$BIN/switchboard" serve >"$WORK/switchboard.out" 2>&1 &
+		LLM_MODEL=gpt-4o-mini "$@" "${BENCH_SB_BIN:-$BIN/switchboard}" serve >"$WORK/switchboard.out" 2>&1 &
 	SB_PID=$!
 	PIDS+=("$SB_PID")
 	for _ in $(seq 600); do
@@ -183,6 +183,35 @@ w_tokens() {
 	awk '{n++; e+=$2; p+=$3; c+=$4; if ($2>m) m=$2} END {
 		printf "turns %d\nestimated_prompt_tokens_mean %.0f\nestimated_prompt_tokens_max %d\nprovider_prompt_tokens_mean %.0f\ncached_tokens_mean %.0f\ncached_share %.3f\n", n, e/n, m, p/n, c/n, c/p }' \
 		"$OUT/tokens_runs.txt" | tee "$OUT/tokens.txt"
+}
+
+# 7. Prompt caching: the cached share of prompt tokens over a 200-turn
+# conversation through /v1/chat/completions, against the fake applying each
+# provider's caching rules (fakellm -cache: Anthropic's cache_control
+# breakpoints, OpenAI's automatic prefix cache), from turn 2.
+# BENCH_CACHE_WINDOW (8000: compactions happen) sets LLM_CONTEXT_WINDOW;
+# BENCH_SB_BIN runs another build of the server (a before/after comparison).
+w_cache() {
+	local api db model base
+	for api in anthropic openai; do
+		log "7. prompt caching, $api fake with the provider's caching rules, window ${BENCH_CACHE_WINDOW:-8000}"
+		db=$(newdb sbbench_cache)
+		start_fake "$OUT/fake_cache_$api.txt" -cache
+		model=claude-sonnet-4-5 base="http://127.0.0.1:$FAKE_PORT"
+		if [ "$api" = openai ]; then model=gpt-4o-mini base="http://127.0.0.1:$FAKE_PORT/v1"; fi
+		start_sb "$db" LLM_PROVIDER=$api LLM_BASE_URL="$base" LLM_API_KEY=bench LLM_MODEL=$model \
+			LLM_CONTEXT_WINDOW="${BENCH_CACHE_WINDOW:-8000}"
+		apiturns -n "$TURNS" -warmup 0 -sessions 0 -user "" -label "cache_${api}_" >"$WORK/cache_turns.txt"
+		stop "$SB_PID"
+		stop "$FAKE_PID"
+		psql "${db%%\?*}" -AtX -F' ' -c "SELECT row_number() OVER (ORDER BY id), prompt_tokens, cached_tokens
+			FROM agent_runs WHERE parent_run_id IS NULL OR parent_run_id = 0 ORDER BY id" >"$OUT/cache_runs_$api.txt"
+		local segs
+		segs=$(psql "${db%%\?*}" -AtX -c "SELECT count(*) FROM chat_summary_segments")
+		awk -v api="$api" -v segs="$segs" '$1 >= 2 {n++; p+=$2; c+=$3} END {
+			printf "cache_%s_turns %d\ncache_%s_prompt_tokens_mean %.0f\ncache_%s_cached_tokens_mean %.0f\ncache_%s_cached_share_from_turn2 %.3f\ncache_%s_compactions %d\n",
+				api, n+1, api, p/n, api, c/n, api, c/p, api, segs }' "$OUT/cache_runs_$api.txt" | tee -a "$OUT/cache.txt"
+	done
 }
 
 # EXPLAIN (ANALYZE, BUFFERS) of the hot queries on ~1M messages.

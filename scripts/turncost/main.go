@@ -45,12 +45,20 @@ func main() {
 	size := flag.Int("size", 120, "characters per question (the echo answer is as long plus 6)")
 	dbURL := flag.String("db", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL server URL (default: 127.0.0.1:5432)")
 	private := flag.Bool("private", true, "run on a private cluster of its own (from the installed binaries), so the server-wide counters (transactions, WAL) are this run's alone")
+	flag.IntVar(&toolCalls, "tools", 0, "tool calls per turn: the fake model calls list_files this many times (one call per model call) before answering")
+	flag.BoolVar(&whyWrites, "writes", false, "with -private: log every statement during the measured turns and print the write transactions per turn grouped by their statements")
 	flag.Parse()
 	if err := run(context.Background(), *turns, *size, *dbURL, *private); err != nil {
 		fmt.Fprintln(os.Stderr, "turncost:", err)
 		os.Exit(1)
 	}
 }
+
+// toolCalls per turn (-tools).
+var toolCalls int
+
+// whyWrites: group the write transactions by what they did (-writes).
+var whyWrites bool
 
 type tableSize struct {
 	rows  int64
@@ -64,8 +72,9 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	}
 	defer os.RemoveAll(tmp)
 	_ = os.Chmod(tmp, 0o755) // the cluster may run as the postgres user
+	var cluster *localpg.Cluster
 	if private {
-		cluster, err := localpg.Start(ctx, filepath.Join(tmp, "pg"), 0)
+		cluster, err = localpg.Start(ctx, filepath.Join(tmp, "pg"), 0)
 		if err != nil {
 			return err
 		}
@@ -104,6 +113,28 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 		return err
 	}
 	defer model.Close()
+	if toolCalls > 0 {
+		// Count the tool results since the last user message: call
+		// list_files until there are toolCalls of them, then echo.
+		model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+			var body struct {
+				Messages []struct {
+					Role string `json:"role"`
+				} `json:"messages"`
+			}
+			_ = json.Unmarshal(r.Body, &body)
+			n := 0
+			for i := len(body.Messages) - 1; i >= 0 && body.Messages[i].Role != "user"; i-- {
+				if body.Messages[i].Role == "tool" {
+					n++
+				}
+			}
+			if n < toolCalls {
+				return llmtest.Call("list_files", `{}`)
+			}
+			return llmtest.Text("done after the tools")
+		})
+	}
 	token := "turncost-token-" + hex.EncodeToString(rb[:])
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+server+sep+"search_path="+schema, "HTTP_ADDR=127.0.0.1:0",
@@ -142,6 +173,11 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	if err != nil {
 		return err
 	}
+	if whyWrites && cluster != nil {
+		if err := logStatements(ctx, admin, true); err != nil {
+			return err
+		}
+	}
 	started := time.Now()
 	for i := 1; i <= turns; i++ {
 		if err := turn(ctx, httpc, base, token, fmt.Sprint("q", i), i, size); err != nil {
@@ -150,6 +186,12 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	}
 	took := time.Since(started)
 	time.Sleep(2 * time.Second) // deliveries and job completion after the answer
+	if whyWrites && cluster != nil {
+		if err := logStatements(ctx, admin, false); err != nil {
+			return err
+		}
+		defer func() { printWrites(filepath.Join(cluster.DataDir, "server.log"), turns) }()
+	}
 	sAfter, err := serverStats(ctx, admin)
 	if err != nil {
 		return err
@@ -180,8 +222,8 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	fmt.Printf("| **all** | | | %.2f | | | %.0f |\n", float64(tr)/float64(turns), float64(tb)/float64(turns))
 	if private {
 		fmt.Printf("\nserver-wide, per turn (the whole database, the service's idle polling included):\n")
-		fmt.Printf("  commits %.1f, rollbacks %.1f, rows inserted %.1f, updated %.1f, deleted %.1f, WAL %.0f bytes; %.1f turns/s\n",
-			per(sAfter.commits-sBefore.commits, turns), per(sAfter.rollbacks-sBefore.rollbacks, turns),
+		fmt.Printf("  commits %.1f (of which write transactions %.1f), rollbacks %.1f, rows inserted %.1f, updated %.1f, deleted %.1f, WAL %.0f bytes; %.1f turns/s\n",
+			per(sAfter.commits-sBefore.commits, turns), per(sAfter.xid-sBefore.xid-1, turns), per(sAfter.rollbacks-sBefore.rollbacks, turns),
 			per(sAfter.inserted-sBefore.inserted, turns), per(sAfter.updated-sBefore.updated, turns),
 			per(sAfter.deleted-sBefore.deleted, turns), per(sAfter.wal-sBefore.wal, turns), float64(turns)/took.Seconds())
 	}
@@ -266,7 +308,7 @@ func measure(ctx context.Context, db *pgx.Conn, schema string) (map[string]table
 
 func per(n int64, turns int) float64 { return float64(n) / float64(turns) }
 
-type stats struct{ commits, rollbacks, inserted, updated, deleted, wal int64 }
+type stats struct{ commits, rollbacks, inserted, updated, deleted, wal, xid int64 }
 
 // serverStats reads the database's counters and the WAL position, after
 // letting the backends flush their statistics.
@@ -277,5 +319,113 @@ func serverStats(ctx context.Context, db *pgx.Conn) (stats, error) {
 	err := db.QueryRow(ctx, `SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted,
 		pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
 		FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.commits, &s.rollbacks, &s.inserted, &s.updated, &s.deleted, &s.wal)
+	if err != nil {
+		return s, err
+	}
+	// Transaction ids are given to transactions that write (and to this
+	// call): their difference counts the write transactions, server-wide.
+	// Read-only statements count in xact_commit too (each is a transaction
+	// of its own), so commits overstate what must reach the disk.
+	err = db.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&s.xid)
 	return s, err
+}
+
+// logStatements turns statement logging (with each line's transaction id)
+// on or off for the cluster, without a restart.
+func logStatements(ctx context.Context, db *pgx.Conn, on bool) error {
+	stmts := []string{`ALTER SYSTEM SET log_statement = 'all'`, `ALTER SYSTEM SET log_line_prefix = 'VX=%v '`}
+	if !on {
+		stmts = []string{`ALTER SYSTEM RESET log_statement`, `ALTER SYSTEM RESET log_line_prefix`}
+	}
+	for _, q := range append(stmts, `SELECT pg_reload_conf()`) {
+		if _, err := db.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	return nil
+}
+
+// printWrites groups the logged write transactions by the shapes of their
+// statements (numbers and literals cut) and prints them per turn.
+func printWrites(path string, turns int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "turncost:", err)
+		return
+	}
+	_ = os.WriteFile(filepath.Join(os.TempDir(), "turncost-statements.log"), data, 0o644)
+	re := regexp.MustCompile(`^VX=(\S+) LOG:  (?:statement|execute [^:]*): (.*)$`)
+	shape := regexp.MustCompile(`\$\d+|'[^']*'|\b\d+\b|\s+`)
+	name := regexp.MustCompile(`^-- name: (\S+)`)
+	write := regexp.MustCompile(`(?i)\b(insert|update|delete)\b|pg_notify|nextval`)
+	byXid := map[string][]string{}
+	writes := map[string]bool{}
+	var order []string
+	var cur, text string
+	flush := func() {
+		if cur == "" {
+			return
+		}
+		if write.MatchString(text) {
+			writes[cur] = true
+		}
+		label := text
+		if m := name.FindStringSubmatch(text); m != nil {
+			label = "river " + m[1]
+		} else {
+			label = strings.TrimSpace(shape.ReplaceAllString(label, " "))
+			if len(label) > 70 {
+				label = label[:70]
+			}
+		}
+		if strings.EqualFold(label, "begin") || strings.EqualFold(label, "commit") {
+			cur = ""
+			return
+		}
+		if _, ok := byXid[cur]; !ok {
+			order = append(order, cur)
+		}
+		byXid[cur] = append(byXid[cur], label)
+		cur = ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := re.FindStringSubmatch(line); m != nil {
+			flush()
+			cur, text = m[1], m[2]
+			continue
+		}
+		if strings.HasPrefix(line, "VX=") {
+			flush()
+			continue
+		}
+		if cur != "" {
+			text += " " + line
+		}
+	}
+	flush()
+	for x := range byXid {
+		if !writes[x] {
+			delete(byXid, x) // read only
+		}
+	}
+	groups := map[string]int{}
+	for _, x := range order {
+		if qs, ok := byXid[x]; ok {
+			groups[strings.Join(qs, " ⏎ ")]++
+		}
+	}
+	type g struct {
+		k string
+		n int
+	}
+	var gs []g
+	for k, n := range groups {
+		gs = append(gs, g{k, n})
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].n > gs[j].n })
+	fmt.Printf("\nwrite transactions by their statements (%d in all, %.2f per turn):\n", len(byXid), per(int64(len(byXid)), turns))
+	for _, x := range gs {
+		fmt.Printf("  %6.2f/turn  %s\n", per(int64(x.n), turns), x.k)
+	}
 }

@@ -214,12 +214,26 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		use.Status, use.Code = "error", res.ErrorCode
 	}
 	s.publishTool(ctx, l, use)
-	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, s.stepPayload(services.ToolResultStep{
-		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})); err != nil {
-		return llm.Message{}, err
-	}
-	if err := l.rec.toolResult(ctx, call, res); err != nil {
-		return llm.Message{}, err
+	step := s.stepPayload(services.ToolResultStep{
+		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})
+	if tr, ok := l.rec.(txResultRecorder); ok {
+		// The result's step and its row commit together: one commit, and
+		// never one without the other.
+		if err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+			if _, err := tx.AppendStep(ctx, l.stepRun, services.StepToolResult, step); err != nil {
+				return err
+			}
+			return tr.toolResultTx(ctx, tx, call, res)
+		}); err != nil {
+			return llm.Message{}, err
+		}
+	} else {
+		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, step); err != nil {
+			return llm.Message{}, err
+		}
+		if err := l.rec.toolResult(ctx, call, res); err != nil {
+			return llm.Message{}, err
+		}
 	}
 	msg := llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}
 	if s.opts.PassImages {
@@ -246,11 +260,21 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 	return err
 }
 
+// txResultRecorder records a tool's result in the caller's transaction
+// (with the result's step).
+type txResultRecorder interface {
+	toolResultTx(ctx context.Context, tx services.Store, call services.ToolCall, res tools.Result) error
+}
+
 func (r mainRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
+	return r.toolResultTx(ctx, r.s.opts.Store, call, res)
+}
+
+func (r mainRecorder) toolResultTx(ctx context.Context, tx services.Store, call services.ToolCall, res tools.Result) error {
 	if res.Stored { // the tool stored its result itself (a handoff)
 		return nil
 	}
-	_, _, err := r.s.opts.Store.InsertMessage(ctx, services.NewMessage{
+	_, _, err := tx.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),

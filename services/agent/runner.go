@@ -167,6 +167,18 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	return nil
 }
 
+// recordPrompt stores the prompt's observation on the run and its prompt
+// step in one transaction (one commit, before the model is called).
+func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection) error {
+	return s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if err := tx.SetRunObservation(ctx, runID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
+			return err
+		}
+		_, err := tx.AppendStep(ctx, runID, services.StepPrompt, mustJSON(obs))
+		return err
+	})
+}
+
 // stepLimitNotice tells the owner that the run used its steps, what it had
 // got to, and how to go on.
 func stepLimitNotice(e *stepLimitError) string {
@@ -345,10 +357,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	}
 	obs := built.Inspection
 	s.logWarnings(run, obs)
-	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
-		return "", obs, usage{}, err
-	}
-	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepPrompt, mustJSON(obs)); err != nil {
+	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", obs, usage{}, err
 	}
 	req := built.Request

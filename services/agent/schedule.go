@@ -318,10 +318,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	}
 	obs := built.Inspection
 	s.logWarnings(run, obs)
-	if err := s.opts.Store.SetRunObservation(ctx, run.ID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
-		return "", usage{}, err
-	}
-	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepPrompt, mustJSON(obs)); err != nil {
+	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", usage{}, err
 	}
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,

@@ -150,9 +150,10 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		if t.Description != "" {
 			tool.Description = anthropic.String(t.Description)
 		}
-		if req.CacheSystem && i == len(req.Tools)-1 {
+		if req.CacheSystem && req.System == "" && i == len(req.Tools)-1 {
 			// Tools come first in Anthropic's prefix order (tools, system,
-			// messages); a breakpoint on the last one caches them all.
+			// messages); the system block's breakpoint covers them, and
+			// without a system prompt a breakpoint on the last tool does.
 			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
 		}
 		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
@@ -171,7 +172,19 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		}
 		params.Messages = append(params.Messages, anthropic.MessageParam{Role: role, Content: blocks})
 	}
+	// lastBlock[i] is where message i ended: its last block's message and
+	// block index in params.Messages (-1: it added nothing).
+	lastBlock := make([][2]int, len(req.Messages))
+	end := func() [2]int {
+		if n := len(params.Messages); n > 0 {
+			return [2]int{n - 1, len(params.Messages[n-1].Content) - 1}
+		}
+		return [2]int{-1, -1}
+	}
 	for i, m := range req.Messages {
+		if i > 0 {
+			lastBlock[i-1] = end()
+		}
 		switch m.Role {
 		case RoleUser:
 			if m.Content != "" { // empty text blocks are refused
@@ -214,6 +227,12 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			return params, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
 		}
 	}
+	if n := len(req.Messages); n > 0 {
+		lastBlock[n-1] = end()
+	}
+	if req.CacheSystem {
+		markCachePoints(&params, req, lastBlock)
+	}
 	if req.Temperature != nil {
 		params.Temperature = anthropic.Float(*req.Temperature)
 	}
@@ -226,6 +245,46 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(text))
 	}
 	return params, nil
+}
+
+// maxCachePoints is the Messages API's limit of cache_control blocks.
+const maxCachePoints = 4
+
+// markCachePoints puts cache_control breakpoints on the ends of the
+// messages req.CacheAt names and on the last message, within the API's
+// limit of four (the system block or last tool holds one; the oldest
+// message marks are dropped first). A turn's request then reads the prefix
+// the previous turn's request wrote (the end of the history it sent) and
+// writes its own for the next model call and the next turn.
+func markCachePoints(params *anthropic.MessageNewParams, req Request, lastBlock [][2]int) {
+	used := 0
+	if len(params.System) > 0 || len(params.Tools) > 0 {
+		used = 1
+	}
+	points := append([]int(nil), req.CacheAt...)
+	if n := len(req.Messages); n > 0 && (len(points) == 0 || points[len(points)-1] != n-1) {
+		points = append(points, n-1)
+	}
+	if extra := len(points) - (maxCachePoints - used); extra > 0 {
+		points = points[extra:]
+	}
+	for _, i := range points {
+		if i < 0 || i >= len(lastBlock) || lastBlock[i][0] < 0 {
+			continue
+		}
+		b := &params.Messages[lastBlock[i][0]].Content[lastBlock[i][1]]
+		cc := anthropic.NewCacheControlEphemeralParam()
+		switch {
+		case b.OfText != nil:
+			b.OfText.CacheControl = cc
+		case b.OfImage != nil:
+			b.OfImage.CacheControl = cc
+		case b.OfToolUse != nil:
+			b.OfToolUse.CacheControl = cc
+		case b.OfToolResult != nil:
+			b.OfToolResult.CacheControl = cc
+		}
+	}
 }
 
 // responseFormatInstruction asks in words for the JSON answer rf describes

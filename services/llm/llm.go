@@ -62,10 +62,17 @@ type Request struct {
 	// System is the system prompt. Empty means none.
 	System string
 	// CacheSystem marks the stable prefix (system prompt and tool definitions)
-	// as cacheable: Anthropic gets cache_control breakpoints on the system
-	// block and the last tool; OpenAI-compatible servers cache prefixes
-	// automatically, so it changes nothing there.
+	// as cacheable: Anthropic gets a cache_control breakpoint on the system
+	// block (on the last tool when there is no system prompt), on each
+	// message of CacheAt and on the last message; OpenAI-compatible servers
+	// cache prefixes automatically, so it changes nothing there.
 	CacheSystem bool
+	// CacheAt are indexes into Messages where a cached prefix ends, oldest
+	// first: the prompt marks the end of the history it sends and the end
+	// of the turn before, so a turn reads the prefix the previous turn
+	// wrote (with CacheSystem; at most 4 breakpoints in all, the oldest
+	// message marks dropped first).
+	CacheAt []int
 	// SystemContext is system content that changes more often than the
 	// stable prefix (the archived summary). It follows System, outside the
 	// cached prefix: Anthropic gets it as a second system block after the

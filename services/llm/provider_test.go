@@ -295,14 +295,70 @@ func TestAnthropicCacheControl(t *testing.T) {
 			if cc, _ := system["cache_control"].(map[string]any); cc["type"] != "ephemeral" || system["text"] != "You are Switchboard." {
 				t.Errorf("system block = %v, want cache_control ephemeral", system)
 			}
-			tools := body["tools"].([]any)
-			if cc, _ := tools[1].(map[string]any)["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
-				t.Errorf("last tool = %v, want cache_control ephemeral", tools[1])
+			// Tools precede the system prompt in the cached prefix, so the
+			// system block's breakpoint covers them: no breakpoint of their
+			// own (the API allows four, the history needs the others).
+			for _, tool := range body["tools"].([]any) {
+				if _, ok := tool.(map[string]any)["cache_control"]; ok {
+					t.Errorf("a tool has a breakpoint besides the system block: %v", tool)
+				}
 			}
-			if _, ok := tools[0].(map[string]any)["cache_control"]; ok {
-				t.Errorf("first tool has a breakpoint too: %v", tools[0])
+			// The last message is a breakpoint (the next call reads it).
+			msgs := body["messages"].([]any)
+			last := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+			if cc, _ := last[len(last)-1].(map[string]any)["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+				t.Errorf("last message = %v, want cache_control ephemeral", last)
 			}
 		})
+	}
+}
+
+// TestAnthropicCacheBreakpointsOnHistory: the prompt's cache points (the
+// ends of the last two past turns) and the last message get breakpoints, at
+// most four with the system block's, the oldest message marks dropped
+// first; without a system prompt the last tool holds the first one.
+func TestAnthropicCacheBreakpointsOnHistory(t *testing.T) {
+	t.Parallel()
+	p, srv := setup(t, llm.ProviderAnthropic, 0)
+	req := llm.Request{System: "You are Switchboard.", CacheSystem: true, Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "one"}, {Role: llm.RoleAssistant, Content: "a1"},
+		{Role: llm.RoleUser, Content: "two"}, {Role: llm.RoleAssistant, Content: "a2"},
+		{Role: llm.RoleUser, Content: "three"}, {Role: llm.RoleAssistant, Content: "a3"},
+		{Role: llm.RoleUser, Content: "four"},
+	}, CacheAt: []int{1, 3, 5}}
+	if _, _, err := complete(t, p, req, false); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	marked := func(body map[string]any) []string {
+		var out []string
+		for _, m := range body["messages"].([]any) {
+			for _, b := range m.(map[string]any)["content"].([]any) {
+				if _, ok := b.(map[string]any)["cache_control"]; ok {
+					out = append(out, b.(map[string]any)["text"].(string))
+				}
+			}
+		}
+		return out
+	}
+	body := srv.Requests()[0].JSON(t)
+	if got := strings.Join(marked(body), ","); got != "a2,a3,four" {
+		t.Errorf("message breakpoints = %s, want a2,a3,four (a1 dropped: four at most with the system block)", got)
+	}
+	if n := strings.Count(string(srv.Requests()[0].Body), "cache_control"); n != 4 {
+		t.Errorf("%d breakpoints, want 4", n)
+	}
+
+	req.System, req.Tools, req.CacheAt = "", []services.ToolSpec{{Name: "first"}, readFileTool}, []int{3}
+	if _, _, err := complete(t, p, req, false); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	body = srv.Requests()[1].JSON(t)
+	tools := body["tools"].([]any)
+	if cc, _ := tools[1].(map[string]any)["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
+		t.Errorf("without a system prompt the last tool = %v, want cache_control", tools[1])
+	}
+	if got := strings.Join(marked(body), ","); got != "a2,four" {
+		t.Errorf("message breakpoints = %s, want a2,four", got)
 	}
 }
 

@@ -84,6 +84,7 @@ type Manager struct {
 	mu        sync.Mutex
 	building  map[string]int    // timeline -> builds in flight
 	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
+	lastCut   map[string]int64  // timeline/scope -> first history turn kept when history was trimmed
 	compactMu sync.Mutex
 }
 
@@ -118,7 +119,7 @@ func New(opts Options) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}}
+	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}, lastCut: map[string]int64{}}
 }
 
 // Budget is the prompt's token budget: window minus output reserve.
@@ -205,11 +206,12 @@ func (m *Manager) leave(timeline string) {
 	}
 }
 
-// Build compiles the prompt of one turn in DESIGN.md's layer order: system
-// and tools, rules, settings (these three are the stable prefix, sent as the
-// system prompt so providers can cache it), retrieved, history (summary
-// segments, then whole recent turns), current input (with @path reminders),
-// todo recap. The total never exceeds the budget. Errors:
+// Build compiles the prompt of one turn: system and tools, rules, settings
+// (these three are the stable prefix, sent as the system prompt so
+// providers can cache it), history (summary segments as system content
+// after the prefix, then whole recent turns), then what changes every
+// turn: retrieved, current input (with @path reminders), todo recap. The
+// ends of the last two past turns are the request's cache points. The total never exceeds the budget. Errors:
 // CONTEXT_INPUT_TOO_LARGE (ETOOLARGE) when the input alone cannot fit,
 // CONTEXT_BACKPRESSURE (ERATELIMITED) when too many builds run for the
 // timeline.
@@ -344,6 +346,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
+	turns, turnTrim, turnUsed = m.stepCut(p.TimelineScope+"/"+p.ContextScope, turns, turnTrim, turnUsed, historyBudget-segUsed, p.TriggerID != 0)
 
 	// The stable prefix: system, tools, rules, settings.
 	system := m.opts.SystemPrompt
@@ -360,10 +363,6 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	m.lastHash[key] = ins.PrefixHash
 	m.mu.Unlock()
 
-	var msgs []llm.Message
-	if retrievedText != "" {
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
-	}
 	// The archived summary is the service's own account of the earlier
 	// conversation, not something the owner said: it goes with the system
 	// content, after the stable prefix (which stays cached), not as a user
@@ -378,17 +377,37 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		}
 		systemContext = b.String()
 	}
+	// History first, byte for byte what the previous turn sent, then what
+	// changes every turn: the retrieved layer and the current input. The
+	// ends of the last two past turns are cache points (CacheAt): the
+	// previous turn wrote the older one, this turn writes the newer one.
+	var msgs []llm.Message
+	var ends []int
 	for i, t := range turns {
-		rendered := t.render(p.TriggerID != 0 && i == len(turns)-1, m.historyRule)
-		if p.TriggerID != 0 && i == len(turns)-1 {
+		current := p.TriggerID != 0 && i == len(turns)-1
+		rendered := t.render(current, m.historyRule)
+		if current {
+			if retrievedText != "" {
+				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+			}
 			// The current input carries its @path reminder and the todo recap.
 			last := &rendered[0]
 			last.Content, last.Images = inputText, inputImages
 			if todoText != "" {
 				last.Content += "\n\n" + todoText
 			}
+			msgs = append(msgs, RepairToolCalls(rendered)...)
+			continue
 		}
-		msgs = append(msgs, rendered...)
+		msgs = append(msgs, RepairToolCalls(rendered)...)
+		ends = append(ends, len(msgs)-1)
+	}
+	if p.TriggerID == 0 && retrievedText != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: retrievedText}, llm.Message{Role: llm.RoleAssistant, Content: "Noted."})
+	}
+	var cacheAt []int
+	if n := len(ends); n > 0 {
+		cacheAt = ends[max(n-2, 0):]
 	}
 
 	ins.Layers = []LayerReport{
@@ -411,9 +430,50 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
 	}
 	return Prompt{
-		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, Messages: RepairToolCalls(msgs), Tools: p.Tools},
+		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, CacheAt: cacheAt, Messages: msgs, Tools: p.Tools},
 		Inspection: ins,
 	}, nil
+}
+
+// stepCut trims history in steps, so the prompt's prefix stays the same for
+// many turns: history that lost its oldest turn every turn would change
+// the prefix every turn, and no provider's prompt cache would hold. When
+// history does not fit, the oldest turns are left out until the rest fills
+// at most three quarters of its budget, and that first kept turn stays the
+// first while the turns after it fit; only then is a new cut made. The cut
+// is remembered per scope in memory (a restart or another instance makes
+// its own, the same way); a preview (record false) reads it but does not
+// move it. The current turn (the last) is always kept.
+func (m *Manager) stepCut(key string, turns []turn, trimmed, used, budget int, record bool) ([]turn, int, int) {
+	m.mu.Lock()
+	cut, had := m.lastCut[key]
+	m.mu.Unlock()
+	if trimmed == 0 || len(turns) < 2 {
+		if record && had {
+			m.mu.Lock()
+			delete(m.lastCut, key)
+			m.mu.Unlock()
+		}
+		return turns, trimmed, used
+	}
+	start := 0
+	if had && cut >= turns[0].msgs[0].ID {
+		for start < len(turns)-1 && turns[start].msgs[0].ID < cut {
+			used -= turns[start].tokens
+			start++
+		}
+	} else {
+		for start < len(turns)-1 && used > budget*3/4 {
+			used -= turns[start].tokens
+			start++
+		}
+	}
+	if record {
+		m.mu.Lock()
+		m.lastCut[key] = turns[start].msgs[0].ID
+		m.mu.Unlock()
+	}
+	return turns[start:], trimmed + start, used
 }
 
 // SummaryPreamble opens the archived summary in the system content.

@@ -1,71 +1,76 @@
-package prompt
+package prompt_test
 
 import (
-	"encoding/json"
-	"regexp"
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/prompt"
 )
 
-func samplePrefix() PrefixParts {
-	return PrefixParts{
-		System: "You are Switchboard.",
-		Tools: []services.ToolSpec{
-			{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
-			{Name: "delegate", Description: "Start a sub-agent.", Parameters: json.RawMessage(`{"type":"object"}`)},
-			{Name: "grep", Description: "Search.", Parameters: nil},
-		},
-		Rules:    "Never delete history.",
-		Settings: "Prefers short answers.",
-	}
-}
-
-func TestPrefixHashDeterministic(t *testing.T) {
+// TestPromptPrefixStableTurnToTurn: what changes every turn comes last, so
+// a turn's prompt starts with the previous turn's prompt up to the end of
+// its history, byte for byte, even with a retrieved layer (which follows
+// history now) and with history trimmed (in steps, not one turn a turn).
+// The cache points name the ends of the last two past turns: the older one
+// is where the previous turn's newer one was.
+func TestPromptPrefixStableTurnToTurn(t *testing.T) {
 	t.Parallel()
-	base := PrefixHash(samplePrefix())
-	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(base) {
-		t.Fatalf("hash %q is not hex SHA-256", base)
-	}
-	if PrefixHash(samplePrefix()) != base {
-		t.Fatal("same input, different hash")
-	}
-
-	reordered := samplePrefix()
-	reordered.Tools[0], reordered.Tools[2] = reordered.Tools[2], reordered.Tools[0]
-	if PrefixHash(reordered) != base {
-		t.Error("tool order changed the hash")
-	}
-	reformatted := samplePrefix()
-	reformatted.Tools[0].Parameters = json.RawMessage("{\n  \"properties\": {\"path\": {\"type\": \"string\"}},\n  \"type\": \"object\"\n}")
-	if PrefixHash(reformatted) != base {
-		t.Error("equivalent JSON schema changed the hash")
-	}
-}
-
-func TestPrefixHashChanges(t *testing.T) {
-	t.Parallel()
-	base := PrefixHash(samplePrefix())
-	changes := map[string]func(p *PrefixParts){
-		"system":        func(p *PrefixParts) { p.System += " " },
-		"rules":         func(p *PrefixParts) { p.Rules = "Other rule." },
-		"settings":      func(p *PrefixParts) { p.Settings = "" },
-		"tool name":     func(p *PrefixParts) { p.Tools[1].Name = "delegate2" },
-		"description":   func(p *PrefixParts) { p.Tools[1].Description = "Start a sub-agent!" },
-		"parameters":    func(p *PrefixParts) { p.Tools[1].Parameters = json.RawMessage(`{"type":"array"}`) },
-		"tool removed":  func(p *PrefixParts) { p.Tools = p.Tools[:2] },
-		"tool added":    func(p *PrefixParts) { p.Tools = append(p.Tools, services.ToolSpec{Name: "x"}) },
-		"invalid json":  func(p *PrefixParts) { p.Tools[2].Parameters = json.RawMessage(`{`) },
-		"moved between": func(p *PrefixParts) { p.System, p.Rules = p.System+p.Rules, "" },
-	}
-	seen := map[string]string{base: "base"}
-	for name, change := range changes {
-		p := samplePrefix()
-		change(&p)
-		h := PrefixHash(p)
-		if prev, dup := seen[h]; dup {
-			t.Errorf("%s: hash equals %s's", name, prev)
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	seedTurns(t, s, "global", 40, strings.Repeat("talk ", 100))
+	m := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 6000})
+	var prev llm.Request
+	trimmedTurns, sameFirst := 0, 0
+	for i := range 12 {
+		u, _, err := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: fmt.Sprintf("question %d %s", i, strings.Repeat("more ", 100)), Visible: true})
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[h] = name
+		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID,
+			Retrieved: []prompt.RetrievedItem{{TimelineScope: "global", Kind: "reference", Title: "ref", Text: fmt.Sprintf("retrieved for turn %d", i), Score: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := p.Request
+		if n := len(req.Messages); n < 3 || !strings.HasPrefix(req.Messages[n-3].Content, "## Retrieved for this turn") || !strings.Contains(req.Messages[n-1].Content, fmt.Sprintf("question %d", i)) {
+			t.Fatalf("turn %d: the retrieved layer and the input are not last: %+v", i, req.Messages[max(0, n-3):])
+		}
+		if p.Inspection.Layers[4].Trimmed > 0 {
+			trimmedTurns++
+		}
+		if len(req.CacheAt) != 2 || req.CacheAt[1] != len(req.Messages)-4 {
+			t.Fatalf("turn %d: cache points %v of %d messages, want the last history message (%d) last", i, req.CacheAt, len(req.Messages), len(req.Messages)-4)
+		}
+		if i > 0 {
+			if req.Messages[0].Content == prev.Messages[0].Content {
+				sameFirst++
+				// Everything the previous prompt sent before its retrieved
+				// layer is this prompt's start, and its last cache point is
+				// one of this prompt's.
+				end := prev.CacheAt[1]
+				if !reflect.DeepEqual(req.Messages[:end+1], prev.Messages[:end+1]) || req.CacheAt[0] != end {
+					t.Fatalf("turn %d: the previous turn's history is not this prompt's prefix (cache points %v, previous %v)", i, req.CacheAt, prev.CacheAt)
+				}
+			}
+		}
+		// A reply, so the next turn has this one in history.
+		if _, _, err := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "assistant", Source: "agent", Content: "answer " + fmt.Sprint(i) + strings.Repeat(" said", 100), Visible: true,
+			Metadata: []byte(fmt.Sprintf(`{"reply_to":%d}`, u.ID))}); err != nil {
+			t.Fatal(err)
+		}
+		prev = req
+	}
+	if trimmedTurns < 10 {
+		t.Fatalf("history trimmed in %d of 12 turns: the test needs a window that trims", trimmedTurns)
+	}
+	// Trimming one turn a turn would change the first message every turn.
+	if sameFirst < 8 {
+		t.Fatalf("the first history message stayed the same in %d of 11 turns, want most (trimming in steps)", sameFirst)
 	}
 }

@@ -10,11 +10,14 @@
 //   - -log FILE: append one line per request, "api bytes sha256-prefix
 //     prompt_tokens cached_tokens summary", so a run's prompt bytes can be
 //     summed and two runs' prompts compared byte for byte;
-//   - -cache: report prompt caching like a provider with a prefix cache: the
-//     request's stable prefix (system prompt and tool definitions) counts as
-//     cached tokens when the same prefix was seen before, as a cache write
-//     the first time (Anthropic: cache_read_input_tokens /
-//     cache_creation_input_tokens; OpenAI: prompt_tokens_details.cached_tokens);
+//   - -cache: report prompt caching by the providers' rules (llmtest.PromptCache):
+//     Anthropic's cache_control breakpoints (at most 4, the longest
+//     breakpoint prefix written by an earlier request is read, 1,024-token
+//     minimum; cache_read_input_tokens / cache_creation_input_tokens) and
+//     OpenAI's automatic prefix cache (longest common prefix with an earlier
+//     request, 1,024-token minimum, 128-token steps;
+//     prompt_tokens_details.cached_tokens). Prompt tokens are then bytes/4
+//     of the request's canonical content (tools, system, messages);
 //   - answer summary requests (compaction) with a valid summary template,
 //     so compaction succeeds against the fake;
 //   - call tools on request, for trying tools by hand: a user message
@@ -65,7 +68,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:18900", "listen address")
 	latency := flag.Duration("latency", 0, "delay before every answer")
 	logPath := flag.String("log", "", "append one line per request (api, bytes, body hash, reported tokens) to this file")
-	cache := flag.Bool("cache", false, "report the stable prefix (system + tools) as cached tokens when seen before")
+	cache := flag.Bool("cache", false, "report prompt caching by the providers' rules (Anthropic cache_control breakpoints, OpenAI automatic prefix caching)")
 	flag.Parse()
 	s, err := llmtest.Listen(*addr)
 	if err != nil {
@@ -87,8 +90,7 @@ func main() {
 		logw = bufio.NewWriter(f)
 		defer logw.Flush()
 	}
-	seen := map[[32]byte]bool{}
-	var seenMu sync.Mutex
+	pc := llmtest.NewPromptCache()
 	s.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		reply := llmtest.Echo(r)
 		if name, args, ok := toolRequest(r.LastMessage); ok && !r.LastIsToolResult {
@@ -102,17 +104,11 @@ func main() {
 		}
 		u := llmtest.Usage{PromptTokens: max(1, len(r.Body)/4), CompletionTokens: max(1, len(reply.Text)/4)}
 		if *cache {
-			prefix := stablePrefix(r)
-			key := sha256.Sum256(prefix)
-			seenMu.Lock()
-			hit := seen[key]
-			seen[key] = true
-			seenMu.Unlock()
-			if hit {
-				u.CachedTokens = min(len(prefix)/4, u.PromptTokens)
-			} else if r.API == llmtest.Anthropic {
-				u.CacheWriteTokens = min(len(prefix)/4, u.PromptTokens)
+			cu, ok := pc.Usage(r.API, r.Model, r.Body)
+			if !ok {
+				return llmtest.Status(400, "") // more than 4 breakpoints
 			}
+			u.PromptTokens, u.CachedTokens, u.CacheWriteTokens = cu.PromptTokens, cu.CachedTokens, cu.CacheWriteTokens
 		}
 		reply.Usage = u
 		if logw != nil {
@@ -129,31 +125,6 @@ func main() {
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	<-c
 	s.Close()
-}
-
-// stablePrefix is the part of a request a provider's prefix cache keeps:
-// the system prompt and the tools (Anthropic: the "system" and "tools"
-// fields; OpenAI: the leading system messages and "tools").
-func stablePrefix(r llmtest.Request) []byte {
-	var b struct {
-		System   json.RawMessage   `json:"system"`
-		Tools    json.RawMessage   `json:"tools"`
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &b) != nil {
-		return nil
-	}
-	out := append(append([]byte{}, b.Tools...), b.System...)
-	for _, m := range b.Messages {
-		var role struct {
-			Role string `json:"role"`
-		}
-		if json.Unmarshal(m, &role) != nil || (role.Role != "system" && role.Role != "developer") {
-			break
-		}
-		out = append(out, m...)
-	}
-	return out
 }
 
 // toolRequest reads "call NAME {json}" (the arguments default to {}).

@@ -80,6 +80,9 @@ type Reply struct {
 	// FragmentDelay is waited before each streamed text fragment, so a
 	// client can watch the answer grow.
 	FragmentDelay time.Duration
+	// errMessage replaces the scripted error's message (the server's own
+	// refusals).
+	errMessage string
 }
 
 // Text returns a Reply answering text.
@@ -166,6 +169,16 @@ type Server struct {
 	noLog        bool
 	transcribe   func(Transcription) TranscriptReply
 	transcripts  []Transcription
+	cache        *PromptCache
+}
+
+// SetPromptCache makes the server report prompt caching by the provider's
+// rules (see PromptCache) for replies that carry no scripted Usage; nil
+// turns it off (the default: no cached tokens).
+func (s *Server) SetPromptCache(c *PromptCache) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache = c
 }
 
 // NewServer starts a server that is closed when t's test ends.
@@ -366,7 +379,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		reply = s.queue[0]
 		s.queue = s.queue[1:]
 	}
-	def, latency := s.defaultReply, s.latency
+	def, latency, cache := s.defaultReply, s.latency, s.cache
 	s.mu.Unlock()
 	if !scripted {
 		reply = def(req)
@@ -383,6 +396,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler) // closes the connection, no response
 	}
 	usage := reply.Usage
+	if usage == (Usage{}) && cache != nil {
+		u, ok := cache.Usage(api, req.Model, body)
+		if !ok {
+			writeError(w, api, Reply{Status: http.StatusBadRequest, errMessage: ErrTooManyBreakpoints})
+			return
+		}
+		usage = u
+		usage.CompletionTokens = max(1, len(reply.Text)/4)
+	}
 	if usage == (Usage{}) {
 		usage = Usage{PromptTokens: max(1, len(body)/4), CompletionTokens: max(1, len(reply.Text)/4)}
 	}
@@ -421,6 +443,9 @@ func writeError(w http.ResponseWriter, api API, reply Reply) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(reply.Status)
 	msg := fmt.Sprintf("scripted error %d", reply.Status)
+	if reply.errMessage != "" {
+		msg = reply.errMessage
+	}
 	if api == OpenAI {
 		writeJSON(w, map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "code": nil, "param": nil}})
 		return
