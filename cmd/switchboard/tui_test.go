@@ -356,7 +356,8 @@ func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 	tm.waitFor("the tool call while the answer is written", func(s string) bool {
 		return strings.Contains(s, "⚙ write_file notes.md · ok") && !strings.Contains(s, "Done:")
 	})
-	screen := tm.waitFor("the rendered answer", func(s string) bool { return strings.Contains(s, "Done:") })
+	// The stored answer replaces the streamed one (whose cursor is ▍).
+	screen := tm.waitFor("the rendered answer", func(s string) bool { return strings.Contains(s, "Done:") && !strings.Contains(s, "▍") })
 	for _, want := range []string{"• wrote notes.md", "• kept it short", "┌ sh", "│ cat notes.md", "the guide (https://example.test/guide)", "⚙ write_file notes.md · ok"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the answer lacks %q:\n%s", want, screen)
