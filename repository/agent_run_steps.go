@@ -16,6 +16,20 @@ import (
 // child's handoff) race for an index, and the loser, which ON CONFLICT DO
 // NOTHING keeps from aborting its transaction, takes the next one.
 func (s *Store) AppendStep(ctx context.Context, runID int64, kind services.StepKind, payload json.RawMessage) (services.Step, error) {
+	return s.appendStep(ctx, runID, kind, payload, "append step", func(payload json.RawMessage) pgx.Row {
+		return s.db.QueryRow(ctx, `
+			INSERT INTO agent_run_steps (run_id, step_index, kind, payload)
+			VALUES ($1, (SELECT COALESCE(max(step_index), -1) + 1 FROM agent_run_steps WHERE run_id = $1), $2, $3)
+			ON CONFLICT (run_id, step_index) DO NOTHING
+			RETURNING id, run_id, step_index, kind, payload, created_at`, runID, kind, payload)
+	})
+}
+
+// appendStep runs insert (a statement that appends the step at the next
+// index, returning it, or nothing when another append took that index)
+// until it wins an index.
+func (s *Store) appendStep(ctx context.Context, runID int64, kind services.StepKind, payload json.RawMessage, what string,
+	insert func(payload json.RawMessage) pgx.Row) (services.Step, error) {
 	if kind == "" {
 		return services.Step{}, services.Errorf(services.EINVALID, "step kind is empty")
 	}
@@ -25,17 +39,12 @@ func (s *Store) AppendStep(ctx context.Context, runID int64, kind services.StepK
 	for attempt := 0; attempt < 50; attempt++ {
 		var st services.Step
 		var raw []byte
-		err := s.db.QueryRow(ctx, `
-			INSERT INTO agent_run_steps (run_id, step_index, kind, payload)
-			VALUES ($1, (SELECT COALESCE(max(step_index), -1) + 1 FROM agent_run_steps WHERE run_id = $1), $2, $3)
-			ON CONFLICT (run_id, step_index) DO NOTHING
-			RETURNING id, run_id, step_index, kind, payload, created_at`, runID, kind, payload).
-			Scan(&st.ID, &st.RunID, &st.Index, &st.Kind, &raw, &st.CreatedAt)
+		err := insert(payload).Scan(&st.ID, &st.RunID, &st.Index, &st.Kind, &raw, &st.CreatedAt)
 		if err == pgx.ErrNoRows {
 			continue
 		}
 		if err != nil {
-			return services.Step{}, wrapErr(fmt.Sprintf("append step to run %d", runID), err)
+			return services.Step{}, wrapErr(fmt.Sprintf("%s to run %d", what, runID), err)
 		}
 		st.Payload = raw
 		return st, nil

@@ -17,16 +17,8 @@ var _ services.RunRequests = (*Store)(nil)
 // behind it in one statement (one round trip, one implicit transaction):
 // the step as AppendStep does, the request pointing at it.
 func (s *Store) AppendStepWithRequest(ctx context.Context, runID int64, kind services.StepKind, payload json.RawMessage, req services.RunRequest) (services.Step, error) {
-	if kind == "" {
-		return services.Step{}, services.Errorf(services.EINVALID, "step kind is empty")
-	}
-	if len(payload) == 0 {
-		payload = json.RawMessage(`{}`)
-	}
-	for attempt := 0; attempt < 50; attempt++ {
-		var st services.Step
-		var raw []byte
-		err := s.db.QueryRow(ctx, `
+	return s.appendStep(ctx, runID, kind, payload, "append step with request", func(payload json.RawMessage) pgx.Row {
+		return s.db.QueryRow(ctx, `
 			WITH st AS (
 				INSERT INTO agent_run_steps (run_id, step_index, kind, payload)
 				VALUES ($1, (SELECT COALESCE(max(step_index), -1) + 1 FROM agent_run_steps WHERE run_id = $1), $2, $3)
@@ -37,18 +29,8 @@ func (s *Store) AppendStepWithRequest(ctx context.Context, runID int64, kind ser
 				SELECT st.run_id, st.id, $4, $5, $6, $7, $8, $9, $10 FROM st
 			)
 			SELECT id, run_id, step_index, kind, payload, created_at FROM st`,
-			runID, kind, payload, req.TimelineScope, req.ContextScope, req.Provider, req.Model, req.URL, req.Bytes, req.Gzip).
-			Scan(&st.ID, &st.RunID, &st.Index, &st.Kind, &raw, &st.CreatedAt)
-		if err == pgx.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return services.Step{}, wrapErr(fmt.Sprintf("append step with request to run %d", runID), err)
-		}
-		st.Payload = raw
-		return st, nil
-	}
-	return services.Step{}, services.Errorf(services.ECONFLICT, "append step to run %d: too many concurrent appends", runID)
+			runID, kind, payload, req.TimelineScope, req.ContextScope, req.Provider, req.Model, req.URL, req.Bytes, req.Gzip)
+	})
 }
 
 const runRequestColumns = `q.id, q.run_id, q.step_id, s.step_index, q.timeline_scope, q.context_scope, q.provider, q.model, q.url, q.body_bytes, q.created_at`
