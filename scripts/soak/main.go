@@ -23,8 +23,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -47,7 +45,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/switchboard/switchboard/repository/localpg"
+	"github.com/switchboard/switchboard/scripts/internal/scratch"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -210,29 +208,12 @@ func run(ctx context.Context, o options) error {
 	}
 
 	// A fresh schema, dropped at the end.
-	server := o.dbURL
-	if server == "" {
-		if server, err = localpg.EnsureDatabase(ctx, localpg.DefaultServerURL, "switchboard_soak"); err != nil {
-			return fmt.Errorf("no PostgreSQL (set TEST_DATABASE_URL or -db): %w", err)
-		}
-	}
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	schema := "soak_" + hex.EncodeToString(rb[:])
-	admin, err := pgx.Connect(ctx, server)
+	scr, err := scratch.New(ctx, o.dbURL, "soak")
 	if err != nil {
 		return err
 	}
-	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return err
-	}
-	defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }()
-	sep := "?"
-	if strings.Contains(server, "?") {
-		sep = "&"
-	}
-	dbURL := server + sep + "search_path=" + schema
+	defer scr.Drop()
+	admin, schema, dbURL := scr.Admin, scr.Name, scr.URL
 
 	model, err := llmtest.Listen("127.0.0.1:0")
 	if err != nil {
@@ -241,7 +222,7 @@ func run(ctx context.Context, o options) error {
 	defer model.Close()
 	model.SetLatency(o.modelLatency)
 
-	token := "soak-owner-token-" + hex.EncodeToString(rb[:])
+	token := "soak-owner-token-" + schema
 	env := []string{"DATABASE_URL=" + dbURL, "HTTP_ADDR=127.0.0.1:0", "WEB_AUTH_TOKEN=" + token, "LOG_LEVEL=warn",
 		"LLM_PROVIDER=openai", "LLM_BASE_URL=" + model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=soak",
 		"RATE_LIMIT_PER_MINUTE=0"}

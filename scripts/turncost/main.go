@@ -18,8 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/switchboard/repository/localpg"
+	"github.com/switchboard/switchboard/scripts/internal/scratch"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -87,27 +86,12 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/switchboard").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	if server == "" {
-		if server, err = localpg.EnsureDatabase(ctx, localpg.DefaultServerURL, "switchboard_soak"); err != nil {
-			return fmt.Errorf("no PostgreSQL (set TEST_DATABASE_URL or -db): %w", err)
-		}
-	}
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	schema := "turncost_" + hex.EncodeToString(rb[:])
-	admin, err := pgx.Connect(ctx, server)
+	scr, err := scratch.New(ctx, server, "turncost")
 	if err != nil {
 		return err
 	}
-	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return err
-	}
-	defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }()
-	sep := "?"
-	if strings.Contains(server, "?") {
-		sep = "&"
-	}
+	defer scr.Drop()
+	admin, schema := scr.Admin, scr.Name
 	model, err := llmtest.Listen("127.0.0.1:0")
 	if err != nil {
 		return err
@@ -135,9 +119,9 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 			return llmtest.Text("done after the tools")
 		})
 	}
-	token := "turncost-token-" + hex.EncodeToString(rb[:])
+	token := "turncost-token-" + schema
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+server+sep+"search_path="+schema, "HTTP_ADDR=127.0.0.1:0",
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+scr.URL, "HTTP_ADDR=127.0.0.1:0",
 		"WEB_AUTH_TOKEN="+token, "LOG_LEVEL=warn", "DATA_DIR="+filepath.Join(tmp, "data"), "RATE_LIMIT_PER_MINUTE=0",
 		"LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=turncost")
 	cmd.Stderr = os.Stderr
