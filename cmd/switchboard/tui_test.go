@@ -125,15 +125,30 @@ func (s *tmuxSession) run(args ...string) string {
 
 // capture returns the pane's text, failing if any expected message is on
 // it twice.
+//
+// A capture taken while the terminal redraws can hold lines of the frame
+// before (a torn frame: a list cut mid-line, then begun again), so a
+// message seen twice is looked at again; only a screen that still shows it
+// twice after the redraw has settled fails.
 func (s *tmuxSession) capture() string {
 	s.t.Helper()
 	screen := s.run("capture-pane", "-p", "-t", "tui")
-	for _, m := range s.expect {
-		if n := labelled(screen, m.label, m.text); n > 1 {
-			s.t.Fatalf("%q shown %d times:\n%s", m.text, n, screen)
+	for attempt := 0; ; attempt++ {
+		twice := ""
+		for _, m := range s.expect {
+			if n := labelled(screen, m.label, m.text); n > 1 {
+				twice = fmt.Sprintf("%q shown %d times", m.text, n)
+			}
 		}
+		if twice == "" {
+			return screen
+		}
+		if attempt == 3 {
+			s.t.Fatalf("%s:\n%s", twice, screen)
+		}
+		time.Sleep(300 * time.Millisecond)
+		screen = s.run("capture-pane", "-p", "-t", "tui")
 	}
-	return screen
 }
 
 // scan scrolls from the newest message to the beginning of the timeline
