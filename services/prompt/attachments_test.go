@@ -29,9 +29,12 @@ func TestInputImagesCountAndHistoryKeepsTheLine(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := dbtest.Store(t)
-	photo, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "telegram", Content: "look", Visible: true})
-	a := services.Attachment{MessageID: photo.ID, TimelineScope: "global", Kind: services.AttachImage, MIMEType: "image/jpeg", Size: 5000,
+	a := services.Attachment{TimelineScope: "global", Kind: services.AttachImage, MIMEType: "image/jpeg", Size: 5000,
 		SHA256: strings.Repeat("0", 64), StorageKey: "uploads/0000000000000000.jpg", Name: "photo.jpg", Width: 1600, Height: 1200}
+	// As chat.Post stores it: the message names its files, the row links them.
+	photo, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "telegram", Content: "look", Visible: true,
+		Metadata: services.MessageMeta{Files: []services.FileRef{a.Ref()}}.Encode()})
+	a.MessageID = photo.ID
 	if _, err := s.InsertAttachment(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +92,17 @@ func TestCompactionKeepsTheFilesLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		u, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "turn " + strconv.Itoa(i), Visible: true})
+		plan := services.Attachment{TimelineScope: "global", Kind: services.AttachDocument,
+			MIMEType: "text/plain", Size: 10, SHA256: strings.Repeat("1", 64), StorageKey: "uploads/1111111111111111.txt", Name: "plan.txt"}
+		var meta []byte
+		if i == 0 { // as chat.Post stores it: the message names its files
+			meta = services.MessageMeta{Files: []services.FileRef{plan.Ref()}}.Encode()
+		}
+		u, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "turn " + strconv.Itoa(i), Visible: true,
+			Metadata: meta})
 		if i == 0 {
-			if _, err := s.InsertAttachment(ctx, services.Attachment{MessageID: u.ID, TimelineScope: "global", Kind: services.AttachDocument,
-				MIMEType: "text/plain", Size: 10, SHA256: strings.Repeat("1", 64), StorageKey: "uploads/1111111111111111.txt", Name: "plan.txt"}); err != nil {
+			plan.MessageID = u.ID
+			if _, err := s.InsertAttachment(ctx, plan); err != nil {
 				t.Fatal(err)
 			}
 		}

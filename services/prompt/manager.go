@@ -251,7 +251,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		}
 	}
 	var inputFiles []services.Attachment
-	if p.TriggerID != 0 && m.opts.Attachments != nil {
+	if p.TriggerID != 0 && m.opts.Attachments != nil && hasFiles(input) {
 		files, err := m.opts.Attachments.AttachmentsOf(ctx, p.TimelineScope, []int64{p.TriggerID})
 		if err != nil {
 			return Prompt{}, err
@@ -767,11 +767,22 @@ func (m *Manager) filesOf(ctx context.Context, timeline string, page []services.
 	}
 	var ids []int64
 	for _, msg := range page {
-		if msg.Role == services.RoleUser {
+		if msg.Role == services.RoleUser && hasFiles(msg) {
 			ids = append(ids, msg.ID)
 		}
 	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	return m.opts.Attachments.AttachmentsOf(ctx, timeline, ids)
+}
+
+// hasFiles reports whether msg came with attachments: chat.Post names them
+// in its metadata (files) in the transaction that links them, so a message
+// without that list needs no look-up.
+func hasFiles(msg services.Message) bool {
+	meta, _ := services.DecodeMeta(msg.Metadata)
+	return len(meta.Files) > 0
 }
 
 // replyTo is the user message a stored row answers (0 when not recorded).
