@@ -19,7 +19,7 @@ func (s *Service) capture() *llm.Capture {
 	if s.opts.Requests == nil || s.opts.RequestRetention <= 0 {
 		return nil
 	}
-	return &llm.Capture{}
+	return &llm.Capture{Encode: Gzip}
 }
 
 // appendCallStep records a model call's step (or its error) and, when
@@ -36,7 +36,7 @@ func (s *Service) appendCallStep(ctx context.Context, l loopSpec, kind services.
 	}
 	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun, kind, payload, services.RunRequest{
 		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
-		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: Gzip(body),
+		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: c.Encoded(),
 	})
 }
 

@@ -12,9 +12,15 @@ import (
 // for one Complete call (the JSON its SDK put on the wire; with retries,
 // the last attempt's). Attach it with WithCapture.
 type Capture struct {
+	// Encode, when set, is applied to each captured body in the
+	// background while the request is in flight (compression costs no
+	// time of the turn's own); Encoded waits for the last body's.
+	Encode func([]byte) []byte
+
 	mu   sync.Mutex
 	body []byte
 	url  string
+	enc  chan []byte
 }
 
 type captureKey struct{}
@@ -32,9 +38,27 @@ func (c *Capture) Body() ([]byte, string) {
 	return c.body, c.url
 }
 
+// Encoded is Encode of the last body sent (nil when none, or no Encode).
+func (c *Capture) Encoded() []byte {
+	c.mu.Lock()
+	ch := c.enc
+	c.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	v := <-ch
+	ch <- v // for the next caller
+	return v
+}
+
 func (c *Capture) set(body []byte, url string) {
 	c.mu.Lock()
 	c.body, c.url = body, url
+	if c.Encode != nil {
+		ch := make(chan []byte, 1)
+		c.enc = ch
+		go func() { ch <- c.Encode(body) }()
+	}
 	c.mu.Unlock()
 }
 

@@ -134,7 +134,10 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onDelta func(string)
 func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model)}
 	if sys := joinSystem(req.System, req.SystemContext); sys != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(sys))
+		u, _ := cachedMessage(newKeyer("system").str(sys).key(), func() (openai.ChatCompletionMessageParamUnion, error) {
+			return openai.SystemMessage(sys), nil
+		})
+		params.Messages = append(params.Messages, u)
 	}
 	var images []services.Image // of the tool messages since the last other message
 	flushImages := func() {
@@ -152,66 +155,40 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		if m.Role != RoleTool {
 			flushImages()
 		}
-		switch m.Role {
-		case RoleUser:
-			if len(m.Images) == 0 {
-				params.Messages = append(params.Messages, openai.UserMessage(m.Content))
-				break
+		if k, ok := messageKey(m); ok {
+			u, err := cachedMessage(k, func() (openai.ChatCompletionMessageParamUnion, error) { return openAIMessage(i, m) })
+			if err != nil {
+				return params, err
 			}
-			var parts []openai.ChatCompletionContentPartUnionParam
-			if m.Content != "" {
-				parts = append(parts, openai.TextContentPart(m.Content))
-			}
-			for _, im := range m.Images {
-				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
-			}
-			params.Messages = append(params.Messages, openai.UserMessage(parts))
-		case RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				args, ok := toolArguments(tc.Arguments)
-				if !ok {
-					return params, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
-				}
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name: tc.Name, Arguments: string(args),
-						},
-					},
-				})
-			}
-			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case RoleTool:
-			if m.ToolCallID == "" {
-				return params, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
-			}
-			content := m.Content
-			if m.IsError {
-				// Chat completions has no error flag on tool results.
-				content = "Error: " + content
-			}
-			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
+			params.Messages = append(params.Messages, u)
+			continue
+		}
+		u, err := openAIMessage(i, m)
+		if err != nil {
+			return params, err
+		}
+		params.Messages = append(params.Messages, u)
+		if m.Role == RoleTool {
 			images = append(images, m.Images...)
-		default:
-			return params, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
 		}
 	}
 	flushImages()
 	for _, t := range req.Tools {
-		schema, err := schemaObject(t)
+		tool, err := cachedTool(t.Name, t.Description, t.Parameters, func() (openai.ChatCompletionToolUnionParam, error) {
+			schema, err := schemaObject(t)
+			if err != nil {
+				return openai.ChatCompletionToolUnionParam{}, err
+			}
+			def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+			if t.Description != "" {
+				def.Description = openai.String(t.Description)
+			}
+			return openai.ChatCompletionFunctionTool(def), nil
+		})
 		if err != nil {
 			return params, err
 		}
-		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-		if t.Description != "" {
-			def.Description = openai.String(t.Description)
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
+		params.Tools = append(params.Tools, tool)
 	}
 	if req.MaxTokens > 0 {
 		if p.maxCompletionTokens {
@@ -246,6 +223,56 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		}
 	}
 	return params, nil
+}
+
+// openAIMessage is message i of a request as chat completions parameters
+// (a tool message's images are sent by the caller, after the results).
+func openAIMessage(i int, m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case RoleUser:
+		if len(m.Images) == 0 {
+			return openai.UserMessage(m.Content), nil
+		}
+		var parts []openai.ChatCompletionContentPartUnionParam
+		if m.Content != "" {
+			parts = append(parts, openai.TextContentPart(m.Content))
+		}
+		for _, im := range m.Images {
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
+		}
+		return openai.UserMessage(parts), nil
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(m.Content)
+		}
+		for _, tc := range m.ToolCalls {
+			args, ok := toolArguments(tc.Arguments)
+			if !ok {
+				return openai.ChatCompletionMessageParamUnion{}, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
+			}
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name: tc.Name, Arguments: string(args),
+					},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return openai.ChatCompletionMessageParamUnion{}, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
+		}
+		content := m.Content
+		if m.IsError {
+			// Chat completions has no error flag on tool results.
+			content = "Error: " + content
+		}
+		return openai.ToolMessage(content, m.ToolCallID), nil
+	}
+	return openai.ChatCompletionMessageParamUnion{}, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
 }
 
 // response translates a (possibly accumulated) completion into a Response.

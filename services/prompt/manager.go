@@ -96,6 +96,7 @@ func New(opts Options) *Manager {
 	if opts.Tokenizer == nil {
 		opts.Tokenizer = HeuristicTokenizer{}
 	}
+	opts.Tokenizer = Memo(opts.Tokenizer)
 	if opts.Window <= 0 {
 		opts.Window = 128000
 	}
@@ -602,10 +603,10 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 			}
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: content})
 		case services.RoleAssistant:
-			meta, _ := services.DecodeMeta(m.Metadata)
+			meta := metaOf(m)
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
 		case services.RoleTool:
-			meta, _ := services.DecodeMeta(m.Metadata)
+			meta := metaOf(m)
 			content := m.Content
 			if !current {
 				content = Compress(meta.ToolName, content, rule(meta.ToolName))
@@ -653,7 +654,7 @@ func promptable(m services.Message) bool {
 	if m.Source == services.SourceSystem {
 		return false
 	}
-	meta, _ := services.DecodeMeta(m.Metadata)
+	meta := metaOf(m)
 	// The visible marker of a handoff is for people; the main agent reads
 	// the handoff itself (the delegate call's hidden result).
 	if meta.Kind == services.MetaHandoff && m.Visible {
@@ -781,12 +782,12 @@ func (m *Manager) filesOf(ctx context.Context, timeline string, page []services.
 // in its metadata (files) in the transaction that links them, so a message
 // without that list needs no look-up.
 func hasFiles(msg services.Message) bool {
-	meta, _ := services.DecodeMeta(msg.Metadata)
+	meta := metaOf(msg)
 	return len(meta.Files) > 0
 }
 
 // replyTo is the user message a stored row answers (0 when not recorded).
 func replyTo(m services.Message) int64 {
-	meta, _ := services.DecodeMeta(m.Metadata)
+	meta := metaOf(m)
 	return meta.ReplyTo
 }

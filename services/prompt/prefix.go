@@ -37,7 +37,7 @@ func PrefixHash(p PrefixParts) string {
 
 	tools := make([]canonicalTool, 0, len(p.Tools))
 	for _, t := range p.Tools {
-		tools = append(tools, canonicalTool{name: t.Name, description: t.Description, params: canonicalJSON(t.Parameters)})
+		tools = append(tools, canonicalTool{name: t.Name, description: t.Description, params: canonicalJSONMemo(t.Parameters)})
 	}
 	slices.SortStableFunc(tools, func(a, b canonicalTool) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {

@@ -1,0 +1,81 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard/switchboard/services"
+)
+
+// countingTokenizer counts words and how often it was asked.
+type countingTokenizer struct{ calls atomic.Int64 }
+
+func (c *countingTokenizer) Count(text string) int {
+	c.calls.Add(1)
+	return len(strings.Fields(text))
+}
+
+func (c *countingTokenizer) CountMessage(role, content string) int {
+	return MessageOverhead + c.Count(role) + c.Count(content)
+}
+
+func TestMemoCountsOnceAndStaysBounded(t *testing.T) {
+	base := &countingTokenizer{}
+	m := Memo(base)
+	if Memo(m) != m {
+		t.Fatal("Memo of a memo wraps it again")
+	}
+	long := strings.Repeat("tool description words ", 10)
+	for range 3 {
+		if got := m.Count(long); got != 30 {
+			t.Fatalf("Count = %d, want 30", got)
+		}
+	}
+	if n := base.calls.Load(); n != 1 {
+		t.Fatalf("a long text was counted %d times, want once", n)
+	}
+	// A different text of the same length is its own entry.
+	other := strings.Repeat("tool descriptionXwords ", 10)
+	if got := m.Count(other); got != 20 {
+		t.Fatalf("Count(other) = %d, want 20", got)
+	}
+	short := "a few words"
+	m.Count(short)
+	m.Count(short)
+	if n := base.calls.Load(); n != 4 {
+		t.Fatalf("short texts: %d calls in all, want 4 (short texts are not remembered)", n)
+	}
+	for i := range memoEntries + 10 {
+		m.Count(fmt.Sprintf("%s %d", long, i))
+	}
+	if n := m.(*memoTokenizer).counts.len(); n > memoEntries {
+		t.Fatalf("memo holds %d entries, bound %d", n, memoEntries)
+	}
+}
+
+func TestMetaOfIsDecodeMeta(t *testing.T) {
+	metas := []services.MessageMeta{
+		{},
+		{ReplyTo: 7, RunID: 3},
+		{Command: "compact"},
+		{ToolName: "read_file", ToolCallID: "c1", IsError: true},
+		{ToolCalls: []services.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+	}
+	for _, want := range metas {
+		raw, _ := json.Marshal(want)
+		for range 2 { // decoded, then remembered
+			got := metaOf(services.Message{Metadata: raw})
+			dec, _ := services.DecodeMeta(raw)
+			if !reflect.DeepEqual(got, dec) {
+				t.Fatalf("metaOf(%s) = %+v, DecodeMeta = %+v", raw, got, dec)
+			}
+		}
+	}
+	if got := metaOf(services.Message{Metadata: json.RawMessage(`{not json`)}); !reflect.DeepEqual(got, services.MessageMeta{}) {
+		t.Fatalf("bad metadata reads as %+v, want empty", got)
+	}
+}
