@@ -97,12 +97,16 @@ func (n *Notifier) send() {
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
+		// A NOTIFY takes a transaction id, so its commit would wait for a
+		// WAL flush like a real write; events are best effort (listeners
+		// resync after a reconnect), so it commits asynchronously: the
+		// setting is local to the statement's own transaction.
 		if len(batch) == 1 {
-			_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, batch[0])
+			_, err = n.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, n.channel, batch[0])
 		} else {
 			// A function scan yields the array in order; notifications of
 			// one transaction are delivered in the order they were sent.
-			_, err = n.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, batch)
+			_, err = n.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, batch)
 		}
 		cancel()
 		if err != nil {

@@ -55,6 +55,11 @@ type loopSpec struct {
 	rec    recorder
 	// who names the agent in the step-limit error.
 	who string
+	// lastStep, when set (a main run), receives the recording of the
+	// answering call's step instead of the loop storing it: the run's end
+	// stores it in the transaction that stores the answer, one commit
+	// fewer per turn.
+	lastStep *func(tx services.Store) error
 }
 
 // cutError is a loop cut short (an error, /stop) with the text the model
@@ -123,9 +128,16 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if l.maxTokens > 0 && u.prompt+u.completion > l.maxTokens && len(resp.ToolCalls) > 0 {
 			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", l.who, l.maxTokens, u.prompt+u.completion), partial: resp.Text}
 		}
-		if _, err := s.appendCallStep(ctx, l, services.StepModelCall, s.stepPayload(services.ModelCallStep{
+		step := s.stepPayload(services.ModelCallStep{
 			Model: resp.Model, StopReason: resp.StopReason, Usage: resp.Usage,
-			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()}), capture); err != nil {
+			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})
+		if len(resp.ToolCalls) == 0 && l.lastStep != nil {
+			endCtx := context.WithoutCancel(ctx)
+			*l.lastStep = func(tx services.Store) error {
+				_, err := s.appendCallStepTx(endCtx, tx, l, services.StepModelCall, step, capture)
+				return err
+			}
+		} else if _, err := s.appendCallStep(ctx, l, services.StepModelCall, step, capture); err != nil {
 			return "", u, err
 		}
 		if len(resp.ToolCalls) == 0 {

@@ -77,7 +77,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	}()
 
 	started := time.Now()
-	answer, obs, u, runErr := s.loop(runCtx, run, trigger)
+	// The answering call's step is stored with the answer (lastStep).
+	var lastStep func(tx services.Store) error
+	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep)
 	// Recording the end must not be cut short by the run's own deadline.
 	endCtx := context.WithoutCancel(ctx)
 	fin := services.RunFinish{
@@ -144,7 +146,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 			return s.opts.Compactions.EnqueueCompactionTx(endCtx, tx, run.TimelineScope, services.MainScope)
 		}
 	}
-	done, err := s.finish(endCtx, run, fin, post, enqueue)
+	done, err := s.finish(endCtx, run, fin, post, lastStep, enqueue)
 	if runErr == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
 		// An answer that cannot be stored must not leave the run open (it
 		// would end 'interrupted' as if the server had restarted): the run
@@ -152,7 +154,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		s.log.Error("store answer", "run_id", run.ID, "err", err)
 		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
 		done, err = s.finish(endCtx, run, fin, noticeParams(run, trigger,
-			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status))
+			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status), lastStep)
 	}
 	if err != nil {
 		return err
@@ -347,7 +349,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
-func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message) (string, prompt.Inspection, usage, error) {
+func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(run.TimelineScope),
@@ -367,7 +369,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	text, u, err := s.toolLoop(ctx, loopSpec{
 		kind: kindMain, provider: s.opts.LLM, req: req, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
-		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent",
+		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep,
 	})
 	return text, obs, u, err
 }
