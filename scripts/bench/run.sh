@@ -297,7 +297,7 @@ w_flagsab() {
 		"$BIN/apiturns" -token $TOKEN -user "" -n "$rounds" -warmup 5 -ab "$spec" -ab-pids "$pids" \
 			-ab-raw "$OUT/flags_ab_rounds.txt" -label flagsab_
 		echo "flagsab_loadavg_after $(cut -d' ' -f1-3 /proc/loadavg)"
-	} | tee "$OUT/flags_ab.txt"
+	} | tee -a "$OUT/flags_ab.txt"
 	for p in ${pids//,/ }; do stop "$p"; done
 	stop "$FAKE_PID"
 }

@@ -14,11 +14,11 @@ import (
 	"time"
 )
 
-// StampPrefix begins the first token of a -first-pause answer: "t=<unix
+// stampPrefix begins the first token of a -first-pause answer: "t=<unix
 // ns> ", the wall clock just before the fake wrote that chunk. A client on
 // the same machine subtracts it from the time the first delta reached it
 // (scripts/bench/wsdelta).
-const StampPrefix = "t="
+const stampPrefix = "t="
 
 // firstToken answers streamed OpenAI chat completions as a model that
 // sends its first token at once and the rest after a pause: the role chunk,
@@ -77,7 +77,7 @@ func (f *firstToken) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	writeSSE(w, chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	now := time.Now().UnixNano()
-	first := StampPrefix + strconv.FormatInt(now, 10) + " "
+	first := stampPrefix + strconv.FormatInt(now, 10) + " "
 	writeSSE(w, chunk(map[string]any{"content": first}, nil))
 	select {
 	case <-time.After(f.pause):
