@@ -5,13 +5,19 @@
 #   scripts/bench/run.sh                 # every workload below, in order
 #   scripts/bench/run.sh turns coldstart # some of them
 #
-# Workloads: build delivery turns coldstart flags tokens cache plots
+# Workloads: build delivery turns coldstart flags tokens cache wsdelta flagsab plots
 # (openclaw: scripts/bench/openclaw.sh; sub-agents: scripts/bench/subagents.sh).
+#
+#   scripts/bench/run.sh wsdelta   # model's first token → first delta on a websocket
+#                                  # client (wsdelta.txt); BENCH_SB_BIN=… for another build
+#   scripts/bench/run.sh flagsab   # flags 1/0 and 1/1 vs 0/0, three servers, turns
+#                                  # interleaved round by round (flags_ab.txt)
 #
 # Needs: Go, psql, a PostgreSQL superuser URL in BENCH_PG (default
 # postgres://postgres@127.0.0.1:5432, the local server); ports 19082 (the
-# server) and 19900 (the fake model) free. Traffic goes to 127.0.0.1 only.
-# Databases named sbbench_* are dropped and created.
+# server; flagsab also 19083 and 19084) and 19900 (the fake model) free.
+# Traffic goes to 127.0.0.1 only. Databases named sbbench_* are dropped and
+# created.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -30,7 +36,7 @@ log() { printf '\n=== %s\n' "$*" >&2; }
 build_bins() {
 	log "building binaries into $BIN"
 	go build -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns \
-		./scripts/bench/coldstart ./scripts/bench/plot
+		./scripts/bench/coldstart ./scripts/bench/plot ./scripts/bench/wsdelta
 }
 
 # newdb NAME: an empty database.
@@ -59,21 +65,23 @@ start_fake() {
 	return 1
 }
 
-# start_sb DBURL [VAR=value…]: the server on SB_PORT against the fake model;
-# sets SB_PID once /healthz answers.
+# start_sb DBURL [VAR=value…]: the server on SB_PORT (or PORT, with its own
+# data directory) against the fake model; sets SB_PID once /healthz answers.
 start_sb() {
-	local db=$1
+	local db=$1 port=${PORT:-$SB_PORT}
 	shift
-	env DATABASE_URL="$db" DATA_DIR="$WORK/data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN \
+	local data=$WORK/data out=$WORK/switchboard.out
+	if [ "$port" != "$SB_PORT" ]; then data=$WORK/data_$port out=$WORK/switchboard_$port.out; fi
+	env DATABASE_URL="$db" DATA_DIR="$data" HTTP_ADDR="127.0.0.1:$port" WEB_AUTH_TOKEN=$TOKEN \
 		RATE_LIMIT_PER_MINUTE=0 LOG_LEVEL=warn LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" \
-		LLM_MODEL=gpt-4o-mini "$@" "${BENCH_SB_BIN:-$BIN/switchboard}" serve >"$WORK/switchboard.out" 2>&1 &
+		LLM_MODEL=gpt-4o-mini "$@" "${BENCH_SB_BIN:-$BIN/switchboard}" serve >"$out" 2>&1 &
 	SB_PID=$!
 	PIDS+=("$SB_PID")
 	for _ in $(seq 600); do
-		curl -sf "http://127.0.0.1:$SB_PORT/healthz" >/dev/null 2>&1 && return 0
+		curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
-	echo "switchboard did not start: $(tail -5 "$WORK/switchboard.out")" >&2
+	echo "switchboard did not start: $(tail -5 "$out")" >&2
 	return 1
 }
 
@@ -237,6 +245,61 @@ w_explain() {
 		ANALYZE;
 	SQL
 	psql "${db%%\?*}" -X -f scripts/bench/explain.sql | tee "$OUT/explain.txt"
+}
+
+# 8. Model's first token → first delta on a websocket client: the fake
+# streams a first token carrying its wall clock ("t=<unix ns> "), then waits
+# BENCH_WSDELTA_PAUSE (200ms) before the rest; the client (the chat page's
+# protocol: post frames on /api/ws) takes the stamp from the first delta
+# frame of each turn and subtracts it from the time it read that frame.
+# Same machine, same clock. The load average is recorded before and after.
+w_wsdelta() {
+	log "8. first token → first websocket delta, $TURNS turns, pause ${BENCH_WSDELTA_PAUSE:-200ms}"
+	local db
+	db=$(newdb sbbench_wsdelta)
+	start_fake "$WORK/fake_wsdelta.log" -first-pause "${BENCH_WSDELTA_PAUSE:-200ms}"
+	start_sb "$db"
+	{
+		echo "wsdelta_date $(date -u +%FT%TZ)"
+		echo "wsdelta_server ${BENCH_SB_BIN:-$BIN/switchboard}"
+		echo "wsdelta_loadavg_before $(cut -d' ' -f1-3 /proc/loadavg)"
+		"$BIN/wsdelta" -url "http://127.0.0.1:$SB_PORT" -token $TOKEN -n "$TURNS" -label wsdelta_
+		echo "wsdelta_loadavg_after $(cut -d' ' -f1-3 /proc/loadavg)"
+	} | tee -a "$OUT/wsdelta.txt"
+	stop "$SB_PID"
+	stop "$FAKE_PID"
+}
+
+# 9. Flags 1/0 and 1/1 against 0/0, interleaved: three servers, each on its
+# own fresh database and port, one fake model (0 ms); round i's turn goes to
+# each server in turn (no user field: the global timeline, as in 5.), the
+# order rotated by one each round, so load from elsewhere on the machine
+# falls on the three alike. 600 rounds (BENCH_FLAGSAB_ROUNDS). Reports
+# each mode's p50/p95/p99 and CPU per turn, the ratios of p50 and p95 to
+# 0/0 with a bootstrap 95% interval, and the paired per-round differences
+# (median, quartiles); every turn's latency in flags_ab_rounds.txt.
+w_flagsab() {
+	local rounds=${BENCH_FLAGSAB_ROUNDS:-600} spec="" pids="" i=0 f port db
+	log "9. flags 0/0, 1/0, 1/1 interleaved turn by turn, $rounds rounds"
+	start_fake "$WORK/fake_flagsab.log"
+	for f in 00 10 11; do
+		port=$((SB_PORT + i))
+		db=$(newdb "sbbench_flagsab_$f")
+		PORT=$port start_sb "$db" AGENT_CONTEXT_SCOPED_WRITE="${f:0:1}" AGENT_CONTEXT_SCOPED_READ="${f:1:1}"
+		spec+="${spec:+,}$f=http://127.0.0.1:$port"
+		pids+="${pids:+,}$SB_PID"
+		i=$((i + 1))
+	done
+	{
+		echo "flagsab_date $(date -u +%FT%TZ)"
+		echo "flagsab_server ${BENCH_SB_BIN:-$BIN/switchboard}"
+		echo "flagsab_loadavg_before $(cut -d' ' -f1-3 /proc/loadavg)"
+		"$BIN/apiturns" -token $TOKEN -user "" -n "$rounds" -warmup 5 -ab "$spec" -ab-pids "$pids" \
+			-ab-raw "$OUT/flags_ab_rounds.txt" -label flagsab_
+		echo "flagsab_loadavg_after $(cut -d' ' -f1-3 /proc/loadavg)"
+	} | tee -a "$OUT/flags_ab.txt"
+	for p in ${pids//,/ }; do stop "$p"; done
+	stop "$FAKE_PID"
 }
 
 w_plots() {

@@ -9,14 +9,26 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
+// deltaInterval and deltaBytes bound how long and how much streamed text
+// waits to be sent together.
+const (
+	deltaInterval = 50 * time.Millisecond
+	deltaBytes    = 1024
+)
+
 // deltaStream coalesces streamed answer text into events of at most
 // ~50 ms or 1 KiB, so clients see the answer grow without one event per
-// token. The text is transient: only the final answer is stored.
+// token. A call's first text goes out at once: the owner sees the answer
+// begin when the model begins it, even when the model then pauses (the
+// next text would otherwise hold it back until it came). The text is
+// transient: only the final answer is stored.
 type deltaStream struct {
-	ctx  context.Context
-	pub  services.Publisher
-	run  services.Run
-	buf  strings.Builder
+	ctx context.Context
+	pub services.Publisher
+	run services.Run
+	buf strings.Builder
+	// last is when the last event went out; zero until the first, so the
+	// first text is sent at once.
 	last time.Time
 	// all is every text of the call so far: what the owner has seen, kept
 	// when the call is cut short (/stop).
@@ -24,13 +36,13 @@ type deltaStream struct {
 }
 
 func newDeltaStream(ctx context.Context, pub services.Publisher, run services.Run) *deltaStream {
-	return &deltaStream{ctx: ctx, pub: pub, run: run, last: time.Now()}
+	return &deltaStream{ctx: ctx, pub: pub, run: run}
 }
 
 func (d *deltaStream) add(text string) {
 	d.buf.WriteString(text)
 	d.all.WriteString(text)
-	if d.buf.Len() >= 1024 || time.Since(d.last) >= 50*time.Millisecond {
+	if d.buf.Len() >= deltaBytes || time.Since(d.last) >= deltaInterval {
 		d.flush()
 	}
 }

@@ -7,6 +7,14 @@
 //
 //	go run ./scripts/bench/apiturns -url http://127.0.0.1:18082 -token T -n 200 -sessions 8 -per 25 -pid 1234
 //
+// With -ab it compares servers instead, turn by turn: round i's turn goes to
+// each server in turn, the order rotated by one each round, so load from
+// elsewhere falls on all of them alike; each is then compared with the
+// first (ratio of medians and of p95 with a bootstrap 95% interval, and the
+// median and quartiles of the paired per-round differences):
+//
+//	go run ./scripts/bench/apiturns -token T -user "" -n 200 -ab 00=http://127.0.0.1:18082,10=http://127.0.0.1:18083
+//
 // Output is one "name value" line per figure, for scripts to pick up.
 package main
 
@@ -43,16 +51,49 @@ func main() {
 	pid := flag.Int("pid", 0, "server pid for CPU and RSS readings")
 	timeout := flag.Duration("timeout", 120*time.Second, "timeout of one turn")
 	prefix := flag.String("label", "", "prefix of every output name")
+	ab := flag.String("ab", "", "compare servers turn by turn: label=url,label=url,… (the first is the reference; -n rounds)")
+	abPids := flag.String("ab-pids", "", "with -ab: the servers' pids, in the same order, for CPU per turn")
+	abRaw := flag.String("ab-raw", "", "with -ab: write every turn's latency here, \"round position label ms\"")
 	var hdr headers
 	flag.Var(&hdr, "header", "extra request header Name:Value (repeatable)")
 	flag.Parse()
-	c := &client{url: strings.TrimRight(*url, "/") + "/v1/chat/completions", token: *token, model: *model, hdr: hdr,
-		http: &http.Client{Timeout: *timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	mk := func(url string) *client {
+		return &client{url: strings.TrimRight(url, "/") + "/v1/chat/completions", token: *token, model: *model, hdr: hdr,
+			http: &http.Client{Timeout: *timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	}
 	out := func(name string, v any) { fmt.Printf("%s%s %v\n", *prefix, name, v) }
+	if *ab != "" {
+		if err := mainAB(*ab, *abPids, *abRaw, *user, *n, *warm, mk, out); err != nil {
+			fmt.Fprintln(os.Stderr, "apiturns:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	c := mk(*url)
 	if err := run(c, *user, *n, *warm, *sessions, *per, *pid, out); err != nil {
 		fmt.Fprintln(os.Stderr, "apiturns:", err)
 		os.Exit(1)
 	}
+}
+
+func mainAB(spec, pids, rawPath, user string, rounds, warm int, mk func(string) *client, out func(string, any)) error {
+	ts, err := parseTargets(spec, pids, mk)
+	if err != nil {
+		return err
+	}
+	var raw io.Writer
+	if rawPath != "" {
+		f, err := os.Create(rawPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		raw = f
+	}
+	if user != "" {
+		user += "-ab"
+	}
+	return runAB(ts, user, rounds, warm, raw, out)
 }
 
 type client struct {

@@ -22,7 +22,12 @@
 //     so compaction succeeds against the fake;
 //   - call tools on request, for trying tools by hand: a user message
 //     "call NAME {json arguments}" is answered with that tool call, and the
-//     tool's result with "NAME answered: <result>".
+//     tool's result with "NAME answered: <result>";
+//   - -first-pause D: answer every streamed OpenAI chat completion with a
+//     first token at once, "t=<unix ns> " (the fake's wall clock just before
+//     writing it), then wait D before the rest, so a client can time the
+//     model's first token to its first delta (scripts/bench/wsdelta). Other
+//     requests are answered as without the flag.
 //
 // Prompt tokens are reported as bytes/4, the fake's estimate.
 package main
@@ -34,6 +39,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -69,11 +76,31 @@ func main() {
 	latency := flag.Duration("latency", 0, "delay before every answer")
 	logPath := flag.String("log", "", "append one line per request (api, bytes, body hash, reported tokens) to this file")
 	cache := flag.Bool("cache", false, "report prompt caching by the providers' rules (Anthropic cache_control breakpoints, OpenAI automatic prefix caching)")
+	firstPause := flag.Duration("first-pause", 0, `stream OpenAI answers as a first token "t=<unix ns> " at once, then this pause, then the rest`)
 	flag.Parse()
-	s, err := llmtest.Listen(*addr)
+	listen := *addr
+	if *firstPause > 0 {
+		listen = "127.0.0.1:0" // the ordinary fake, behind the first-token front
+	}
+	s, err := llmtest.Listen(listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fakellm:", err)
 		os.Exit(1)
+	}
+	url := s.URL
+	if *firstPause > 0 {
+		front, err := newFirstToken(*firstPause, s.URL)
+		if err == nil {
+			var l net.Listener
+			if l, err = net.Listen("tcp", *addr); err == nil {
+				url = "http://" + l.Addr().String()
+				go func() { _ = http.Serve(l, front) }()
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakellm:", err)
+			os.Exit(1)
+		}
 	}
 	if *latency > 0 {
 		s.SetLatency(*latency)
@@ -120,7 +147,7 @@ func main() {
 		}
 		return reply
 	})
-	fmt.Printf("fake model on %s (OpenAI base %s, Anthropic base %s), latency %s\n", s.URL, s.OpenAIBaseURL(), s.AnthropicBaseURL(), *latency)
+	fmt.Printf("fake model on %s (OpenAI base %s/v1, Anthropic base %s), latency %s, first-token pause %s\n", url, url, url, *latency, *firstPause)
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	<-c
