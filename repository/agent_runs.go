@@ -68,6 +68,21 @@ func (s *Store) SetRunStatus(ctx context.Context, id int64, status services.RunS
 	return nil
 }
 
+// StartRun marks a queued run running in one statement.
+func (s *Store) StartRun(ctx context.Context, id int64) (services.Run, bool, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `
+		UPDATE agent_runs SET status = $2, heartbeat_at = now() WHERE id = $1 AND status = $3
+		RETURNING `+runColumns, id, services.RunRunning, services.RunQueued))
+	if err == pgx.ErrNoRows {
+		r, err := s.GetRun(ctx, id)
+		return r, false, err
+	}
+	if err != nil {
+		return services.Run{}, false, wrapErr(fmt.Sprintf("start run %d", id), err)
+	}
+	return r, true, nil
+}
+
 // FinishRun closes an unfinished run exactly once.
 func (s *Store) FinishRun(ctx context.Context, id int64, f services.RunFinish) (services.Run, error) {
 	r, err := scanRun(s.db.QueryRow(ctx, `

@@ -129,3 +129,32 @@ func TestAppendStepConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// StartRun starts a queued run once; a second worker gets the run as it
+// is and does not start it again.
+func TestStartRunStartsAQueuedRunOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	run, err := s.CreateRun(ctx, services.NewRun{Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.StartRun(ctx, run.ID)
+	if err != nil || !ok || got.Status != services.RunRunning || got.ID != run.ID {
+		t.Fatalf("first StartRun = %+v, %v, %v; want the run, running", got, ok, err)
+	}
+	got, ok, err = s.StartRun(ctx, run.ID)
+	if err != nil || ok || got.Status != services.RunRunning {
+		t.Fatalf("second StartRun = %+v, %v, %v; want not started, still running", got, ok, err)
+	}
+	if _, err := s.FinishRun(ctx, run.ID, services.RunFinish{Status: services.RunOK}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err = s.StartRun(ctx, run.ID); err != nil || ok || got.Status != services.RunOK {
+		t.Fatalf("StartRun of a finished run = %+v, %v, %v", got, ok, err)
+	}
+	if _, _, err := s.StartRun(ctx, run.ID+1000); !services.IsKind(err, services.ENOTFOUND) {
+		t.Fatalf("StartRun of a missing run: err = %v, want ENOTFOUND", err)
+	}
+}

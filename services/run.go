@@ -113,6 +113,10 @@ type RunStore interface {
 	GetRun(ctx context.Context, id int64) (Run, error)
 	// SetRunStatus changes a run's status (e.g. queued → running); ENOTFOUND when absent.
 	SetRunStatus(ctx context.Context, id int64, status RunStatus) error
+	// StartRun marks a queued run running and returns it; started is false
+	// (and the run as it is) when it is not queued any more. ENOTFOUND when
+	// absent.
+	StartRun(ctx context.Context, id int64) (run Run, started bool, err error)
 	// FinishRun closes an unfinished run; ENOTFOUND when absent, ECONFLICT when
 	// it was already finished.
 	FinishRun(ctx context.Context, id int64, f RunFinish) (Run, error)

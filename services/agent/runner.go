@@ -35,18 +35,12 @@ func (u *usage) add(x services.TokenUsage) {
 // more (answered, cancelled, interrupted) is left alone, so a retried job
 // never answers twice.
 func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
-	run, err := s.opts.Store.GetRun(ctx, run.ID)
-	if err != nil {
+	run, ok, err := s.opts.Store.StartRun(ctx, run.ID)
+	if err != nil || !ok {
 		return err
-	}
-	if run.Status != services.RunQueued {
-		return nil
 	}
 	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
 	if err != nil {
-		return err
-	}
-	if err := s.opts.Store.SetRunStatus(ctx, run.ID, services.RunRunning); err != nil {
 		return err
 	}
 	s.publishRun(ctx, run, services.RunRunning)
@@ -352,7 +346,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
-		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Tools: s.toolDefs(run.TimelineScope),
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Trigger: &trigger, Tools: s.toolDefs(run.TimelineScope),
 	})
 	if err != nil {
 		return "", prompt.Inspection{}, usage{}, err

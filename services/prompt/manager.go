@@ -144,7 +144,9 @@ type BuildParams struct {
 	// TriggerID is the user message being answered: history ends with it.
 	// Zero previews the next prompt (no current input).
 	TriggerID int64
-	Tools     []services.ToolSpec
+	// Trigger, when set, is the message TriggerID names, already read.
+	Trigger *services.Message
+	Tools   []services.ToolSpec
 	// Retrieved are extra items for the retrieved layer (handoffs), each
 	// with a score; lowest scores are trimmed first.
 	Retrieved []RetrievedItem
@@ -243,10 +245,14 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		return Prompt{}, err
 	}
 	var input services.Message
-	if p.TriggerID != 0 {
+	if p.Trigger != nil && p.Trigger.ID == p.TriggerID {
+		input = *p.Trigger
+	} else if p.TriggerID != 0 {
 		if input, err = m.opts.Store.GetMessage(ctx, p.TriggerID); err != nil {
 			return Prompt{}, err
 		}
+	}
+	if p.TriggerID != 0 {
 		if input.TimelineScope != p.TimelineScope {
 			return Prompt{}, m.violation(p, "input message", input.TimelineScope)
 		}
