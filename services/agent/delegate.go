@@ -139,16 +139,22 @@ type PayloadBudget struct {
 // Handoff is the structured result a child returns to its parent's scope.
 // Its status comes from the runtime, not from the model's text.
 type Handoff struct {
-	Version    int                `json:"version"`
-	Kind       string             `json:"kind"`
-	RunID      int64              `json:"run_id,omitempty"`
-	AgentID    string             `json:"agent_id"`
-	Mode       string             `json:"mode"` // "subagent" or "inline"
-	Status     services.RunStatus `json:"status"`
-	Summary    string             `json:"summary"`
-	Result     string             `json:"result,omitempty"`
-	References []string           `json:"references,omitempty"`
-	Usage      struct {
+	Version int                `json:"version"`
+	Kind    string             `json:"kind"`
+	RunID   int64              `json:"run_id,omitempty"`
+	AgentID string             `json:"agent_id"`
+	Mode    string             `json:"mode"` // "subagent" or "inline"
+	Status  services.RunStatus `json:"status"`
+	Summary string             `json:"summary"`
+	// Result is the sub-agent's answer (at most 8,000 characters), left
+	// out when it is its one-line summary.
+	Result     string   `json:"result,omitempty"`
+	References []string `json:"references,omitempty"`
+	// RecallID is the id recall_detail reads the handoff by, whole
+	// (h<child run id>): after its turn, main's history keeps only the
+	// summary and this id (handoffHistory).
+	RecallID string `json:"recall_id,omitempty"`
+	Usage    struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 		CachedTokens     int `json:"cached_tokens"`
@@ -176,8 +182,20 @@ func (s *Service) registerDelegate(reg *tools.Registry) error {
 		}
 		desc += " Profiles: " + strings.Join(names, ", ") + "."
 	}
-	return reg.Register(tools.Func("delegate", desc, s.handleDelegate).
-		WithHistory(tools.HistoryRule{MaxChars: 1500, DropFields: []string{"transcript"}}))
+	return reg.Register(tools.Func("delegate", desc, s.handleDelegate).WithHistory(handoffHistory(s.inline())))
+}
+
+// handoffHistory is the form a handoff keeps in main's history after its
+// turn (the turn itself reads it whole): what the task came to, without
+// the bookkeeping (usage, duration, the inline transcript). A sub-agent's
+// handoff keeps its summary and its recall id, not its result, which
+// recall_detail reads back whole; an inline task's has no such id and
+// keeps its result, cut to the rule's bound.
+func handoffHistory(inline bool) tools.HistoryRule {
+	if inline {
+		return tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"agent_id", "summary", "result", "references"}}
+	}
+	return tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"agent_id", "summary", "references", "recall_id"}}
 }
 
 // inline reports whether delegated tasks run in main ("main agent
@@ -277,6 +295,7 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 		}
 		child.ContextScope = scope
 		h.RunID = child.ID
+		h.RecallID = handoffRef(child.ID)
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.opts.SubAgents.Timeout)
 	defer cancel()
@@ -287,8 +306,10 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 	switch {
 	case runErr == nil:
 		h.Status = services.RunOK
-		h.Result = truncateText(text, 8000)
 		h.Summary = firstLine(text)
+		if r := strings.TrimSpace(text); r != h.Summary {
+			h.Result = truncateText(text, 8000)
+		}
 	case errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() == nil:
 		h.Status = services.RunTimeout
 		h.Summary = fmt.Sprintf("the sub-agent did not finish within %s", s.opts.SubAgents.Timeout)

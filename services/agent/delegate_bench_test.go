@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,8 +16,11 @@ import (
 // BenchmarkDelegatedResearch runs one scripted workload of 20 delegated
 // research tasks (each reads three 3 KB source files, then reports) with
 // sub-agents on, and inline in main (AGENT_SUBAGENTS=0), and reports the
-// main scope's prompt tokens per turn (the estimate the ContextManager made
-// for each main model call, averaged over the turns). Run:
+// main scope's prompt tokens per turn: the provider-reported prompt tokens
+// of the main runs (both model calls of a turn; the fake model counts a
+// token per 4 bytes of the request), averaged over the turns. Of those,
+// tool-def-tokens/turn are the tool definitions' share (the "tools" field
+// of the same requests, counted the same way). Run:
 //
 //	go test -run '^$' -bench DelegatedResearch -benchtime 1x ./services/agent/
 func BenchmarkDelegatedResearch(b *testing.B) {
@@ -29,15 +33,16 @@ func BenchmarkDelegatedResearch(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				perTurn, last := delegatedWorkload(b, mode.flags)
+				perTurn, last, toolDefs := delegatedWorkload(b, mode.flags)
 				b.ReportMetric(perTurn, "main-prompt-tokens/turn")
 				b.ReportMetric(float64(last), "main-prompt-tokens-turn20")
+				b.ReportMetric(toolDefs, "tool-def-tokens/turn")
 			}
 		})
 	}
 }
 
-func delegatedWorkload(b *testing.B, flags services.Flags) (float64, int) {
+func delegatedWorkload(b *testing.B, flags services.Flags) (float64, int, float64) {
 	bd := setupBench(b, flags)
 	ws := filepath.Join(bd.ws, "global")
 	_ = os.MkdirAll(ws, 0o700)
@@ -73,5 +78,13 @@ func delegatedWorkload(b *testing.B, flags services.Flags) (float64, int) {
 			}
 		}
 	}
-	return float64(total) / float64(n), last
+	defs := 0
+	for _, r := range mainRequests(bd) {
+		var body struct {
+			Tools json.RawMessage `json:"tools"`
+		}
+		_ = json.Unmarshal(r.Body, &body)
+		defs += len(body.Tools) / 4
+	}
+	return float64(total) / float64(n), last, float64(defs) / float64(n)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -325,6 +326,17 @@ func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDet
 	}
 	var refs []ref
 	for _, raw := range a.IDs {
+		if child, ok := parseHandoffRef(raw); ok {
+			// A handoff's recall id names its sub-agent run: read the row
+			// that carries it, under the caller's view like any message.
+			id, err := s.handoffMessage(ctx, call.TimelineScope, child)
+			if err != nil {
+				return tools.Result{}, err
+			}
+			refs = append(refs, ref{services.RecallMessage, id, raw})
+			msgIDs = append(msgIDs, id)
+			continue
+		}
 		kind, id, err := services.ParseRecallRef(raw)
 		if err != nil {
 			return tools.ErrorResult(tools.CodeBadArguments, "argument \"ids\": "+services.ErrorMessage(err)), nil
@@ -404,4 +416,52 @@ func cutToTokens(text string, n int, count func(string) int) string {
 		}
 	}
 	return string(r[:lo]) + "…"
+}
+
+// handoffRef is a handoff's recall id: h<child run id>.
+func handoffRef(child int64) string { return fmt.Sprintf("h%d", child) }
+
+// parseHandoffRef reads a handoff's recall id ("h12"); ok is false for
+// any other id.
+func parseHandoffRef(ref string) (int64, bool) {
+	r := strings.TrimSpace(ref)
+	if len(r) < 2 || (r[0] != 'h' && r[0] != 'H') {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(r[1:], 10, 64)
+	return id, err == nil && id > 0
+}
+
+// handoffMessage is the id of the row of main that carries the handoff of
+// sub-agent run child (its delegate call's result), 0 when timeline holds
+// none. The row follows its parent's trigger message.
+func (s *Service) handoffMessage(ctx context.Context, timeline string, child int64) (int64, error) {
+	run, err := s.opts.Store.GetRun(ctx, child)
+	if services.IsKind(err, services.ENOTFOUND) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if run.ParentRunID == 0 || run.TimelineScope != timeline {
+		return 0, nil
+	}
+	parent, err := s.opts.Store.GetRun(ctx, run.ParentRunID)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := s.opts.Store.ListContext(ctx, services.ContextQuery{TimelineScope: timeline, ContextScope: services.MainScope,
+		AfterID: parent.TriggerMessageID, Limit: 500})
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range rows {
+		if m.Role != services.RoleTool {
+			continue
+		}
+		if meta, err := services.DecodeMeta(m.Metadata); err == nil && meta.Kind == services.MetaHandoff && meta.ChildRunID == child {
+			return m.ID, nil
+		}
+	}
+	return 0, nil
 }

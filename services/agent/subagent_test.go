@@ -27,6 +27,20 @@ func delegateCalls(tasks ...string) llmtest.Reply {
 	return llmtest.Reply{ToolCalls: calls}
 }
 
+// delegating scripts the fake model for one delegated task: main delegates
+// task, the delegated work answers worker, and main then answers answer.
+func delegating(task, worker, answer string) func(llmtest.Request) llmtest.Reply {
+	return func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case isChildCall(r):
+			return llmtest.Text(worker)
+		case r.LastIsToolResult:
+			return llmtest.Text(answer)
+		}
+		return delegateCalls(task)
+	}
+}
+
 var scopedOn = services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
 
 func childRuns(t *testing.T, b *bundle, parent int64) []services.Run {
@@ -142,15 +156,7 @@ func TestHardConstraintReachesTheChild(t *testing.T) {
 	if _, err := b.store.CreateConstraint(context.Background(), services.Constraint{TimelineScope: "global", Text: "Never touch the billing folder.", Hard: true}); err != nil {
 		t.Fatal(err)
 	}
-	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
-		switch {
-		case isChildCall(r):
-			return llmtest.Text("done")
-		case r.LastIsToolResult:
-			return llmtest.Text("finished")
-		}
-		return delegateCalls("clean up files")
-	})
+	b.model.SetDefault(delegating("clean up files", "done", "finished"))
 	b.say(t, "clean up")
 	b.waitVisible(t, 3)
 	for _, r := range b.model.Requests() {
@@ -219,15 +225,7 @@ func TestInlineWhenSubAgentsOff(t *testing.T) {
 	t.Parallel()
 	for _, flags := range []services.Flags{{ScopedWrite: true, ScopedRead: true, SubAgents: false}, {ScopedWrite: true, SubAgents: true}} {
 		b := setup(t, setupOpts{flags: flags})
-		b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
-			switch {
-			case isChildCall(r):
-				return llmtest.Text("inline result")
-			case r.LastIsToolResult:
-				return llmtest.Text("done inline")
-			}
-			return delegateCalls("a task")
-		})
+		b.model.SetDefault(delegating("a task", "inline result", "done inline"))
 		q := b.say(t, "delegate please")
 		msgs := b.waitVisible(t, 2)
 		if msgs[len(msgs)-1].Content != "done inline" {
