@@ -1,13 +1,14 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"strconv"
 	"sync"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // A turn's request repeats the previous turn's almost entirely: the system
@@ -16,9 +17,10 @@ import (
 // types by reflection, several times over for nested unions, which was the
 // largest CPU cost of a turn after prompt building. The JSON the SDK gave a
 // message or a tool definition is therefore kept, by a 128-bit hash of
-// what it was made from, and handed back to the SDK as that part's raw
-// JSON (param.Override) the next time: the body on the wire is the same
-// bytes (TestEncodedPartsAreTheSDKsBytes).
+// what it was made from, and the body is the SDK's encoding of the other
+// parameters with the kept parts spliced in: the same bytes as the SDK's
+// own (TestEncodedPartsAreTheSDKsBytes), without encoding (or
+// re-validating) the history every turn.
 
 // encodedMaxBytes bounds the JSON kept; the table starts over when full.
 const encodedMaxBytes = 2 << 20
@@ -104,41 +106,120 @@ func messageKey(m Message) (encodedKey, bool) {
 	return k.key(), true
 }
 
-// cachedMessage returns the message built by build, as raw JSON when it
-// was encoded before.
-func cachedMessage(k encodedKey, build func() (openai.ChatCompletionMessageParamUnion, error)) (openai.ChatCompletionMessageParamUnion, error) {
-	if raw, ok := encoded.get(k); ok {
-		return param.Override[openai.ChatCompletionMessageParamUnion](rawJSON(raw)), nil
+// keptJSON is the JSON encode makes, kept under k when keep.
+func keptJSON(k encodedKey, keep bool, encode func() ([]byte, error)) ([]byte, error) {
+	if keep {
+		if raw, ok := encoded.get(k); ok {
+			return raw, nil
+		}
 	}
-	u, err := build()
-	if err != nil {
-		return u, err
-	}
-	if raw, err := u.MarshalJSON(); err == nil {
+	raw, err := encode()
+	if err == nil && keep {
 		encoded.put(k, raw)
-		return param.Override[openai.ChatCompletionMessageParamUnion](rawJSON(raw)), nil
 	}
-	return u, nil
+	return raw, err
 }
 
-// cachedTool is cachedMessage for a tool definition.
-func cachedTool(name, description string, parameters []byte, build func() (openai.ChatCompletionToolUnionParam, error)) (openai.ChatCompletionToolUnionParam, error) {
+// splicing reports whether request bodies are made from kept parts.
+func splicing() bool {
+	encoded.mu.Lock()
+	defer encoded.mu.Unlock()
+	return !encoded.off
+}
+
+// openAIRequest collects a request's messages and tool definitions: as
+// the SDK's values in params, or, when splice is set (the usual case), as
+// their JSON, spliced into the body the SDK made of the other parameters.
+type openAIRequest struct {
+	params          openai.ChatCompletionNewParams
+	splice          bool
+	messages, tools [][]byte
+}
+
+// message adds the message build makes, kept under k when keep.
+func (r *openAIRequest) message(k encodedKey, keep bool, build func() (openai.ChatCompletionMessageParamUnion, error)) error {
+	if !r.splice {
+		u, err := build()
+		if err == nil {
+			r.params.Messages = append(r.params.Messages, u)
+		}
+		return err
+	}
+	raw, err := keptJSON(k, keep, func() ([]byte, error) {
+		u, err := build()
+		if err != nil {
+			return nil, err
+		}
+		return u.MarshalJSON()
+	})
+	if err == nil {
+		r.messages = append(r.messages, raw)
+	}
+	return err
+}
+
+// tool adds the tool definition build makes.
+func (r *openAIRequest) tool(name, description string, parameters []byte, build func() (openai.ChatCompletionToolUnionParam, error)) error {
+	if !r.splice {
+		u, err := build()
+		if err == nil {
+			r.params.Tools = append(r.params.Tools, u)
+		}
+		return err
+	}
 	k := newKeyer("tool").str(name).str(description).str(string(parameters)).key()
-	if raw, ok := encoded.get(k); ok {
-		return param.Override[openai.ChatCompletionToolUnionParam](rawJSON(raw)), nil
+	raw, err := keptJSON(k, true, func() ([]byte, error) {
+		u, err := build()
+		if err != nil {
+			return nil, err
+		}
+		return u.MarshalJSON()
+	})
+	if err == nil {
+		r.tools = append(r.tools, raw)
 	}
-	u, err := build()
-	if err != nil {
-		return u, err
-	}
-	if raw, err := u.MarshalJSON(); err == nil {
-		encoded.put(k, raw)
-		return param.Override[openai.ChatCompletionToolUnionParam](rawJSON(raw)), nil
-	}
-	return u, nil
+	return err
 }
 
-// rawJSON is JSON the encoder copies as it is.
-type rawJSON []byte
-
-func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+// options returns the parameters to give the SDK and, when splicing, the
+// option that sets the body: the SDK's encoding of the other parameters
+// with "messages" first and "tools" last, where the SDK puts them (the
+// fields after "tools" are never set).
+func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.RequestOption, error) {
+	if !r.splice {
+		return r.params, nil, nil
+	}
+	head, err := r.params.MarshalJSON()
+	if err != nil {
+		return r.params, nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(head) + 64*len(r.messages) + 512*len(r.tools))
+	b.WriteByte('{')
+	field := func(name string, parts [][]byte) {
+		if len(parts) == 0 {
+			return
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":[`)
+		for i, p := range parts {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(p)
+		}
+		b.WriteByte(']')
+	}
+	field("messages", r.messages)
+	if inner := bytes.TrimSpace(head); len(inner) > 2 {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(inner[1 : len(inner)-1])
+	}
+	field("tools", r.tools)
+	b.WriteByte('}')
+	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", b.Bytes())}, nil
+}

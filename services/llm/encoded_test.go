@@ -32,8 +32,20 @@ func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
 			{Role: llm.RoleUser, Content: "thanks"},
 		},
 	}
-	for _, stream := range []bool{false, true} {
-		t.Run(mode(stream), func(t *testing.T) {
+	temp := 0.2
+	withSettings := req
+	withSettings.Messages = append(append([]llm.Message(nil), req.Messages...),
+		llm.Message{Role: llm.RoleUser, Content: "and this picture?", Images: []services.Image{{MIMEType: "image/png", Data: []byte("\x89PNG fake")}}})
+	withSettings.MaxTokens, withSettings.Temperature, withSettings.Stop = 300, &temp, []string{"END"}
+	withSettings.ResponseFormat = &services.ResponseFormat{Type: services.ResponseJSONSchema, Name: "answer",
+		Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), Strict: true}
+	for _, c := range []struct {
+		name   string
+		req    llm.Request
+		stream bool
+	}{{"plain", req, false}, {"stream", req, true}, {"settings-and-image", withSettings, true}} {
+		req, stream := c.req, c.stream
+		t.Run(c.name, func(t *testing.T) {
 			var bodies [][]byte
 			for i, on := range []bool{false, true, true} {
 				if i < 2 {
@@ -46,8 +58,14 @@ func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
 				}
 				bodies = append(bodies, srv.Requests()[0].Body)
 			}
-			if n := llm.EncodedCacheLen(); n != 1+len(req.Tools)+len(req.Messages) {
-				t.Errorf("%d parts kept, want %d (system, tools, messages)", n, 1+len(req.Tools)+len(req.Messages))
+			kept := 1 + len(req.Tools) // system and tools
+			for _, m := range req.Messages {
+				if len(m.Images) == 0 { // messages with images are not kept
+					kept++
+				}
+			}
+			if n := llm.EncodedCacheLen(); n != kept {
+				t.Errorf("%d parts kept, want %d (system, tools, messages without images)", n, kept)
 			}
 			for i, b := range bodies[1:] {
 				if !bytes.Equal(b, bodies[0]) {

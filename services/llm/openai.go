@@ -85,20 +85,26 @@ func (p *OpenAI) BaseURL() string { return p.baseURL }
 // Complete implements Provider with one chat completions request, streamed
 // when onDelta is non-nil. Errors are as documented on Provider.
 func (p *OpenAI) Complete(ctx context.Context, req Request, onDelta func(string)) (*Response, error) {
-	params, err := p.params(req)
+	r, err := p.request(req)
+	if err != nil {
+		return nil, err
+	}
+	if onDelta != nil {
+		r.params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	}
+	params, opts, err := r.options()
 	if err != nil {
 		return nil, err
 	}
 	if onDelta == nil {
-		cc, err := p.completions.New(ctx, params)
+		cc, err := p.completions.New(ctx, params, opts...)
 		if err != nil {
 			return nil, p.failure(ctx, err)
 		}
 		return p.response(cc)
 	}
 
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := p.completions.NewStreaming(ctx, params)
+	stream := p.completions.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	finished := false
@@ -130,14 +136,14 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onDelta func(string)
 	return p.response(&acc.ChatCompletion)
 }
 
-// params translates a Request into chat completion parameters.
-func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
-	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model)}
+// request translates a Request into chat completion parameters.
+func (p *OpenAI) request(req Request) (*openAIRequest, error) {
+	r := &openAIRequest{params: openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model)}, splice: splicing()}
+	params := &r.params
 	if sys := joinSystem(req.System, req.SystemContext); sys != "" {
-		u, _ := cachedMessage(newKeyer("system").str(sys).key(), func() (openai.ChatCompletionMessageParamUnion, error) {
+		_ = r.message(newKeyer("system").str(sys).key(), true, func() (openai.ChatCompletionMessageParamUnion, error) {
 			return openai.SystemMessage(sys), nil
 		})
-		params.Messages = append(params.Messages, u)
 	}
 	var images []services.Image // of the tool messages since the last other message
 	flushImages := func() {
@@ -148,33 +154,24 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		for _, im := range images {
 			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(im)}))
 		}
-		params.Messages = append(params.Messages, openai.UserMessage(parts))
+		_ = r.message(encodedKey{}, false, func() (openai.ChatCompletionMessageParamUnion, error) { return openai.UserMessage(parts), nil })
 		images = nil
 	}
 	for i, m := range req.Messages {
 		if m.Role != RoleTool {
 			flushImages()
 		}
-		if k, ok := messageKey(m); ok {
-			u, err := cachedMessage(k, func() (openai.ChatCompletionMessageParamUnion, error) { return openAIMessage(i, m) })
-			if err != nil {
-				return params, err
-			}
-			params.Messages = append(params.Messages, u)
-			continue
+		k, keep := messageKey(m)
+		if err := r.message(k, keep, func() (openai.ChatCompletionMessageParamUnion, error) { return openAIMessage(i, m) }); err != nil {
+			return nil, err
 		}
-		u, err := openAIMessage(i, m)
-		if err != nil {
-			return params, err
-		}
-		params.Messages = append(params.Messages, u)
 		if m.Role == RoleTool {
 			images = append(images, m.Images...)
 		}
 	}
 	flushImages()
 	for _, t := range req.Tools {
-		tool, err := cachedTool(t.Name, t.Description, t.Parameters, func() (openai.ChatCompletionToolUnionParam, error) {
+		err := r.tool(t.Name, t.Description, t.Parameters, func() (openai.ChatCompletionToolUnionParam, error) {
 			schema, err := schemaObject(t)
 			if err != nil {
 				return openai.ChatCompletionToolUnionParam{}, err
@@ -186,9 +183,8 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 			return openai.ChatCompletionFunctionTool(def), nil
 		})
 		if err != nil {
-			return params, err
+			return nil, err
 		}
-		params.Tools = append(params.Tools, tool)
 	}
 	if req.MaxTokens > 0 {
 		if p.maxCompletionTokens {
@@ -210,7 +206,7 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		case services.ResponseJSONSchema:
 			var schema map[string]any
 			if err := json.Unmarshal(rf.Schema, &schema); err != nil {
-				return params, services.Errorf(services.EINVALID, "response_format: the JSON schema is not a JSON object: %v", err)
+				return nil, services.Errorf(services.EINVALID, "response_format: the JSON schema is not a JSON object: %v", err)
 			}
 			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rf.Name, Schema: schema}
 			if rf.Description != "" {
@@ -222,7 +218,7 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
 		}
 	}
-	return params, nil
+	return r, nil
 }
 
 // openAIMessage is message i of a request as chat completions parameters
