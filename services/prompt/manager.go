@@ -85,6 +85,7 @@ type Manager struct {
 	building  map[string]int    // timeline -> builds in flight
 	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
 	lastCut   map[string]int64  // timeline/scope -> first history turn kept when history was trimmed
+	history   historyCache      // rows of recent builds, per timeline and read scope
 	compactMu sync.Mutex
 }
 
@@ -704,7 +705,7 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		return n + MessageOverhead + 1
 	}
 	for {
-		page, err := m.opts.Store.ListContext(ctx, q)
+		page, err := m.history.page(ctx, m.opts.Store, q)
 		if err != nil {
 			return nil, 0, 0, err
 		}
