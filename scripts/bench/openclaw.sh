@@ -9,7 +9,8 @@
 #   scripts/bench/openclaw.sh
 #
 # Env: OC_DIR (scratch folder, default /tmp/openclaw-bench), BENCH_PG,
-# OC_TURNS (sequential turns, default 200), OC_COLD_N (starts, default 5).
+# OC_TURNS (sequential turns, default 200), OC_COLD_N (starts, default 5),
+# OC_PACKAGE (the openclaw version, default the one measured in docs/BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -23,15 +24,18 @@ FAKE_PORT=${OC_FAKE_PORT:-19901}
 TOKEN=bench-token-0123456789
 TURNS=${OC_TURNS:-200}
 COLD_N=${OC_COLD_N:-5}
+OC_PACKAGE=${OC_PACKAGE:-2026.9.6}
 mkdir -p "$OUT" "$BIN" "$OC_DIR"
 RES="$OUT/openclaw.txt"
 
 go build -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns ./scripts/bench/coldstart
 
-# Install: Node 24 (npm package node@24 ships the binary) and OpenClaw.
+# Install: Node 24 (npm package node@24 ships the binary), then OpenClaw
+# with that Node first on PATH (its install script refuses an older Node).
 if [ ! -x "$OC_DIR/node_modules/.bin/openclaw" ]; then
 	(cd "$OC_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-		npm install --no-audit --no-fund node@24 openclaw@latest)
+		npm install --no-audit --no-fund node@24 &&
+		PATH="$OC_DIR/node_modules/.bin:$PATH" npm install --no-audit --no-fund "openclaw@$OC_PACKAGE")
 fi
 NODE="$OC_DIR/node_modules/.bin/node"
 OC_MAIN="$OC_DIR/node_modules/openclaw/openclaw.mjs"
