@@ -1,7 +1,6 @@
 package llmtest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -106,14 +105,15 @@ func streamOpenAI(w http.ResponseWriter, req Request, reply Reply, usage Usage, 
 }
 
 // includeUsage reports whether stream_options.include_usage was requested.
-func includeUsage(req Request) bool {
-	var b struct {
-		StreamOptions struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
-	}
-	_ = json.Unmarshal(req.Body, &b)
-	return b.StreamOptions.IncludeUsage
+func includeUsage(req Request) bool { return req.includeUsage }
+
+// openAIToolMessage is what the tool rule reads of a message.
+type openAIToolMessage struct {
+	Role      string `json:"-"`
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
 }
 
 // openAIToolRule enforces what OpenAI enforces: an assistant message with
@@ -121,20 +121,7 @@ func includeUsage(req Request) bool {
 // tool_call_id, and a tool message must answer such a call. It returns
 // OpenAI's complaint, or "" for a valid request. A refused request is
 // recorded but uses no scripted reply.
-func openAIToolRule(body []byte) string {
-	var req struct {
-		Messages []struct {
-			Role      string `json:"role"`
-			ToolCalls []struct {
-				ID string `json:"id"`
-			} `json:"tool_calls"`
-			ToolCallID string `json:"tool_call_id"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	msgs := req.Messages
+func openAIToolRule(msgs []openAIToolMessage) string {
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		if m.Role == "tool" {

@@ -10,6 +10,7 @@
 package llmtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -130,6 +131,12 @@ type Request struct {
 	// split off LastMessage so scripted replies see the owner's words; Body
 	// keeps it.
 	LastHeader string
+
+	// toolComplaint is OpenAI's complaint about the request's tool
+	// messages ("" when valid); includeUsage is stream_options.include_usage.
+	// Both are read with the rest, in the one decoding of the body.
+	toolComplaint string
+	includeUsage  bool
 }
 
 // Image is an image a request carried.
@@ -365,7 +372,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.requests = append(s.requests, req)
 	}
 	if api == OpenAI {
-		if msg := openAIToolRule(body); msg != "" {
+		if msg := req.toolComplaint; msg != "" {
 			s.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
@@ -513,7 +520,11 @@ func parseRequest(api API, r *http.Request, body []byte) Request {
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
+			openAIToolMessage
 		} `json:"messages"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 		ResponseFormat map[string]any  `json:"response_format"`
 		Stop           json.RawMessage `json:"stop"`
 		StopSequences  []string        `json:"stop_sequences"`
@@ -521,9 +532,16 @@ func parseRequest(api API, r *http.Request, body []byte) Request {
 	if json.Unmarshal(body, &b) != nil {
 		return req
 	}
-	for _, m := range b.Messages {
+	tools := make([]openAIToolMessage, len(b.Messages))
+	for i, m := range b.Messages {
 		req.Images = append(req.Images, contentImages(m.Role, m.Content)...)
+		tools[i] = m.openAIToolMessage
+		tools[i].Role = m.Role
 	}
+	if api == OpenAI {
+		req.toolComplaint = openAIToolRule(tools)
+	}
+	req.includeUsage = b.StreamOptions.IncludeUsage
 	req.Model, req.Stream, req.ResponseFormat = b.Model, b.Stream, b.ResponseFormat
 	req.Stop = b.StopSequences
 	if len(b.Stop) > 0 {
@@ -620,6 +638,11 @@ func contentImages(role string, raw json.RawMessage) []Image {
 			Data      string `json:"data"`
 		} `json:"source"`
 		Content json.RawMessage `json:"content"`
+	}
+	// Plain text content has no images (and is not decoded: a long
+	// history of it would cost the fake more than the turn it serves).
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+		return nil
 	}
 	if json.Unmarshal(raw, &blocks) != nil {
 		return nil
