@@ -71,7 +71,8 @@ func (s *Store) SetRunStatus(ctx context.Context, id int64, status services.RunS
 // StartRun marks a queued run running in one statement.
 func (s *Store) StartRun(ctx context.Context, id int64) (services.Run, bool, error) {
 	r, err := scanRun(s.db.QueryRow(ctx, `
-		UPDATE agent_runs SET status = $2, heartbeat_at = now() WHERE id = $1 AND status = $3
+		UPDATE agent_runs SET status = $2, heartbeat_at = now()
+		WHERE id = $1 AND status = $3 AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 		RETURNING `+runColumns, id, services.RunRunning, services.RunQueued))
 	if err == pgx.ErrNoRows {
 		r, err := s.GetRun(ctx, id)
@@ -149,7 +150,7 @@ func (s *Store) SetRunObservation(ctx context.Context, id int64, budget, estimat
 	_, err := s.db.Exec(ctx, `
 		UPDATE agent_runs SET prompt_token_budget = $2, estimated_prompt_tokens = $3,
 			model_context_window = $4, heartbeat_at = now()
-		WHERE id = $1`, id, budget, estimated, window)
+		WHERE id = $1 AND set_config('synchronous_commit', 'off', true) IS NOT NULL`, id, budget, estimated, window)
 	return wrapErr(fmt.Sprintf("observe run %d", id), err)
 }
 

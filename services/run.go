@@ -115,7 +115,8 @@ type RunStore interface {
 	SetRunStatus(ctx context.Context, id int64, status RunStatus) error
 	// StartRun marks a queued run running and returns it; started is false
 	// (and the run as it is) when it is not queued any more. ENOTFOUND when
-	// absent.
+	// absent. It commits without waiting for its WAL flush: a database
+	// crash that loses it leaves the run queued, to be run again.
 	StartRun(ctx context.Context, id int64) (run Run, started bool, err error)
 	// FinishRun closes an unfinished run; ENOTFOUND when absent, ECONFLICT when
 	// it was already finished.
@@ -130,7 +131,10 @@ type RunStore interface {
 	// ENOTFOUND when none is queued.
 	NextQueuedRun(ctx context.Context, timelineScope string) (Run, error)
 	// SetRunObservation records the prompt budget, estimate and window of a
-	// run as soon as its prompt is built.
+	// run as soon as its prompt is built. These are diagnostics: the
+	// transaction it runs in commits without waiting for its WAL flush (a
+	// later commit's flush makes it durable; a database crash before that
+	// loses only the observation, and the run is ended as any run in flight).
 	SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error
 	// SetRunContextScope sets a run's context scope; ENOTFOUND when absent.
 	SetRunContextScope(ctx context.Context, id int64, scope string) error
