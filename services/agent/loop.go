@@ -97,6 +97,10 @@ func (e *stepLimitError) Error() string {
 // results back, until it answers or the steps run out.
 func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, error) {
 	var u usage
+	if l.kind == kindInline {
+		// A task run inline is paid for by the run it runs in.
+		defer func() { inlineUsageOf(ctx).add(u) }()
+	}
 	req := l.req
 	partial := ""
 	for step := 0; step < l.maxSteps; step++ {
@@ -165,6 +169,45 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		req.Messages = append(req.Messages, results...)
 	}
 	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
+}
+
+// inlineUsage sums the usage of the tasks a main run delegated inline
+// (sub-agents off): their model calls are made in the main scope, for the
+// main run, so the run's usage (stored, on /context, /metrics and in the
+// /v1 usage object) includes them.
+type inlineUsage struct {
+	mu sync.Mutex
+	u  usage
+}
+
+type inlineUsageKey struct{}
+
+func withInlineUsage(ctx context.Context) (context.Context, *inlineUsage) {
+	iu := &inlineUsage{}
+	return context.WithValue(ctx, inlineUsageKey{}, iu), iu
+}
+
+// inlineUsageOf is ctx's sum (nil outside a main run: add does nothing).
+func inlineUsageOf(ctx context.Context) *inlineUsage {
+	iu, _ := ctx.Value(inlineUsageKey{}).(*inlineUsage)
+	return iu
+}
+
+func (iu *inlineUsage) add(x usage) {
+	if iu == nil {
+		return
+	}
+	iu.mu.Lock()
+	defer iu.mu.Unlock()
+	iu.u.prompt += x.prompt
+	iu.u.completion += x.completion
+	iu.u.cached += x.cached
+}
+
+func (iu *inlineUsage) total() usage {
+	iu.mu.Lock()
+	defer iu.mu.Unlock()
+	return iu.u
 }
 
 // origin marks the steps of delegated work with their kind.

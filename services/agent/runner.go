@@ -73,7 +73,12 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	started := time.Now()
 	// The answering call's step is stored with the answer (lastStep).
 	var lastStep func(tx services.Store) error
+	runCtx, inline := withInlineUsage(runCtx)
 	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep)
+	// Tasks delegated inline are paid for by this run (last, which decides
+	// compaction, stays the main prompt's).
+	iu := inline.total()
+	u.prompt, u.completion, u.cached = u.prompt+iu.prompt, u.completion+iu.completion, u.cached+iu.cached
 	// Recording the end must not be cut short by the run's own deadline.
 	endCtx := context.WithoutCancel(ctx)
 	fin := services.RunFinish{

@@ -244,5 +244,15 @@ func TestInlineWhenSubAgentsOff(t *testing.T) {
 		if got := stepKinds(t, b.store, main.ID); !strings.Contains(got, "handoff") {
 			t.Fatalf("%+v: steps %s", flags, got)
 		}
+		// The run pays for every model call made for it, the inline
+		// task's included (the fake reports a quarter of each body).
+		reqs := b.model.Requests()
+		want := 0
+		for _, r := range reqs {
+			want += max(1, len(r.Body)/4)
+		}
+		if len(reqs) < 3 || main.PromptTokens != want {
+			t.Fatalf("%+v: run's prompt tokens %d, the %d model calls' %d", flags, main.PromptTokens, len(reqs), want)
+		}
 	}
 }
