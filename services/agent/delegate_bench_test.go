@@ -17,8 +17,9 @@ import (
 // research tasks (each reads three 3 KB source files, then reports) with
 // sub-agents on, and inline in main (AGENT_SUBAGENTS=0), and reports the
 // main scope's prompt tokens per turn: the provider-reported prompt tokens
-// of the main runs (both model calls of a turn; the fake model counts a
-// token per 4 bytes of the request), averaged over the turns. Of those,
+// of the main runs (their own model calls and, inline, the task's; the
+// fake model counts a token per 4 bytes of the request), averaged over the
+// turns. Of those,
 // tool-def-tokens/turn are the tool definitions' share (the "tools" field
 // of the same requests, counted the same way). Run:
 //
