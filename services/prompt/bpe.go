@@ -1,14 +1,17 @@
 package prompt
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"fmt"
 	"hash/maphash"
+	"io/fs"
 	"math"
-	"slices"
+	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go-loader/assets"
@@ -16,16 +19,20 @@ import (
 
 // bpeEncoding counts tokens the way tiktoken's ordinary encoding does (the
 // same split pattern, the same byte-pair merges by rank), from a compact rank
-// table: every token's bytes in one slice, offsets and ranks as uint32, and an
-// open-addressing index of uint32 slots. o200k_base takes ~5 MiB this way,
-// against ~24 MiB of string maps in tiktoken-go, and a server keeps it for
-// its whole life.
+// table: every token's bytes in one slice, offsets as uint32, and an
+// open-addressing index of uint32 slots. A token's rank is its index: the
+// rank files list tokens in rank order, 0 to n-1 (loadBPE refuses a file
+// that does not). o200k_base takes ~4 MiB this way, against ~24 MiB of string maps
+// in tiktoken-go, and a server keeps it for its whole life.
+//
+// The table lives outside the Go heap where the platform allows (see
+// tableMemory): it is immutable and pointer-free, and inside the heap the
+// garbage collector's headroom (GOGC) would double what it costs in memory.
 type bpeEncoding struct {
 	name  string
 	split *regexp2.Regexp
 	data  []byte   // the tokens' bytes, back to back
 	off   []uint32 // token i is data[off[i]:off[i+1]]
-	rank  []uint32 // token i's merge rank
 	slots []uint32 // index+1 of a token, at its hash; 0 is empty
 	mask  uint64
 	seed  maphash.Seed
@@ -46,58 +53,68 @@ var splitPatterns = map[string]string{
 }
 
 // loadBPE builds the encoding called name from the rank file embedded in the
-// binary (lines of "base64(token) rank").
+// binary.
 func loadBPE(name string) (*bpeEncoding, error) {
 	pattern, ok := splitPatterns[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown encoding %q", name)
 	}
-	raw, err := assets.Assets.ReadFile(name + ".tiktoken")
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", name, err)
-	}
+	return buildBPE(assets.Assets, name, pattern)
+}
+
+// buildBPE builds an encoding from the rank file name+".tiktoken" in fsys
+// (lines of "base64(token) rank", ranks 0, 1, 2, … in order) and the split
+// pattern. It reads the file twice, streaming: once to size the table, once
+// to fill it.
+func buildBPE(fsys fs.FS, name, pattern string) (*bpeEncoding, error) {
 	split, err := regexp2.Compile(pattern, regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: split pattern: %w", name, err)
 	}
-	n := bytes.Count(raw, []byte{'\n'}) + 1
-	e := &bpeEncoding{
-		name:  name,
-		split: split,
-		data:  make([]byte, 0, len(raw)*3/5),
-		off:   make([]uint32, 1, n+1),
-		rank:  make([]uint32, 0, n),
-		seed:  maphash.MakeSeed(),
+	// Sizes: tokens and their decoded bytes.
+	n, size := 0, 0
+	err = scanRanks(fsys, name, func(tok []byte, rank uint64) error {
+		k := base64.StdEncoding.DecodedLen(len(tok)) - (len(tok) - len(bytes.TrimRight(tok, "=")))
+		if k <= 0 {
+			return fmt.Errorf("encoding %s: empty token %q", name, tok)
+		}
+		if rank != uint64(n) {
+			return fmt.Errorf("encoding %s: token %q has rank %d, want %d (ranks must be 0, 1, 2, … in order)", name, tok, rank, n)
+		}
+		n, size = n+1, size+k
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	buf := make([]byte, 0, 128)
-	for line := range bytes.SplitSeq(raw, []byte{'\n'}) {
-		if len(line) == 0 {
-			continue
-		}
-		tok, rk, ok := bytes.Cut(line, []byte{' '})
-		if !ok {
-			return nil, fmt.Errorf("encoding %s: line %q has no rank", name, line)
-		}
-		buf = slices.Grow(buf[:0], base64.StdEncoding.DecodedLen(len(tok)))[:base64.StdEncoding.DecodedLen(len(tok))]
-		k, err := base64.StdEncoding.Decode(buf, tok)
+	slots := 1
+	for slots < 2*n {
+		slots <<= 1
+	}
+	words := slots + n + 1 // slots, then offsets
+	mem, free := tableMemory(4*words + size)
+	e := &bpeEncoding{name: name, split: split, mask: uint64(slots - 1), seed: maphash.MakeSeed()}
+	all := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(mem))), words)
+	e.slots, e.off = all[:slots:slots], all[slots:slots+n+1:slots+n+1]
+	e.data = mem[4*words : 4*words : 4*words+size]
+	if free != nil {
+		runtime.AddCleanup(e, func(free func()) { free() }, free)
+	}
+	i := 0
+	err = scanRanks(fsys, name, func(tok []byte, _ uint64) error {
+		k, err := base64.StdEncoding.Decode(e.data[len(e.data):cap(e.data)], tok)
 		if err != nil {
-			return nil, fmt.Errorf("encoding %s: token %q: %w", name, tok, err)
+			return fmt.Errorf("encoding %s: token %q: %w", name, tok, err)
 		}
-		r, err := strconv.ParseUint(string(rk), 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s: rank %q: %w", name, rk, err)
-		}
-		e.data = append(e.data, buf[:k]...)
-		e.off = append(e.off, uint32(len(e.data)))
-		e.rank = append(e.rank, uint32(r))
+		e.data = e.data[:len(e.data)+k]
+		e.off[i+1] = uint32(len(e.data))
+		i++
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	size := 1
-	for size < 2*len(e.rank) {
-		size <<= 1
-	}
-	e.slots = make([]uint32, size)
-	e.mask = uint64(size - 1)
-	for i := range e.rank {
+	for i := range n {
 		tok := e.token(i)
 		for h := maphash.Bytes(e.seed, tok) & e.mask; ; h = (h + 1) & e.mask {
 			if e.slots[h] == 0 {
@@ -109,8 +126,39 @@ func loadBPE(name string) (*bpeEncoding, error) {
 			}
 		}
 	}
-	e.data = bytes.Clone(e.data) // drop the spare capacity
 	return e, nil
+}
+
+// scanRanks calls fn with each line of the rank file called name in fsys:
+// the token, still base64, and its rank.
+func scanRanks(fsys fs.FS, name string, fn func(tok []byte, rank uint64) error) error {
+	f, err := fsys.Open(name + ".tiktoken")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		tok, rk, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			return fmt.Errorf("encoding %s: line %q has no rank", name, line)
+		}
+		r, err := strconv.ParseUint(string(rk), 10, 32)
+		if err != nil {
+			return fmt.Errorf("encoding %s: rank %q: %w", name, rk, err)
+		}
+		if err := fn(tok, r); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("encoding %s: %w", name, err)
+	}
+	return nil
 }
 
 func (e *bpeEncoding) token(i int) []byte { return e.data[e.off[i]:e.off[i+1]] }
@@ -123,7 +171,7 @@ func (e *bpeEncoding) lookup(b []byte) (int, bool) {
 			return 0, false
 		}
 		if bytes.Equal(e.token(int(s-1)), b) {
-			return int(e.rank[s-1]), true
+			return int(s - 1), true
 		}
 	}
 }

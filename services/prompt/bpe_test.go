@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -66,5 +67,36 @@ func TestCompactBPECountsAsTiktoken(t *testing.T) {
 func TestLoadBPERefusesAnUnknownEncoding(t *testing.T) {
 	if _, err := loadBPE("p99k_base"); err == nil || !strings.Contains(err.Error(), `unknown encoding "p99k_base"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBuildBPEMergesByRankAndChecksTheFile: a small rank file ("a", "b",
+// "ab", "abab"'s halves) merges as tiktoken does, and a file whose ranks are
+// out of order or that lists a token twice is refused, naming the encoding.
+func TestBuildBPEMergesByRankAndChecksTheFile(t *testing.T) {
+	t.Parallel()
+	pattern := splitPatterns[EncodingCL100k]
+	fsys := fstest.MapFS{
+		// a b c ab bc: "abc" merges a+b first (rank 3 < 4), then ab+c is no token.
+		"tiny.tiktoken":  {Data: []byte("YQ== 0\nYg== 1\nYw== 2\nYWI= 3\nYmM= 4\n")},
+		"order.tiktoken": {Data: []byte("YQ== 0\nYg== 2\n")},
+		"twice.tiktoken": {Data: []byte("YQ== 0\nYQ== 1\n")},
+	}
+	e, err := buildBPE(fsys, "tiny", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]int{"a": 1, "ab": 1, "abc": 2, "bc": 1, "abab": 2, "cab": 2, "ab ab": 3} {
+		if got := e.count(text); got != want {
+			t.Errorf("count(%q) = %d, want %d", text, got, want)
+		}
+	}
+	if r, ok := e.lookup([]byte("bc")); !ok || r != 4 {
+		t.Errorf(`lookup("bc") = %d, %v; want rank 4`, r, ok)
+	}
+	for name, want := range map[string]string{"order": `encoding order: token "Yg==" has rank 2, want 1`, "twice": `encoding twice: token "a" listed twice`} {
+		if _, err := buildBPE(fsys, name, pattern); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", name, err, want)
+		}
 	}
 }

@@ -12,9 +12,10 @@ import (
 // the benchmark first loads it.
 var loadHeap, loadMS = map[string]float64{}, map[string]float64{}
 
-// BenchmarkTokenizerMemory reports the heap a loaded tiktoken encoding
-// keeps (the largest part of the server's idle memory), and the cost of
-// counting a typical message once loaded. Run on purpose:
+// BenchmarkTokenizerMemory reports the memory a loaded tiktoken encoding
+// keeps (heap-MiB on the Go heap, table-MiB its rank table, which is kept
+// outside the heap on Unix), and the cost of counting a typical message once
+// loaded. Run on purpose:
 //
 //	go test -run '^$' -bench TokenizerMemory -benchtime 1000x ./services/prompt/
 func BenchmarkTokenizerMemory(b *testing.B) {
@@ -44,6 +45,7 @@ func BenchmarkTokenizerMemory(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(loadHeap[enc], "heap-MiB")
+			b.ReportMetric(prompt.TableMiB(enc), "table-MiB")
 			b.ReportMetric(loadMS[enc], "load-ms")
 		})
 	}
