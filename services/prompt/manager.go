@@ -368,6 +368,9 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	key := p.TimelineScope + "/" + p.ContextScope
 	m.mu.Lock()
 	ins.PrefixUnchanged = m.lastHash[key] == ins.PrefixHash
+	if len(m.lastHash) >= maxScopesRemembered {
+		clear(m.lastHash)
+	}
 	m.lastHash[key] = ins.PrefixHash
 	m.mu.Unlock()
 
@@ -478,11 +481,18 @@ func (m *Manager) stepCut(key string, turns []turn, trimmed, used, budget int, r
 	}
 	if record {
 		m.mu.Lock()
+		if len(m.lastCut) >= maxScopesRemembered {
+			clear(m.lastCut) // each scope cuts afresh once
+		}
 		m.lastCut[key] = turns[start].msgs[0].ID
 		m.mu.Unlock()
 	}
 	return turns[start:], trimmed + start, used
 }
+
+// maxScopesRemembered bounds the per-scope memory of prefix hashes and
+// history cuts (an instance serving many timelines starts over).
+const maxScopesRemembered = 4096
 
 // SummaryPreamble opens the archived summary in the system content.
 const SummaryPreamble = "Summary of the earlier conversation (archived by the service; the turns it covers are no longer shown):"

@@ -79,3 +79,16 @@ func TestMetaOfIsDecodeMeta(t *testing.T) {
 		t.Fatalf("bad metadata reads as %+v, want empty", got)
 	}
 }
+
+// The per-scope memory of prefix hashes and history cuts stays bounded
+// however many timelines an instance serves.
+func TestScopeMemoryIsBounded(t *testing.T) {
+	m := New(Options{})
+	turns := []turn{{msgs: []services.Message{{ID: 1}}, tokens: 10}, {msgs: []services.Message{{ID: 2}}, tokens: 10}}
+	for i := range maxScopesRemembered + 50 {
+		m.stepCut(fmt.Sprintf("tl-%d/main", i), turns, 1, 20, 10, true)
+	}
+	if n := len(m.lastCut); n > maxScopesRemembered {
+		t.Fatalf("%d history cuts remembered, bound %d", n, maxScopesRemembered)
+	}
+}
