@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -19,19 +20,23 @@ const (
 // deltaStream coalesces streamed answer text into events of at most
 // ~50 ms or 1 KiB, so clients see the answer grow without one event per
 // token. A call's first text goes out at once: the owner sees the answer
-// begin when the model begins it, even when the model then pauses (the
-// next text would otherwise hold it back until it came). The text is
-// transient: only the final answer is stored.
+// begin when the model begins it, even when the model then pauses; later
+// text waits at most the interval (a timer sends what waits when no more
+// text comes). The text is transient: only the final answer is stored.
 type deltaStream struct {
 	ctx context.Context
 	pub services.Publisher
 	run services.Run
+
+	mu  sync.Mutex
 	buf strings.Builder
 	// last is when the last event went out; zero until the first, so the
 	// first text is sent at once.
 	last time.Time
+	// timer sends what waits once the interval has passed.
+	timer *time.Timer
 	// all is every text of the call so far: what the owner has seen, kept
-	// when the call is cut short (/stop).
+	// when the call is cut short (/stop). Written by add only.
 	all strings.Builder
 }
 
@@ -40,14 +45,32 @@ func newDeltaStream(ctx context.Context, pub services.Publisher, run services.Ru
 }
 
 func (d *deltaStream) add(text string) {
-	d.buf.WriteString(text)
 	d.all.WriteString(text)
-	if d.buf.Len() >= deltaBytes || time.Since(d.last) >= deltaInterval {
-		d.flush()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.buf.WriteString(text)
+	wait := deltaInterval - time.Since(d.last)
+	if d.buf.Len() >= deltaBytes || wait <= 0 {
+		d.flushLocked()
+		return
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(wait, d.flush)
 	}
 }
 
+// flush sends what waits; the loop calls it when the call ends.
 func (d *deltaStream) flush() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushLocked()
+}
+
+func (d *deltaStream) flushLocked() {
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
 	if d.pub == nil || d.buf.Len() == 0 {
 		return
 	}

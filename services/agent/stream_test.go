@@ -37,8 +37,8 @@ func (r *deltaRecorder) sent() []string {
 // TestDeltaStreamSendsTheFirstTextAtOnce: the owner sees an answer begin
 // as soon as the model's first text arrives, even when the model then
 // pauses; text that follows within the coalescing interval goes out
-// together (at the interval's end or the call's end), none of it lost and
-// in order. The clock is synctest's, so nothing here depends on how fast
+// together at the interval's end (even when the model pauses then) or the
+// call's end, none of it lost and in order. The clock is synctest's, so nothing here depends on how fast
 // the machine is.
 func TestDeltaStreamSendsTheFirstTextAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -53,11 +53,14 @@ func TestDeltaStreamSendsTheFirstTextAtOnce(t *testing.T) {
 		if got := pub.sent(); len(got) != 1 {
 			t.Fatalf("text right after the first went out alone: %q (want it coalesced)", got)
 		}
-		time.Sleep(deltaInterval) // the model pauses
+		time.Sleep(deltaInterval) // the model pauses: what waited goes out
+		if got := pub.sent(); len(got) != 2 || got[1] != "answer is " {
+			t.Fatalf("after a pause the client has %q, want the waiting text sent", got)
+		}
 		d.add("forty-two")
 		d.add(".")
 		d.flush() // the call ends
-		want := []string{"The ", "answer is forty-two", "."}
+		want := []string{"The ", "answer is ", "forty-two."}
 		got := pub.sent()
 		if len(got) != len(want) {
 			t.Fatalf("deltas %q, want %q", got, want)
