@@ -138,45 +138,34 @@ type openAIRequest struct {
 
 // message adds the message build makes, kept under k when keep.
 func (r *openAIRequest) message(k encodedKey, keep bool, build func() (openai.ChatCompletionMessageParamUnion, error)) error {
-	if !r.splice {
-		u, err := build()
-		if err == nil {
-			r.params.Messages = append(r.params.Messages, u)
-		}
-		return err
-	}
-	raw, err := keptJSON(k, keep, func() ([]byte, error) {
-		u, err := build()
-		if err != nil {
-			return nil, err
-		}
-		return u.MarshalJSON()
-	})
-	if err == nil {
-		r.messages = append(r.messages, raw)
-	}
-	return err
+	return addPart(r.splice, k, keep, build, &r.params.Messages, &r.messages)
 }
 
 // tool adds the tool definition build makes.
 func (r *openAIRequest) tool(name, description string, parameters []byte, build func() (openai.ChatCompletionToolUnionParam, error)) error {
-	if !r.splice {
-		u, err := build()
+	k := newKeyer("tool").str(name).str(description).str(string(parameters)).key()
+	return addPart(r.splice, k, true, build, &r.params.Tools, &r.tools)
+}
+
+// addPart appends what build makes to values (the SDK encodes it) or, when
+// splicing, its JSON (kept under k when keep) to raws.
+func addPart[T interface{ MarshalJSON() ([]byte, error) }](splice bool, k encodedKey, keep bool, build func() (T, error), values *[]T, raws *[][]byte) error {
+	if !splice {
+		v, err := build()
 		if err == nil {
-			r.params.Tools = append(r.params.Tools, u)
+			*values = append(*values, v)
 		}
 		return err
 	}
-	k := newKeyer("tool").str(name).str(description).str(string(parameters)).key()
-	raw, err := keptJSON(k, true, func() ([]byte, error) {
-		u, err := build()
+	raw, err := keptJSON(k, keep, func() ([]byte, error) {
+		v, err := build()
 		if err != nil {
 			return nil, err
 		}
-		return u.MarshalJSON()
+		return v.MarshalJSON()
 	})
 	if err == nil {
-		r.tools = append(r.tools, raw)
+		*raws = append(*raws, raw)
 	}
 	return err
 }
