@@ -5,8 +5,9 @@
 #   scripts/bench/run.sh                 # every workload below, in order
 #   scripts/bench/run.sh turns coldstart # some of them
 #
-# Workloads: build delivery turns coldstart flags tokens cache wsdelta flagsab plots
-# (openclaw: scripts/bench/openclaw.sh; sub-agents: scripts/bench/subagents.sh).
+# Workloads: build delivery turns coldstart flags flagsab wsdelta tokens cache subagents plots
+# (every figure of docs/BENCHMARKS.md's round-2 table; OpenClaw side by side:
+# scripts/bench/openclaw.sh).
 #
 #   scripts/bench/run.sh wsdelta   # model's first token → first delta on a websocket
 #                                  # client (wsdelta.txt); BENCH_SB_BIN=… for another build
@@ -302,6 +303,16 @@ w_flagsab() {
 	stop "$FAKE_PID"
 }
 
+# Main-scope prompt tokens per turn, sub-agents vs inline, 20 delegated
+# research tasks (a Go benchmark on the real runtime; token counts).
+w_subagents() {
+	log "sub-agents vs inline"
+	{
+		echo "# $(date -u +%FT%TZ) load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		go test -run '^$' -bench DelegatedResearch -benchtime 1x ./services/agent/
+	} | tee "$OUT/subagents.txt"
+}
+
 w_plots() {
 	log "plots"
 	# Build latency versus history size.
@@ -326,7 +337,7 @@ w_plots() {
 build_bins
 machine
 todo=("$@")
-[ ${#todo[@]} -eq 0 ] && todo=(build delivery turns coldstart flags tokens plots)
+[ ${#todo[@]} -eq 0 ] && todo=(build delivery turns coldstart flags flagsab wsdelta tokens cache subagents plots)
 for w in "${todo[@]}"; do
 	"w_$w"
 done
