@@ -199,9 +199,7 @@ func (iu *inlineUsage) add(x usage) {
 	}
 	iu.mu.Lock()
 	defer iu.mu.Unlock()
-	iu.u.prompt += x.prompt
-	iu.u.completion += x.completion
-	iu.u.cached += x.cached
+	iu.u.include(x)
 }
 
 func (iu *inlineUsage) total() usage {

@@ -24,6 +24,13 @@ type usage struct {
 	truncated                        bool
 }
 
+// include adds x's token counts (not its last prompt) to u.
+func (u *usage) include(x usage) {
+	u.prompt += x.prompt
+	u.completion += x.completion
+	u.cached += x.cached
+}
+
 func (u *usage) add(x services.TokenUsage) {
 	u.last = x.PromptTokens
 	u.prompt += x.PromptTokens
@@ -77,8 +84,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep)
 	// Tasks delegated inline are paid for by this run (last, which decides
 	// compaction, stays the main prompt's).
-	iu := inline.total()
-	u.prompt, u.completion, u.cached = u.prompt+iu.prompt, u.completion+iu.completion, u.cached+iu.cached
+	u.include(inline.total())
 	// Recording the end must not be cut short by the run's own deadline.
 	endCtx := context.WithoutCancel(ctx)
 	fin := services.RunFinish{

@@ -102,8 +102,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	defer cancel()
 	fctx, inline := withInlineUsage(fctx)
 	answer, u, runErr := s.fireLoop(fctx, sc, run, input)
-	iu := inline.total() // tasks the fire delegated inline
-	u.prompt, u.completion, u.cached = u.prompt+iu.prompt, u.completion+iu.completion, u.cached+iu.cached
+	u.include(inline.total()) // tasks the fire delegated inline
 	if runErr == nil && s.fireProvider(sc).Name() == llm.ProviderOffline {
 		// The offline model's answer says how to configure a model: no
 		// task was done. A reminder still reminds; a monitor fails (and
