@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,9 @@ func (s *Store) AppendStep(ctx context.Context, runID int64, kind services.StepK
 	})
 }
 
+// maxAppendAttempts bounds the rounds one append may lose.
+const maxAppendAttempts = 1000
+
 // appendStep runs insert (a statement that appends the step at the next
 // index, returning it, or nothing when another append took that index)
 // until it wins an index.
@@ -36,11 +40,23 @@ func (s *Store) appendStep(ctx context.Context, runID int64, kind services.StepK
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
 	}
-	for attempt := 0; attempt < 50; attempt++ {
+	for attempt := 0; attempt < maxAppendAttempts; attempt++ {
 		var st services.Step
 		var raw []byte
 		err := insert(payload).Scan(&st.ID, &st.RunID, &st.Index, &st.Kind, &raw, &st.CreatedAt)
 		if err == pgx.ErrNoRows {
+			// Another append took the index. Each round one of the
+			// contenders wins, so with many (a model response with a
+			// hundred parallel tool calls) a loser backs off a little,
+			// at random, instead of losing the next rounds too.
+			if attempt >= 4 {
+				d := time.Duration(rand.Int64N(int64(min(attempt, 50))*int64(100*time.Microsecond)) + 1)
+				select {
+				case <-ctx.Done():
+					return services.Step{}, ctx.Err()
+				case <-time.After(d):
+				}
+			}
 			continue
 		}
 		if err != nil {

@@ -106,7 +106,7 @@ func TestAppendStepConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 16
+	const n = 200 // a response with 100 parallel tool calls appends 200
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func() {

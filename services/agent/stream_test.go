@@ -54,6 +54,7 @@ func TestDeltaStreamSendsTheFirstTextAtOnce(t *testing.T) {
 			t.Fatalf("text right after the first went out alone: %q (want it coalesced)", got)
 		}
 		time.Sleep(deltaInterval) // the model pauses: what waited goes out
+		synctest.Wait()           // (the timer's send runs beside this sleep's end)
 		if got := pub.sent(); len(got) != 2 || got[1] != "answer is " {
 			t.Fatalf("after a pause the client has %q, want the waiting text sent", got)
 		}
