@@ -1,19 +1,16 @@
 package repository_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/agent"
 )
 
 // BenchmarkModelCallStep is the write cost of recording one model call:
@@ -59,7 +56,7 @@ func BenchmarkModelCallStep(b *testing.B) {
 	b.Run("step+request", func(b *testing.B) {
 		var gz int
 		for b.Loop() {
-			z := gzipPooled(body)
+			z := agent.Gzip(body) // as the agent stores it
 			gz = len(z)
 			if _, err := s.AppendStepWithRequest(ctx, run.ID, services.StepModelCall, payload, services.RunRequest{
 				TimelineScope: "global", ContextScope: "main", Provider: "openai", Model: "gpt-4o-mini", Bytes: len(body), Gzip: z}); err != nil {
@@ -69,19 +66,4 @@ func BenchmarkModelCallStep(b *testing.B) {
 		b.ReportMetric(float64(len(body)), "body-bytes")
 		b.ReportMetric(float64(gz), "gzip-bytes")
 	})
-}
-
-// gzipPooled compresses as the agent does (services/agent.Gzip: a pooled
-// writer), without importing the agent package here.
-var benchWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
-
-func gzipPooled(body []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(body) / 4)
-	zw := benchWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	_, _ = zw.Write(body)
-	_ = zw.Close()
-	benchWriters.Put(zw)
-	return buf.Bytes()
 }
