@@ -56,18 +56,6 @@ func (s *Store) GetRun(ctx context.Context, id int64) (services.Run, error) {
 	return r, nil
 }
 
-// SetRunStatus changes a run's status and refreshes its heartbeat.
-func (s *Store) SetRunStatus(ctx context.Context, id int64, status services.RunStatus) error {
-	tag, err := s.db.Exec(ctx, `UPDATE agent_runs SET status = $2, heartbeat_at = now() WHERE id = $1`, id, status)
-	if err != nil {
-		return wrapErr(fmt.Sprintf("set run %d status", id), err)
-	}
-	if tag.RowsAffected() == 0 {
-		return services.Errorf(services.ENOTFOUND, "run %d not found", id)
-	}
-	return nil
-}
-
 // StartRun marks a queued run running in one statement.
 func (s *Store) StartRun(ctx context.Context, id int64) (services.Run, bool, error) {
 	r, err := scanRun(s.db.QueryRow(ctx, `

@@ -111,8 +111,6 @@ type RunStore interface {
 	CreateRun(ctx context.Context, r NewRun) (Run, error)
 	// GetRun returns one run; ENOTFOUND when absent.
 	GetRun(ctx context.Context, id int64) (Run, error)
-	// SetRunStatus changes a run's status (e.g. queued → running); ENOTFOUND when absent.
-	SetRunStatus(ctx context.Context, id int64, status RunStatus) error
 	// StartRun marks a queued run running and returns it; started is false
 	// (and the run as it is) when it is not queued any more. ENOTFOUND when
 	// absent. It commits without waiting for its WAL flush: a database

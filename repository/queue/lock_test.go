@@ -21,7 +21,7 @@ type blockingExec struct {
 }
 
 func (e *blockingExec) ExecuteRun(ctx context.Context, run services.Run) error {
-	if err := e.store.SetRunStatus(ctx, run.ID, services.RunRunning); err != nil {
+	if _, _, err := e.store.StartRun(ctx, run.ID); err != nil {
 		return err
 	}
 	e.started <- run.ID
