@@ -182,7 +182,7 @@ func (s *Service) registerDelegate(reg *tools.Registry) error {
 		}
 		desc += " Profiles: " + strings.Join(names, ", ") + "."
 	}
-	return reg.Register(tools.Func("delegate", desc, s.handleDelegate).WithHistory(handoffHistory(s.inline())))
+	return reg.Register(tools.Func("delegate", services.EffectRead, desc, s.handleDelegate).WithHistory(handoffHistory(s.inline())))
 }
 
 // handoffHistory is the form a handoff keeps in main's history after its

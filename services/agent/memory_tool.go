@@ -12,7 +12,7 @@ import (
 // of the owner with a confidence; the settings layer sends remembered items
 // with every prompt (lowest confidence trimmed first).
 func RegisterMemoryTool(reg *tools.Registry, store services.ContextStore) error {
-	return reg.Register(tools.Func("remember",
+	return reg.Register(tools.Func("remember", services.EffectPersist,
 		"Remember a lasting preference or fact about the owner (e.g. key \"language\", value \"answer in French\") so it is in every future prompt. Use a short stable key; storing a key again replaces it.",
 		func(ctx context.Context, call tools.Call, args rememberArgs) (tools.Result, error) {
 			conf := 0.7

@@ -50,15 +50,15 @@ func (s *Service) detailBudget() int   { return s.recallBudget(5, 300, 6000) }
 
 func (s *Service) registerRecallTools(reg *tools.Registry) error {
 	for _, t := range []tools.Tool{
-		tools.Func("recall_search",
+		tools.Func("recall_search", services.EffectRead,
 			"Search this conversation's whole archive, summarised turns included. Returns an index: id, date, role, "+
 				"one line, tokens to read the item. Use a few distinctive words; all must match (else any). "+
 				"Then recall_timeline or recall_detail.",
 			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800}),
-		tools.Func("recall_timeline",
+		tools.Func("recall_timeline", services.EffectRead,
 			"The messages around an archive id, one line each.",
 			s.recallTimeline).WithHistory(tools.HistoryRule{MaxChars: 800}),
-		tools.Func("recall_detail",
+		tools.Func("recall_detail", services.EffectRead,
 			"Read archived messages or summaries whole, by id.",
 			s.recallDetail).WithHistory(tools.HistoryRule{MaxChars: 1200}),
 	} {

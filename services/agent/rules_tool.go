@@ -33,7 +33,7 @@ func (s *Service) proposals() services.RuleProposals {
 // the standing rules (the write tools refuse RULES.md and CODE_LAW.md); it
 // proposes one, which the owner approves or rejects on any channel.
 func (s *Service) registerProposeRule(reg *tools.Registry) error {
-	return reg.Register(tools.Func("propose_rule",
+	return reg.Register(tools.Func("propose_rule", services.EffectPersist,
 		"Propose a standing rule (one of the rules sent with every prompt) to the owner. It takes effect only "+
 			"when the owner approves it; you cannot write RULES.md or CODE_LAW.md yourself.",
 		s.handleProposeRule).WithHistory(tools.HistoryRule{MaxChars: 300}))

@@ -45,12 +45,12 @@ type noArgs struct{}
 // minutes and tell me when tickets appear" in plain words.
 func (s *Service) registerScheduleTools(reg *tools.Registry) error {
 	for _, t := range []tools.Tool{
-		tools.Func("schedule", "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
+		tools.Func("schedule", services.EffectPersist, "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
 			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
 			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise.", s.toolSchedule),
-		tools.Func("update_schedule", "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
-		tools.Func("cancel_schedule", "Delete a schedule: it never fires again.", s.toolCancelSchedule),
-		tools.Func("list_schedules", "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
+		tools.Func("update_schedule", services.EffectPersist, "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
+		tools.Func("cancel_schedule", services.EffectDestructive, "Delete a schedule: it never fires again.", s.toolCancelSchedule),
+		tools.Func("list_schedules", services.EffectRead, "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
 	} {
 		if err := reg.Register(t.WithHistory(tools.HistoryRule{MaxChars: 600})); err != nil {
 			return err

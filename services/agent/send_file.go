@@ -19,7 +19,7 @@ type sendFileArgs struct {
 // message of its own (Telegram: a photo or a document; the web page and the
 // terminal client: a download link), through the durable outbound path.
 func (s *Service) registerSendFile(reg *tools.Registry) error {
-	return reg.Register(tools.Func("send_file",
+	return reg.Register(tools.Func("send_file", services.EffectEgress,
 		"Send a file from the workspace to the owner (an image arrives as a photo on Telegram, anything else as a document; "+
 			"the web page shows a download link). Each call sends once; say in your answer what you sent.",
 		s.handleSendFile).WithHistory(tools.HistoryRule{MaxChars: 300}))

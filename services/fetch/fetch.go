@@ -76,7 +76,7 @@ func Register(reg *tools.Registry, o Options) error {
 	if err != nil {
 		return err
 	}
-	return reg.Register(tools.Func("fetch_url",
+	return reg.Register(tools.Func("fetch_url", services.EffectEgress,
 		"Fetch a web page or a JSON/text document by URL (http or https) and return its readable text: HTML as Markdown, "+
 			"JSON indented. Internal network addresses are refused. Use it to look things up or to check a page for changes.",
 		f.call).WithHistory(tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"url", "status", "content_type", "title", "truncated", "content"}}))

@@ -51,7 +51,7 @@ func RegisterSearch(reg *tools.Registry, o SearchOptions) error {
 		o.Timeout = 15 * time.Second
 	}
 	client := &http.Client{Timeout: o.Timeout}
-	return reg.Register(tools.Func("web_search",
+	return reg.Register(tools.Func("web_search", services.EffectEgress,
 		"Search the web. Returns titles, URLs and snippets; read a page with fetch_url.",
 		func(ctx context.Context, _ tools.Call, a searchArgs) (tools.Result, error) {
 			if strings.TrimSpace(a.Query) == "" {

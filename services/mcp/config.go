@@ -38,6 +38,10 @@ type ServerConfig struct {
 	// Deny lists tools never offered (names as the server gives them).
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// ReadOnly lists tools (names as the server gives them) known to change
+	// nothing, whatever their annotations say: their effect class is read
+	// instead of external (docs/SECURITY.md).
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Timeout bounds one call ("30s"; default 60s).
 	Timeout Duration `json:"timeout,omitempty"`
 	// Shared offers the server's tools on every timeline; by default only

@@ -350,7 +350,8 @@ func (s *server) refresh(ctx context.Context) error {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		tool := tools.Tool{Name: name, Description: t.Description, Schema: schema, Handler: s.call(t.Name),
-			History: tools.HistoryRule{MaxChars: s.cfg.HistoryMaxChars}, Shared: s.cfg.Shared, Source: s.name}
+			History: tools.HistoryRule{MaxChars: s.cfg.HistoryMaxChars}, Shared: s.cfg.Shared, Source: s.name,
+			Effect: toolEffect(s.cfg, t)}
 		if err := tools.Check(tool); err != nil {
 			s.log.Warn("MCP server: tool left out", "tool", t.Name, "err", err)
 			continue
@@ -489,4 +490,22 @@ func resultContent(res *mcp.CallToolResult) (string, []services.Image) {
 		text = "(no content)"
 	}
 	return text, images
+}
+
+// toolEffect is the effect class of an MCP tool: external unless its
+// annotations say it is read-only (readOnlyHint) or the server's
+// configuration lists it in read_only; destructive when destructiveHint is
+// set and the tool is not read-only.
+func toolEffect(cfg ServerConfig, t *mcp.Tool) services.Effect {
+	if slices.Contains(cfg.ReadOnly, t.Name) {
+		return services.EffectRead
+	}
+	a := t.Annotations
+	if a != nil && a.ReadOnlyHint {
+		return services.EffectRead
+	}
+	if a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
+		return services.EffectDestructive
+	}
+	return services.EffectExternal
 }

@@ -116,6 +116,10 @@ type Tool struct {
 	// Shared, for a tool with a Source, offers it on every timeline, not
 	// only the owner's.
 	Shared bool
+	// Effect is the class of what a call can change or send out
+	// (services.Effect); the policy decides on it. Register refuses a tool
+	// without a valid one.
+	Effect services.Effect
 
 	schemaErr error // from Func: the arguments type has no JSON Schema
 }
@@ -126,10 +130,10 @@ type Tool struct {
 // tag describes one. Execute validates the model's arguments against it and
 // fn receives them decoded, so fn checks only what a schema cannot say
 // (ranges, paths).
-func Func[A any](name, description string, fn func(ctx context.Context, call Call, args A) (Result, error)) Tool {
+func Func[A any](name string, effect services.Effect, description string, fn func(ctx context.Context, call Call, args A) (Result, error)) Tool {
 	schema, err := schemaFor[A]()
 	return Tool{
-		Name: name, Description: description, Schema: schema, schemaErr: err,
+		Name: name, Description: description, Schema: schema, schemaErr: err, Effect: effect,
 		Handler: func(ctx context.Context, call Call) (Result, error) {
 			var args A
 			if err := decodeArguments(call, &args); err != nil {
@@ -244,6 +248,9 @@ func check(t Tool) (*argSchema, error) {
 	}
 	if t.schemaErr != nil {
 		return nil, services.Errorf(services.EINVALID, "tool %q: arguments type: %v", t.Name, t.schemaErr)
+	}
+	if !t.Effect.Valid() {
+		return nil, services.Errorf(services.EINVALID, "tool %q has no effect class (one of read, workspace, persist, egress, external, destructive, exec)", t.Name)
 	}
 	s, err := compileSchema(t.Schema)
 	if err != nil {

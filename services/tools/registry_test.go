@@ -26,6 +26,7 @@ func echoTool(name string) Tool {
 		Handler: func(ctx context.Context, call Call) (Result, error) {
 			return Result{Content: string(call.Arguments)}, nil
 		},
+		Effect: services.EffectRead,
 	}
 }
 
@@ -45,6 +46,8 @@ func TestRegisterRejectsDuplicatesAndBadTools(t *testing.T) {
 		{Name: "badschema", Schema: json.RawMessage(`{"type":`), Handler: echoTool("x").Handler},
 		{Name: "notobject", Schema: json.RawMessage(`{"type":"string"}`), Handler: echoTool("x").Handler},
 		{Name: "unknowntype", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"text"}}}`), Handler: echoTool("x").Handler},
+		{Name: "noeffect", Schema: json.RawMessage(`{"type":"object"}`), Handler: echoTool("x").Handler},
+		{Name: "badeffect", Schema: json.RawMessage(`{"type":"object"}`), Handler: echoTool("x").Handler, Effect: "lasting"},
 	}
 	for _, tool := range bad {
 		if err := reg.Register(tool); !services.IsKind(err, services.EINVALID) {
@@ -161,7 +164,7 @@ func TestExecuteUnknownPanicAndErrors(t *testing.T) {
 		"cancelled": func(ctx context.Context, _ Call) (Result, error) { return Result{}, ctx.Err() },
 	}
 	for name, h := range handlers {
-		if err := reg.Register(Tool{Name: name, Schema: schema, Handler: h}); err != nil {
+		if err := reg.Register(Tool{Name: name, Schema: schema, Handler: h, Effect: services.EffectRead}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +206,7 @@ type funcArgs struct {
 func TestFuncSchemaFromArgumentsType(t *testing.T) {
 	t.Parallel()
 	var got funcArgs
-	tool := Func("f", "a tool", func(_ context.Context, _ Call, a funcArgs) (Result, error) {
+	tool := Func("f", services.EffectRead, "a tool", func(_ context.Context, _ Call, a funcArgs) (Result, error) {
 		got = a
 		return Result{Content: "ok"}, nil
 	})
@@ -243,7 +246,7 @@ func TestFuncSchemaFromArgumentsType(t *testing.T) {
 		t.Fatalf("message %q", msg)
 	}
 
-	bad := Func("g", "bad", func(context.Context, Call, struct{ C chan int }) (Result, error) { return Result{}, nil })
+	bad := Func("g", services.EffectRead, "bad", func(context.Context, Call, struct{ C chan int }) (Result, error) { return Result{}, nil })
 	if err := reg.Register(bad); !services.IsKind(err, services.EINVALID) {
 		t.Fatalf("arguments type with a channel: got %v, want EINVALID", err)
 	}

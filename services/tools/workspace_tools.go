@@ -39,27 +39,27 @@ const (
 func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 	t := workspaceTools{ws: ws}
 	for _, tool := range []Tool{
-		Func("read_file", "Read a text file from your workspace. Returns its content (at most 256 KiB per call; "+
+		Func("read_file", services.EffectRead, "Read a text file from your workspace. Returns its content (at most 256 KiB per call; "+
 			"use offset_line and max_lines to page), size and mtime, and changed_since_last_read when the file "+
 			"changed since you last read it.", t.readFile).
 			WithHistory(HistoryRule{
 				MaxChars:   1000,
 				KeepFields: []string{"path", "size", "mtime", "start_line", "end_line", "truncated", "changed_since_last_read", "content"},
 			}),
-		Func("write_file", "Write a text file in your workspace, creating parent directories. Replaces the file "+
+		Func("write_file", services.EffectWorkspace, "Write a text file in your workspace, creating parent directories. Replaces the file "+
 			"atomically, or appends with append=true. At most 1 MiB per call.", t.writeFile).
 			WithHistory(HistoryRule{MaxChars: 300}),
-		Func("edit_file", "Change part of a text file in your workspace: replace old_text (exact, unique unless "+
+		Func("edit_file", services.EffectWorkspace, "Change part of a text file in your workspace: replace old_text (exact, unique unless "+
 			"replace_all) with new_text. Cheaper and safer than rewriting the whole file with write_file.", t.editFile).
 			WithHistory(HistoryRule{MaxChars: 300}),
-		Func("read_block", "Read one section of a Markdown file in your workspace by its heading path (e.g. \"Plan / Risks\").", t.readBlock).
+		Func("read_block", services.EffectRead, "Read one section of a Markdown file in your workspace by its heading path (e.g. \"Plan / Risks\").", t.readBlock).
 			WithHistory(HistoryRule{MaxChars: 1000, KeepFields: []string{"path", "heading", "start_line", "end_line", "content"}}),
-		Func("replace_block", "Replace the body of one section of a Markdown file in your workspace (below its heading, "+
+		Func("replace_block", services.EffectWorkspace, "Replace the body of one section of a Markdown file in your workspace (below its heading, "+
 			"down to the next heading of the same or a higher level), found by its heading path.", t.replaceBlock).
 			WithHistory(HistoryRule{MaxChars: 300}),
-		Func("list_files", "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
+		Func("list_files", services.EffectRead, "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
 			WithHistory(HistoryRule{MaxChars: 1500}),
-		Func("search", "Search the text files of your workspace for a plain substring, ignoring case. "+
+		Func("search", services.EffectRead, "Search the text files of your workspace for a plain substring, ignoring case. "+
 			"Returns file, line number and line text for each match. Skips binary files and files over 1 MiB.", t.search).
 			WithHistory(HistoryRule{MaxChars: 1200, DropFields: []string{"files_searched"}}),
 	} {
