@@ -486,7 +486,9 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 	msgs := b.waitVisible(t, 4)
 	var kept string
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Content, "Once upon") {
+		// How many words streamed before /stop depends on the machine's
+		// load; the first one always has (the run was running 800 ms).
+		if strings.HasPrefix(m.Content, "Once") {
 			kept = m.Content
 		}
 	}
