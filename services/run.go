@@ -183,9 +183,14 @@ type ToolCall struct {
 	// ID is the provider's call id, echoed back in the tool message.
 	ID   string
 	Name string
-	// Arguments is a JSON object; providers reject malformed arguments, so
-	// callers may unmarshal it directly.
+	// Arguments is a JSON object, so callers may unmarshal it directly:
+	// when the model sent arguments that are not one, the provider sets
+	// Arguments to {} and keeps what it sent in Malformed.
 	Arguments json.RawMessage
+	// Malformed is the model's raw arguments (cut to a few hundred bytes)
+	// when they were not a JSON object; the call is then not executed and
+	// the model gets a tool result naming the problem.
+	Malformed string `json:",omitempty"`
 }
 
 // TokenUsage is the token accounting the provider reported for one call.

@@ -46,8 +46,8 @@ func TestFaultModelProviderErrors(t *testing.T) {
 			calls: 3, notice: "timed out", status: "error"},
 		{name: "stream cut halfway", replies: []llmtest.Reply{{Text: partial + " one two three four five six seven", CutAfter: 4}},
 			calls: 1, notice: "broke off", status: "error"},
-		{name: "malformed tool-call JSON", replies: []llmtest.Reply{llmtest.Call("read_file", `{"path": "notes.md`)},
-			calls: 1, notice: "not a JSON object", status: "error"},
+		{name: "malformed tool-call JSON, then corrected", replies: []llmtest.Reply{llmtest.Call("read_file", `{"path": "notes.md`), llmtest.Text("corrected after a bad call")},
+			calls: 2, answer: "corrected after a bad call", status: "ok"},
 		{name: "400 is not retried", replies: []llmtest.Reply{llmtest.Status(400, "")},
 			calls: 1, notice: "I could not answer", status: "error"},
 	}

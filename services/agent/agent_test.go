@@ -313,7 +313,11 @@ func TestProviderOutageTellsTheUser(t *testing.T) {
 	q := b.say(t, "are you there?")
 	msgs := b.waitVisible(t, 2)
 	n := msgs[1]
-	if n.Source != "system" || !strings.HasPrefix(n.Content, "I could not answer:") || !strings.Contains(strings.ToLower(n.Content), "unreachable") {
+	// The notice says what the server answered, not "unreachable", and
+	// leaves the server's address to the logs.
+	if n.Source != "system" || !strings.HasPrefix(n.Content, "I could not answer:") ||
+		!strings.Contains(n.Content, "The model server answered HTTP 500") || strings.Contains(n.Content, "unreachable") ||
+		strings.Contains(n.Content, "http://") {
 		t.Fatalf("notice: %+v", n)
 	}
 	run := b.runOf(t, q.ID)
@@ -482,7 +486,9 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 	msgs := b.waitVisible(t, 4)
 	var kept string
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Content, "Once upon") {
+		// How many words streamed before /stop depends on the machine's
+		// load; the first one always has (the run was running 800 ms).
+		if strings.HasPrefix(m.Content, "Once") {
 			kept = m.Content
 		}
 	}

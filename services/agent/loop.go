@@ -103,6 +103,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 	}
 	req := l.req
 	partial := ""
+	badInARow := 0
 	for step := 0; step < l.maxSteps; step++ {
 		var onDelta func(string)
 		var stream *deltaStream
@@ -161,9 +162,12 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if err := l.rec.assistant(ctx, &recorded); err != nil {
 			return "", u, err
 		}
-		results, err := s.runCalls(ctx, l, resp.ToolCalls, recorded.ToolCalls)
+		results, bad, err := s.runCalls(ctx, l, resp.ToolCalls, recorded.ToolCalls)
 		if err != nil {
 			return "", u, &cutError{err: err, partial: partial}
+		}
+		if badInARow = nextBadCount(badInARow, bad, len(results)); badInARow >= maxBadCallsInARow {
+			return "", u, &cutError{err: badCallsError(l, resp.ToolCalls), partial: partial}
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: recorded.ToolCalls})
 		req.Messages = append(req.Messages, results...)
@@ -216,37 +220,77 @@ func (l loopSpec) origin() services.StepOrigin {
 // stepPayload is a step's stored JSON.
 func (s *Service) stepPayload(p any) json.RawMessage { return mustJSON(p) }
 
+// maxBadCallsInARow malformed tool calls in a row (arguments that are not
+// a JSON object or fail the schema, unknown tools) end a loop; each one
+// before came back to the model as a tool result naming the problem, so it
+// could correct itself.
+const maxBadCallsInARow = 3
+
+// nextBadCount is the count of malformed calls in a row after a step whose
+// n calls held bad malformed ones: a step with one good call resets it.
+func nextBadCount(count, bad, n int) int {
+	if bad < n {
+		return 0
+	}
+	return count + bad
+}
+
+// badCallsError ends a loop whose model kept making malformed calls.
+func badCallsError(l loopSpec, calls []services.ToolCall) error {
+	last := calls[len(calls)-1]
+	what := fmt.Sprintf("the last called %q", last.Name)
+	if last.Malformed != "" {
+		what += " with arguments that are not a JSON object"
+	}
+	return services.CodedErrorf(services.EUNAVAILABLE, llm.CodeMalformedToolCall,
+		"%s made %d malformed tool calls in a row (%s); each was returned to the model with what was wrong, and it did not correct itself. A larger or better tool-calling model may do better.",
+		l.who, maxBadCallsInARow, what)
+}
+
+// badCall reports whether a tool result says the call itself was malformed.
+func badCall(res tools.Result) bool {
+	return res.ErrorCode == tools.CodeBadArguments || res.ErrorCode == tools.CodeUnknown
+}
+
 // runCalls runs one step's tool calls: in parallel in a main run (delegated
 // tasks run side by side), in order in delegated work. Each call and its
 // result are recorded together; recorded[i] is what the records keep of
-// calls[i].
-func (s *Service) runCalls(ctx context.Context, l loopSpec, calls, recorded []services.ToolCall) ([]llm.Message, error) {
+// calls[i]. It also returns how many calls were malformed.
+func (s *Service) runCalls(ctx context.Context, l loopSpec, calls, recorded []services.ToolCall) ([]llm.Message, int, error) {
 	results := make([]llm.Message, len(calls))
+	bad := make([]bool, len(calls))
 	errs := make([]error, len(calls))
 	if l.kind == kindMain {
 		var wg sync.WaitGroup
 		for i, call := range calls {
-			wg.Go(func() { results[i], errs[i] = s.runCall(ctx, l, call, recorded[i]) })
+			wg.Go(func() { results[i], bad[i], errs[i] = s.runCall(ctx, l, call, recorded[i]) })
 		}
 		wg.Wait()
 	} else {
 		for i, call := range calls {
-			if results[i], errs[i] = s.runCall(ctx, l, call, recorded[i]); errs[i] != nil {
+			if results[i], bad[i], errs[i] = s.runCall(ctx, l, call, recorded[i]); errs[i] != nil {
 				break
 			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return results, nil
+	n := 0
+	for _, b := range bad {
+		if b {
+			n++
+		}
+	}
+	return results, n, nil
 }
 
-// runCall executes one call and records it (its arguments as recorded).
-func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded services.ToolCall) (llm.Message, error) {
+// runCall executes one call and records it (its arguments as recorded). It
+// reports whether the call was malformed (bad arguments, unknown tool).
+func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded services.ToolCall) (llm.Message, bool, error) {
 	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(services.ToolCallStep{
 		ID: call.ID, Name: call.Name, Arguments: recorded.Arguments, StepOrigin: l.origin()})); err != nil {
-		return llm.Message{}, err
+		return llm.Message{}, false, err
 	}
 	c := l.call
 	c.Arguments, c.CallID = call.Arguments, call.ID
@@ -254,12 +298,15 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	s.publishTool(ctx, l, use)
 	started := time.Now()
 	var res tools.Result
-	if offered(l.req.Tools, call.Name) {
-		res = s.opts.Tools.Execute(ctx, call.Name, c)
-	} else {
+	switch {
+	case !offered(l.req.Tools, call.Name):
 		// Only what this loop offered runs: a sub-agent profile or a
 		// conversation without a tool cannot call it by guessing its name.
 		res = tools.ErrorResult(tools.CodeUnknown, fmt.Sprintf("tool %q is not available here; use one of the tools you were given", call.Name))
+	case call.Malformed != "":
+		res = tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("the arguments of this %s call are not a JSON object: %s. Call it again with its arguments as one JSON object matching its schema.", call.Name, call.Malformed))
+	default:
+		res = s.opts.Tools.Execute(ctx, call.Name, c)
 	}
 	res.Content = chat.CleanAnswer(res.Content)
 	use.Status, use.DurationMS = "ok", time.Since(started).Milliseconds()
@@ -278,21 +325,21 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 			}
 			return tr.toolResultTx(ctx, tx, call, res)
 		}); err != nil {
-			return llm.Message{}, err
+			return llm.Message{}, false, err
 		}
 	} else {
 		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, step); err != nil {
-			return llm.Message{}, err
+			return llm.Message{}, false, err
 		}
 		if err := l.rec.toolResult(ctx, call, res); err != nil {
-			return llm.Message{}, err
+			return llm.Message{}, false, err
 		}
 	}
 	msg := llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}
 	if s.opts.PassImages {
 		msg.Images = res.Images
 	}
-	return msg, nil
+	return msg, badCall(res), nil
 }
 
 // mainRecorder keeps a main run's tool calls and results as hidden rows of

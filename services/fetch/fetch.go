@@ -163,10 +163,53 @@ func (f *Fetcher) control(network, address string, _ syscall.RawConn) error {
 		return err
 	}
 	ip = ip.Unmap()
-	if why := internal(ip); why != "" && !f.allowedIP(ip) {
-		return &refusedError{fmt.Sprintf("%s is %s; internal addresses are not fetched (FETCH_ALLOW lets the operator open one)", ip, why)}
+	for _, a := range classified(ip) {
+		if why := internal(a); why != "" && !f.allowedIP(a) {
+			if a != ip {
+				why = fmt.Sprintf("an IPv6 form of %s, %s", a, why)
+			}
+			return &refusedError{fmt.Sprintf("%s is %s; internal addresses are not fetched (FETCH_ALLOW lets the operator open one)", ip, why)}
+		}
 	}
 	return nil
+}
+
+var (
+	ipv4Compat = netip.MustParsePrefix("::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	teredo     = netip.MustParsePrefix("2001::/32")
+)
+
+// classified returns the addresses an address is judged by: itself, or for
+// an IPv6 address that embeds an IPv4 address (IPv4-compatible ::/96, NAT64
+// 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32: its
+// server and its client) the IPv4 addresses it leads to, since a packet
+// sent there reaches them. IPv4-mapped addresses are unmapped before.
+func classified(ip netip.Addr) []netip.Addr {
+	if !ip.Is6() {
+		return []netip.Addr{ip}
+	}
+	b := ip.As16()
+	v4 := func(p []byte) netip.Addr { return netip.AddrFrom4([4]byte(p)) }
+	switch {
+	case ipv4Compat.Contains(ip):
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return []netip.Addr{ip}
+		}
+		return []netip.Addr{v4(b[12:16])}
+	case nat64.Contains(ip):
+		return []netip.Addr{v4(b[12:16])}
+	case nat64Local.Contains(ip):
+		// RFC 8215: the IPv4 address sits in the last 32 bits for a /96.
+		return []netip.Addr{ip, v4(b[12:16])}
+	case sixToFour.Contains(ip):
+		return []netip.Addr{v4(b[2:6])}
+	case teredo.Contains(ip):
+		client := [4]byte{b[12] ^ 0xff, b[13] ^ 0xff, b[14] ^ 0xff, b[15] ^ 0xff}
+		return []netip.Addr{v4(b[4:8]), netip.AddrFrom4(client)}
+	}
+	return []netip.Addr{ip}
 }
 
 func (f *Fetcher) allowedIP(ip netip.Addr) bool {
@@ -206,8 +249,8 @@ func internal(ip netip.Addr) string {
 		return "a shared (carrier-grade NAT) address"
 	case benchmark.Contains(ip):
 		return "a benchmarking address"
-	case nat64.Contains(ip):
-		return "a NAT64 address"
+	case nat64Local.Contains(ip):
+		return "a local-use NAT64 address"
 	}
 	return ""
 }

@@ -155,6 +155,41 @@ func TestTheTool(t *testing.T) {
 	}
 }
 
+// TestEmbeddedIPv4IsJudgedByItsAddress: every IPv6 form that embeds an
+// IPv4 address is refused when that address is internal, and fetched when
+// it is public.
+func TestEmbeddedIPv4IsJudgedByItsAddress(t *testing.T) {
+	f, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, refused := range map[string]bool{
+		"::127.0.0.1":               true,  // IPv4-compatible
+		"::10.0.0.1":                true,  // IPv4-compatible
+		"::169.254.169.254":         true,  // IPv4-compatible metadata
+		"::8.8.8.8":                 false, // IPv4-compatible public
+		"::ffff:127.0.0.1":          true,  // IPv4-mapped
+		"::ffff:8.8.8.8":            false, // IPv4-mapped public
+		"64:ff9b::7f00:1":           true,  // NAT64 of 127.0.0.1
+		"64:ff9b::a9fe:a9fe":        true,  // NAT64 of 169.254.169.254
+		"64:ff9b::808:808":          false, // NAT64 of 8.8.8.8
+		"64:ff9b:1::7f00:1":         true,  // local-use NAT64
+		"2002:7f00:1::1":            true,  // 6to4 of 127.0.0.1
+		"2002:c0a8:1::1":            true,  // 6to4 of 192.168.0.1
+		"2002:808:808::1":           false, // 6to4 of 8.8.8.8
+		"2001:0:808:808::80ff:fffe": true,  // Teredo, client 127.0.0.1
+		"2001:0:7f00:1::f7f7:f7f7":  true,  // Teredo, server 127.0.0.1
+		"2001:0:808:808::f7f7:f7f7": false, // Teredo, server 8.8.8.8, client 8.8.8.8
+		"::1":                       true,
+		"2606:4700::1111":           false,
+	} {
+		err := f.control("tcp6", net.JoinHostPort(addr, "80"), nil)
+		if got := err != nil; got != refused {
+			t.Errorf("dial %s: refused=%v (%v), want refused=%v", addr, got, err, refused)
+		}
+	}
+}
+
 func TestInternalRanges(t *testing.T) {
 	for addr, want := range map[string]bool{"8.8.8.8": false, "1.1.1.1": false, "2606:4700::1111": false,
 		"127.0.0.1": true, "10.1.2.3": true, "172.16.0.1": true, "192.168.0.1": true, "169.254.169.254": true,

@@ -351,11 +351,7 @@ func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.B
 			if b := inputs[int64(i)]; b != nil && b.Len() > 0 {
 				raw = []byte(b.String())
 			}
-			args, ok := toolArguments(raw)
-			if !ok {
-				return nil, malformedToolCall(ProviderAnthropic, p.model, block.Name, raw)
-			}
-			resp.ToolCalls = append(resp.ToolCalls, services.ToolCall{ID: block.ID, Name: block.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, toolCall(block.ID, block.Name, raw))
 		}
 	}
 	resp.Text = text.String()

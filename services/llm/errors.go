@@ -30,8 +30,10 @@ const (
 	// CodeStreamInterrupted: a streamed reply broke off after text had been
 	// delivered, so it was not retried. Kind EUNAVAILABLE.
 	CodeStreamInterrupted = "LLM_STREAM_INTERRUPTED"
-	// CodeMalformedToolCall: the model called a tool with arguments that are
-	// not a JSON object. Kind EUNAVAILABLE.
+	// CodeMalformedToolCall: the model made malformed tool calls (arguments
+	// that are not a JSON object, unknown tools, arguments failing the
+	// schema) several times in a row; each one came back to it as a tool
+	// result first. Kind EUNAVAILABLE.
 	CodeMalformedToolCall = "LLM_MALFORMED_TOOL_CALL"
 	// CodeCancelled: the caller's context ended. Kind EUNAVAILABLE; the error
 	// also matches context.Canceled or context.DeadlineExceeded.
@@ -188,12 +190,15 @@ func retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// malformedToolCall is the error for tool arguments that are not a JSON object.
-func malformedToolCall(provider, model, tool string, args []byte) error {
-	return &services.Error{Kind: services.EUNAVAILABLE, Code: CodeMalformedToolCall,
-		Message: fmt.Sprintf("The %s model %q called tool %q with arguments that are not a JSON object: %s",
-			provider, model, tool, truncate(string(args), 120)),
-		Err: &ProviderError{Provider: provider, Err: errors.New("malformed tool call arguments")}}
+// toolCall is a call the model made; arguments that are not a JSON object
+// become {} with the raw text kept in Malformed, so the history stays
+// valid for every provider and the model is told what went wrong.
+func toolCall(id, name string, raw []byte) services.ToolCall {
+	args, ok := toolArguments(raw)
+	if !ok {
+		return services.ToolCall{ID: id, Name: name, Arguments: []byte("{}"), Malformed: truncate(strings.ToValidUTF8(string(raw), "\uFFFD"), 300)}
+	}
+	return services.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
 // toolArguments validates raw tool arguments and normalises empty ones to {}.

@@ -293,16 +293,12 @@ func (p *OpenAI) response(cc *openai.ChatCompletion) (*Response, error) {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		args, ok := toolArguments([]byte(tc.Function.Arguments))
-		if !ok {
-			return nil, malformedToolCall(ProviderOpenAI, p.model, tc.Function.Name, []byte(tc.Function.Arguments))
-		}
 		id := tc.ID
 		if id == "" {
 			// Some compatible servers omit ids; the tool message needs one.
 			id = fmt.Sprintf("call_%d", i)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, services.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+		resp.ToolCalls = append(resp.ToolCalls, toolCall(id, tc.Function.Name, []byte(tc.Function.Arguments)))
 	}
 	switch choice.FinishReason {
 	case "stop":

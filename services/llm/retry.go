@@ -129,18 +129,39 @@ func (r *Retrying) backoff(attempt int) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// exhausted is the error once retrying is pointless.
+// exhausted is the error once retrying is pointless. Its message says
+// what happened in the owner's words: the HTTP status the model server
+// answered, or that it timed out, or that it could not be reached (then
+// with its address, which the owner must check); the server's address of
+// an answered call stays in the logs (the error's cause names it).
 func (r *Retrying) exhausted(attempts int, elapsed time.Duration, last *ProviderError, extra string) error {
 	where := ""
 	if b, ok := r.Provider.(interface{ BaseURL() string }); ok {
-		where = " at " + b.BaseURL()
+		where = b.BaseURL()
 	}
 	plural := "s"
 	if attempts == 1 {
 		plural = ""
 	}
-	return &services.Error{Kind: services.EUNAVAILABLE, Code: CodeUnreachable,
-		Message: fmt.Sprintf("The model is unreachable: the %s model %q%s failed %d attempt%s over %s (last error: %s).%s Check that the server in LLM_BASE_URL is up and LLM_MODEL is right, or try again later.",
-			r.Name(), r.Model(), where, attempts, plural, elapsed.Round(time.Millisecond), last.describe(), extra),
-		Err: last}
+	tries := fmt.Sprintf("the %s model %q failed %d attempt%s over %s", r.Name(), r.Model(), attempts, plural, elapsed.Round(time.Millisecond))
+	var msg string
+	switch {
+	case last.StatusCode != 0:
+		msg = fmt.Sprintf("The model server answered %s: %s.%s Try again later; if it persists, check the model server's logs and that LLM_MODEL is right.",
+			last.describe(), tries, extra)
+	case errors.Is(last.Err, context.DeadlineExceeded) && r.policy.AttemptTimeout > 0:
+		msg = fmt.Sprintf("The model server timed out after %s: %s.%s Try again later, or raise LLM_TIMEOUT for a slow model.",
+			r.policy.AttemptTimeout.Round(time.Millisecond), tries, extra)
+	case where != "":
+		msg = fmt.Sprintf("The model server is unreachable: cannot reach %s (%s): %s.%s Check that the server in LLM_BASE_URL is up, or try again later.",
+			where, last.describe(), tries, extra)
+	default:
+		msg = fmt.Sprintf("The model server is unreachable (%s): %s.%s Check that the server in LLM_BASE_URL is up, or try again later.",
+			last.describe(), tries, extra)
+	}
+	var cause error = last
+	if where != "" {
+		cause = fmt.Errorf("%s: %w", where, last)
+	}
+	return &services.Error{Kind: services.EUNAVAILABLE, Code: CodeUnreachable, Message: msg, Err: cause}
 }

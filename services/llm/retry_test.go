@@ -85,10 +85,18 @@ func TestRetriesExhausted(t *testing.T) {
 				t.Fatalf("err = %v, want EUNAVAILABLE %s", err, llm.CodeUnreachable)
 			}
 			msg := services.ErrorMessage(err)
-			for _, want := range []string{"unreachable", `"test-model"`, srv.URL, "3 attempts", "HTTP 500", "LLM_BASE_URL"} {
+			for _, want := range []string{"The model server answered HTTP 500", `"test-model"`, "3 attempts"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message %q lacks %q", msg, want)
 				}
+			}
+			// An answered call is not "unreachable", and the server's
+			// address is for the logs (the error's cause), not the owner.
+			if strings.Contains(msg, "unreachable") || strings.Contains(msg, srv.URL) {
+				t.Errorf("message %q says unreachable or names the server", msg)
+			}
+			if !strings.Contains(err.Error(), srv.URL) {
+				t.Errorf("error %q lacks the server's address for the logs", err)
 			}
 			var pe *llm.ProviderError
 			if !errors.As(err, &pe) || pe.StatusCode != 500 || pe.Provider != api {
@@ -192,7 +200,7 @@ func TestTimeoutExhausted(t *testing.T) {
 	srv.Enqueue(llmtest.Reply{Text: "slow", Delay: 5 * time.Second})
 	_, _, err := complete(t, p, userRequest("hi"), false)
 	if services.ErrorCode(err) != llm.CodeUnreachable || !strings.Contains(services.ErrorMessage(err), "1 attempt over") ||
-		!strings.Contains(services.ErrorMessage(err), "timed out") {
+		!strings.Contains(services.ErrorMessage(err), "The model server timed out after 50ms") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -218,7 +226,9 @@ func TestConnectionRefused(t *testing.T) {
 	p := newProvider(t, llm.ProviderOpenAI, srv, llm.Config{MaxRetries: 1})
 	srv.Close()
 	_, _, err := complete(t, p, userRequest("hi"), false)
-	if !services.IsKind(err, services.EUNAVAILABLE) || !strings.Contains(services.ErrorMessage(err), "2 attempts") {
+	msg := services.ErrorMessage(err)
+	if !services.IsKind(err, services.EUNAVAILABLE) || !strings.Contains(msg, "2 attempts") ||
+		!strings.Contains(msg, "cannot reach "+srv.URL) || !strings.Contains(msg, "connection refused") {
 		t.Errorf("err = %v", err)
 	}
 }
