@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
@@ -27,5 +28,18 @@ func TestToolLinesUnderAnAnswer(t *testing.T) {
 	want := "\n⚙ write_file notes.md · ok 3 ms\n⚙ read_file missing.md · error TOOL_NOT_FOUND\n⚙ search · running…"
 	if got != want {
 		t.Fatalf("tool lines:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestCodeBlockKeepsTabIndentation: a tab in a code block becomes spaces up
+// to the next tab stop, so tab-indented code keeps its shape (it was one
+// space).
+func TestCodeBlockKeepsTabIndentation(t *testing.T) {
+	t.Parallel()
+	out := ansi.Strip(markdown("```go\nfunc f() {\n\treturn\n\t\tx\n}\n```"))
+	for _, want := range []string{"    return", "        x"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("code block lacks %q:\n%s", want, out)
+		}
 	}
 }

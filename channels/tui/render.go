@@ -57,22 +57,34 @@ func clock(t, now time.Time, loc *time.Location) string {
 	return t.Format("Jan 02 15:04")
 }
 
+// tabWidth is the distance between tab stops when a tab becomes spaces.
+const tabWidth = 4
+
 // sanitize makes untrusted text safe for a terminal: no escape sequences or
 // other control characters (a message could otherwise move the cursor or
-// retitle the window), tabs as spaces.
+// retitle the window), tabs as spaces up to the next tab stop (so code
+// indented with tabs keeps its shape).
 func sanitize(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s))
+	col := 0
+	for _, r := range s {
 		switch {
 		case r == '\n':
-			return r
+			b.WriteRune(r)
+			col = 0
 		case r == '\t':
-			return ' '
+			n := tabWidth - col%tabWidth
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
 		case unicode.IsControl(r):
-			return -1
+		default:
+			b.WriteRune(r)
+			col++
 		}
-		return r
-	}, s)
+	}
+	return b.String()
 }
 
 // entry renders one timeline entry: a header ("15:04 [tui] user:") followed

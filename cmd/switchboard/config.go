@@ -220,8 +220,12 @@ func envTable() []envVar {
 			set: func(c *Config, v string) error { c.LLMAPIKey = v; return nil }},
 		{Name: "LLM_MODEL", Help: "Model name, e.g. gpt-4o-mini, claude-sonnet-4-5, qwen2.5:7b.",
 			set: func(c *Config, v string) error { c.LLMModel = v; return nil }},
-		{Name: "LLM_CONTEXT_WINDOW", Default: "128000", Help: "The model's context window in tokens.",
+		{Name: "LLM_CONTEXT_WINDOW", Help: "The model's context window in tokens. Default: 128000 for openai and offline, 200000 for anthropic.",
 			set: func(c *Config, v string) (err error) {
+				if v == "" {
+					c.LLMContextWindow = 0 // the provider's default
+					return nil
+				}
 				c.LLMContextWindow, err = parseIntRange(v, 1024, 10_000_000)
 				return
 			}},

@@ -49,6 +49,10 @@ To connect one, set these environment variables and restart Switchboard:
 - LLM_CONTEXT_WINDOW: optional, the model's context window in tokens (default 128000 for openai, 200000 for anthropic)
 `
 
+// offlineReminder is the offline answer once the conversation already
+// holds the whole help: one line instead of the same twelve again.
+const offlineReminder = "Still no language model is configured (LLM_PROVIDER is offline): the setup steps are in my earlier answer above and in the README."
+
 // Complete returns the configuration help, preceded by a short echo of the
 // last user message, streamed paragraph by paragraph when onDelta is
 // non-nil. Usage is estimated at four characters per token. It never fails
@@ -61,7 +65,11 @@ func (o *Offline) Complete(ctx context.Context, req Request, onDelta func(string
 	if last := lastUserMessage(req.Messages); last != "" {
 		fmt.Fprintf(&b, "You said: %q\n\n", truncate(strings.Join(strings.Fields(last), " "), 80))
 	}
-	b.WriteString(offlineHelp)
+	if helped(req.Messages) {
+		b.WriteString(offlineReminder)
+	} else {
+		b.WriteString(offlineHelp)
+	}
 	text := b.String()
 	if onDelta != nil {
 		for _, part := range strings.SplitAfter(text, "\n\n") {
@@ -83,6 +91,18 @@ func (o *Offline) Complete(ctx context.Context, req Request, onDelta func(string
 		Model:      ProviderOffline,
 		Usage:      services.TokenUsage{PromptTokens: (prompt + 3) / 4, CompletionTokens: (len(text) + 3) / 4},
 	}, nil
+}
+
+// helped reports whether the conversation sent holds an earlier offline
+// answer with the whole help.
+func helped(msgs []Message) bool {
+	first, _, _ := strings.Cut(offlineHelp, "\n")
+	for _, m := range msgs {
+		if m.Role == RoleAssistant && strings.Contains(m.Content, first) {
+			return true
+		}
+	}
+	return false
 }
 
 func lastUserMessage(msgs []Message) string {

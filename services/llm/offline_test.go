@@ -60,3 +60,25 @@ func TestOfflineEchoIsShort(t *testing.T) {
 		t.Errorf("offline answer echoes too much of the message:\n%s", resp.Text)
 	}
 }
+
+// TestOfflineHelpsOncePerConversation: once the conversation holds the
+// whole help, later answers are one line pointing at it, not the same
+// twelve lines again.
+func TestOfflineHelpsOncePerConversation(t *testing.T) {
+	t.Parallel()
+	p := llm.NewOffline(0)
+	first, err := p.Complete(context.Background(), userRequest("hello"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := userRequest("are you there?")
+	req.Messages = append([]llm.Message{{Role: llm.RoleUser, Content: "hello"}, {Role: llm.RoleAssistant, Content: first.Text}}, req.Messages...)
+	second, err := p.Complete(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(second.Text, "LLM_BASE_URL") || !strings.Contains(second.Text, "Still no language model is configured") ||
+		!strings.Contains(second.Text, `"are you there?"`) {
+		t.Errorf("second answer:\n%s", second.Text)
+	}
+}
