@@ -174,8 +174,6 @@ func (b *Bot) sendFile(ctx context.Context, p OutboundPayload, f services.FileRe
 	if name == "" {
 		name = f.Key[strings.LastIndex(f.Key, "/")+1:]
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
-	defer cancel()
 	if f.Kind == services.AttachImage && photoTypes[f.MIMEType] && len(data) <= MaxPhotoBytes {
 		m, err := b.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: p.ChatID, Photo: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)},
 			Caption: caption, ParseMode: mode, ReplyParameters: reply})
