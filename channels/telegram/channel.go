@@ -171,6 +171,8 @@ type Bot struct {
 	allowed  map[int64]bool
 	groups   map[int64]bool
 	leader   atomic.Bool
+	// failures counts the failed attempts of updates not confirmed yet.
+	failures updateFailures
 }
 
 // New builds the channel. It asks getMe for the bot's username (used to
@@ -431,7 +433,7 @@ func (b *Bot) addressed(ctx context.Context, msg *models.Message, text string) (
 	}
 	username, err := b.botUsername(ctx)
 	if err != nil {
-		return text, false, err
+		return text, false, &unaddressedError{err}
 	}
 	text, ok := removeMention(text, username)
 	return text, ok, nil

@@ -191,3 +191,143 @@ func TestDeliverLooksForAChunkWithoutAnswer(t *testing.T) {
 		})
 	}
 }
+
+// memMedia keeps saved files in memory.
+type memMedia struct {
+	mu    sync.Mutex
+	saved []services.Upload
+}
+
+func (m *memMedia) Save(_ context.Context, _ string, u services.Upload) (services.Attachment, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.saved = append(m.saved, u)
+	return services.Attachment{Name: u.Name, MIMEType: u.MIMEType, Size: int64(len(u.Data))}, nil
+}
+func (m *memMedia) Read(context.Context, string, string) ([]byte, error) {
+	return nil, services.Errorf(services.ENOTFOUND, "no file")
+}
+func (m *memMedia) MaxBytes() int64 { return 0 }
+
+// A photo Telegram cannot hand over (getFile failing, a download failing)
+// is tried a few times, then given up: its sender hears why, and the
+// messages after it — /stop included — are not held behind it.
+func TestPollingGivesUpAPhotoItCannotDownload(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		fault  func(method string) tgtest.Fault
+		reason string
+	}{
+		"getFile 404": {func(m string) tgtest.Fault {
+			return onlyFor(m, "getFile", tgtest.Fault{Status: 404, Description: "Not Found"})
+		}, "Telegram answered getFile with HTTP 404"},
+		"getFile 500": {func(m string) tgtest.Fault {
+			return onlyFor(m, "getFile", tgtest.Fault{Status: 500, Description: "Internal Server Error"})
+		}, "Telegram answered getFile with HTTP 500"},
+		"getFile 502":  {func(m string) tgtest.Fault { return onlyFor(m, "getFile", tgtest.Fault{Page: tgtest.ProxyPage}) }, "Telegram answered getFile with HTTP 502"},
+		"download 502": {func(m string) tgtest.Fault { return onlyFor(m, "file", tgtest.Fault{Page: tgtest.ProxyPage}) }, "the download answered HTTP 502"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			media := &memMedia{}
+			b, srv, store := newStrictBot(t, func(o *Options) {
+				o.Leases, o.PollTimeout, o.Media = grantAll{}, time.Second, media
+			})
+			srv.Script(func(method string, _ int) tgtest.Fault { return tc.fault(method) })
+			owner := tgtest.User{ID: 1, FirstName: "Owner"}
+			srv.SendMedia(owner, tgtest.Photo, "", tgtest.File{Data: []byte("\xff\xd8 not much of a jpeg"), Width: 90, Height: 90})
+			srv.Send(owner, "/stop")
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { b.RunPolling(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				store.mu.Lock()
+				n := len(store.posts)
+				store.mu.Unlock()
+				if n > 1 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			store.mu.Lock()
+			posts := append([]services.PostParams(nil), store.posts...)
+			store.mu.Unlock()
+			if len(posts) != 2 || posts[0].Content != "question" || posts[1].Content != "/stop" {
+				t.Fatalf("stored %d messages; want the question and /stop, after the photo was given up", len(posts))
+			}
+			n := store.notices()
+			want := "I could not download this photo (" + tc.reason + "). Please send it again."
+			if len(n) != 1 || n[0].Text != want || n[0].ReplyToMessageID != 2 {
+				t.Fatalf("the sender was told %+v, want %q in reply to the photo", n, want)
+			}
+			if calls := srv.Calls("getFile"); calls < 2 || calls > maxUpdateAttempts {
+				t.Fatalf("getFile called %d times, want a few retries", calls)
+			}
+			if len(media.saved) != 0 {
+				t.Fatalf("saved %d files", len(media.saved))
+			}
+		})
+	}
+}
+
+// onlyFor is f for method want, the zero Fault for others.
+func onlyFor(method, want string, f tgtest.Fault) tgtest.Fault {
+	if method == want {
+		return f
+	}
+	return tgtest.Fault{}
+}
+
+// failingPoster refuses to store one text, as if it broke the store.
+type failingPoster struct {
+	*chunkStore
+	poison string
+}
+
+func (p failingPoster) Post(ctx context.Context, pp services.PostParams) (services.Message, bool, error) {
+	if pp.Content == p.poison {
+		return services.Message{}, false, fmt.Errorf("store message: %w", context.DeadlineExceeded)
+	}
+	return p.chunkStore.Post(ctx, pp)
+}
+
+// Any update whose handling keeps failing is given up after a few attempts,
+// its sender told; the updates after it go on.
+func TestPollingGivesUpAnUpdateThatKeepsFailing(t *testing.T) {
+	t.Parallel()
+	b, srv, store := newStrictBot(t, func(o *Options) { o.Leases, o.PollTimeout = grantAll{}, time.Second })
+	b.opts.Chat = failingPoster{store, "poison"}
+	owner := tgtest.User{ID: 1, FirstName: "Owner"}
+	srv.Send(owner, "poison")
+	srv.Send(owner, "/stop")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { b.RunPolling(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		store.mu.Lock()
+		n := len(store.posts)
+		store.mu.Unlock()
+		if n > 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.posts) != 2 || store.posts[1].Content != "/stop" {
+		t.Fatalf("stored %d messages; want the question and /stop", len(store.posts))
+	}
+	var told []string
+	for _, o := range store.out {
+		var p OutboundPayload
+		_ = json.Unmarshal(o.Payload, &p)
+		told = append(told, p.Text)
+	}
+	if len(told) != 1 || !strings.HasPrefix(told[0], "I could not take this message") {
+		t.Fatalf("the sender was told %q", told)
+	}
+}

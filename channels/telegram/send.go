@@ -77,6 +77,11 @@ var errSendTimeout = errors.New("no answer in time")
 // Telegram sometimes answers a processed sendMessage late, and giving up
 // early would send it twice).
 func (b *Bot) call(ctx context.Context, fn func(context.Context) (*models.Message, error)) (*models.Message, outcome, error) {
+	return callAPI(b, ctx, fn)
+}
+
+// callAPI is call for any Bot API method.
+func callAPI[T any](b *Bot, ctx context.Context, fn func(context.Context) (T, error)) (T, outcome, error) {
 	tr := &callTrace{}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -92,14 +97,15 @@ func (b *Bot) call(ctx context.Context, fn func(context.Context) (*models.Messag
 	if err == nil {
 		return m, sent, nil
 	}
+	var zero T
 	if errors.Is(context.Cause(ctx), errSendTimeout) {
 		err = fmt.Errorf("%w (%w)", err, errSendTimeout)
 	}
 	oc := classify(err, tr)
-	if status := int(tr.status.Load()); oc != refused && status >= 300 {
+	if status := int(tr.status.Load()); status >= 300 {
 		err = &statusError{status: status, err: err}
 	}
-	return nil, oc, err
+	return zero, oc, err
 }
 
 // classify says what a failed call did. Only a request that was written
