@@ -124,7 +124,8 @@ type Options struct {
 	// LogContent allows message text in logs (LOG_CONTENT).
 	LogContent bool
 	// SendError, when set, counts a failed send by code ("429", "403",
-	// "400", "404", "network") for the metrics.
+	// "400", "404", an HTTP status such as "502", "network") for the
+	// metrics.
 	SendError func(code string)
 
 	// PollTimeout is the long-poll timeout of getUpdates (default 25s).
@@ -136,8 +137,18 @@ type Options struct {
 	// (default 3s).
 	LeaderRetry time.Duration
 	// SendTimeout bounds one Bot API call other than getUpdates (default
-	// 30s): a call Telegram holds longer fails and is retried.
+	// 30s): a call Telegram holds longer fails and is retried. For a call
+	// that sends a message it bounds the time until the request is
+	// written; the wait for the answer after that is AnswerTimeout.
 	SendTimeout time.Duration
+	// AnswerTimeout bounds the wait for the answer to a send whose request
+	// was written (default 2 min): giving up on it leaves its outcome
+	// unknown, so it is waited for longer than a new call.
+	AnswerTimeout time.Duration
+	// RetryBackoff is the first wait before a send Telegram did not take
+	// is tried again, and before an update whose handling failed is handled
+	// again; it doubles each time (default 1s).
+	RetryBackoff time.Duration
 	// PairingTTL is how long a pairing code is valid (default 1h).
 	PairingTTL time.Duration
 	// TypingEvery is the period of the "typing" indicator (default 4s; see
@@ -160,6 +171,8 @@ type Bot struct {
 	allowed  map[int64]bool
 	groups   map[int64]bool
 	leader   atomic.Bool
+	// failures counts the failed attempts of updates not confirmed yet.
+	failures updateFailures
 }
 
 // New builds the channel. It asks getMe for the bot's username (used to
@@ -199,6 +212,12 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	if opts.SendTimeout <= 0 {
 		opts.SendTimeout = 30 * time.Second
 	}
+	if opts.AnswerTimeout <= 0 {
+		opts.AnswerTimeout = 2 * time.Minute
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
+	}
 	if opts.PairingTTL <= 0 {
 		opts.PairingTTL = time.Hour
 	}
@@ -209,7 +228,7 @@ func New(ctx context.Context, opts Options) (*Bot, error) {
 	api, err := bot.New(opts.Token,
 		bot.WithServerURL(opts.APIURL),
 		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(opts.PollTimeout+15*time.Second, opts.HTTPClient),
+		bot.WithHTTPClient(opts.PollTimeout+15*time.Second, tracedClient(opts.HTTPClient)),
 		bot.WithErrorsHandler(func(err error) { log.Warn("bot api", "err", err) }),
 		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
 	)
@@ -414,7 +433,7 @@ func (b *Bot) addressed(ctx context.Context, msg *models.Message, text string) (
 	}
 	username, err := b.botUsername(ctx)
 	if err != nil {
-		return text, false, err
+		return text, false, &unaddressedError{err}
 	}
 	text, ok := removeMention(text, username)
 	return text, ok, nil

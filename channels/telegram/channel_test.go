@@ -407,11 +407,11 @@ func TestDeliverFallsBackToPlainTextAndReportsWhatItCannotSend(t *testing.T) {
 	}
 }
 
-// A sendMessage that Telegram holds fails after SendTimeout (the delivery
+// A sendMessage that Telegram holds fails after AnswerTimeout (the delivery
 // is retried) instead of holding the chat's deliveries indefinitely.
 func TestDeliverBoundsEachCall(t *testing.T) {
 	t.Parallel()
-	b, _, api := setup(t, func(o *Options) { o.SendTimeout = 200 * time.Millisecond })
+	b, _, api := setup(t, func(o *Options) { o.SendTimeout, o.AnswerTimeout = 200*time.Millisecond, 300*time.Millisecond })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) }) // before the server closes (cleanups run last first)
 	api.fn = func(method string, n int) (int, string) {
@@ -429,7 +429,7 @@ func TestDeliverBoundsEachCall(t *testing.T) {
 			t.Fatal("a held sendMessage returned no error")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Deliver still waits on a held sendMessage after 10 s (SendTimeout 200 ms)")
+		t.Fatal("Deliver still waits on a held sendMessage after 10 s (AnswerTimeout 300 ms)")
 	}
 }
 

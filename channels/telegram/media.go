@@ -95,13 +95,15 @@ func (b *Bot) fetch(ctx context.Context, timeline string, f *inboundFile) (servi
 	}
 	gctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
 	defer cancel()
-	file, err := b.api.GetFile(gctx, &bot.GetFileParams{FileID: f.id})
+	file, oc, err := callAPI(b, gctx, func(ctx context.Context) (*models.File, error) {
+		return b.api.GetFile(ctx, &bot.GetFileParams{FileID: f.id})
+	})
 	if err != nil {
 		if errors.Is(err, bot.ErrorBadRequest) {
 			// "file is too big", or an id Telegram no longer knows.
 			return services.Attachment{}, services.Errorf(services.EINVALID, "I could not download this %s from Telegram (%v).", f.what, err)
 		}
-		return services.Attachment{}, fmt.Errorf("telegram: getFile: %w", err)
+		return services.Attachment{}, &fetchError{what: f.what, reason: why("getFile", oc, err), err: err}
 	}
 	if file.FileSize > limit {
 		return services.Attachment{}, b.tooLarge(f, file.FileSize)
@@ -115,15 +117,16 @@ func (b *Bot) fetch(ctx context.Context, timeline string, f *inboundFile) (servi
 	}
 	resp, err := b.opts.HTTPClient.Do(req)
 	if err != nil {
-		return services.Attachment{}, fmt.Errorf("telegram: download file: %w", err)
+		return services.Attachment{}, &fetchError{what: f.what, reason: "the download failed", err: errors.New(redact(err.Error(), b.opts.Token))}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return services.Attachment{}, fmt.Errorf("telegram: download file: HTTP %d", resp.StatusCode)
+		return services.Attachment{}, &fetchError{what: f.what, reason: fmt.Sprintf("the download answered HTTP %d", resp.StatusCode),
+			err: fmt.Errorf("HTTP %d", resp.StatusCode)}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return services.Attachment{}, fmt.Errorf("telegram: download file: %w", err)
+		return services.Attachment{}, &fetchError{what: f.what, reason: "the download was cut off", err: err}
 	}
 	if int64(len(data)) > limit {
 		return services.Attachment{}, b.tooLarge(f, int64(len(data)))
@@ -174,8 +177,6 @@ func (b *Bot) sendFile(ctx context.Context, p OutboundPayload, f services.FileRe
 	if name == "" {
 		name = f.Key[strings.LastIndex(f.Key, "/")+1:]
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
-	defer cancel()
 	if f.Kind == services.AttachImage && photoTypes[f.MIMEType] && len(data) <= MaxPhotoBytes {
 		m, err := b.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: p.ChatID, Photo: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)},
 			Caption: caption, ParseMode: mode, ReplyParameters: reply})

@@ -111,95 +111,183 @@ func filesOf(m services.Message) []services.FileRef {
 // Deliver is the channel's services.OutboundHandler: it renders the text,
 // splits it into messages of at most MaxMessageLen and sends them in order,
 // skipping chunks already sent by an earlier attempt, so a retry never sends
-// a chunk twice. Telegram's 429 becomes a *services.RetryAfterError. Errors a
-// retry cannot fix (the user blocked the bot, the chat is gone) are logged
-// and the delivery is dropped.
+// a chunk twice. A send Telegram did not take (a server error, a proxy's
+// 502 page, no connection) is retried with backoff, and then the delivery
+// is retried by the queue; Telegram's 429 becomes a
+// *services.RetryAfterError. Errors a retry cannot fix (the user blocked the
+// bot, the chat is gone) are logged and the delivery is dropped.
 func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 	var p OutboundPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		b.log.Error("telegram delivery: bad payload", "err", err)
 		return nil
 	}
-	sent, err := b.opts.Store.SentChunks(ctx, p.Key)
+	done, err := b.opts.Store.SentChunks(ctx, p.Key)
 	if err != nil {
 		return err
 	}
-	replyTo := p.ReplyToMessageID
+	d := &delivery{p: p, replyTo: p.ReplyToMessageID}
 	for i, it := range b.items(p) {
 		if it.send == nil {
 			continue // a blank chunk
 		}
-		if sent[i] {
-			replyTo = 0
+		if done[i] {
+			d.replyTo = 0
 			continue
 		}
-		// The send is recorded before it is made: a crash or a timeout
-		// before Telegram's answer leaves it in flight, and such a chunk is
-		// sent again at most once.
+		if err := b.deliverItem(ctx, d, i, it); err != nil {
+			if errors.Is(err, errDropped) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// delivery is the state of one Deliver call.
+type delivery struct {
+	p OutboundPayload
+	// replyTo is the message the next item answers (only the first does).
+	replyTo int
+	// prev is the id of the message this call sent last (0: none yet).
+	prev int64
+}
+
+// errDropped ends a delivery that cannot reach the chat.
+var errDropped = errors.New("delivery dropped")
+
+// maxSendAttempts bounds the sends of one item in one Deliver call while
+// Telegram answers with server errors; the queue retries the delivery
+// after that.
+const maxSendAttempts = 6
+
+// deliverItem sends item i of d until it is sent or reported undeliverable.
+// Every send is recorded before it is made (BeginChunk): a crash or a send
+// without an answer leaves it in flight. A chunk whose earlier send had no
+// answer is looked for in the chat when it can be (findSent) and sent
+// again only when it is not there; when it cannot be looked for it is sent
+// again at most once.
+func (b *Bot) deliverItem(ctx context.Context, d *delivery, i int, it item) error {
+	p := d.p
+	wait := b.opts.RetryBackoff
+	for attempt := 1; ; attempt++ {
 		inFlight, err := b.opts.Store.BeginChunk(ctx, p.Key, i)
 		if err != nil {
 			return err
 		}
-		if inFlight > 2 {
-			b.log.Error("telegram: chunk not sent a third time: two sends of it had no answer", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
-			if err := b.undeliverable(ctx, p, i); err != nil {
-				return err
+		if inFlight >= 2 {
+			id, found, known, err := b.lookFor(ctx, d, it)
+			if err != nil {
+				return errors.Join(err, b.opts.Store.AbortChunk(ctx, p.Key, i))
 			}
-			if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, 0); err != nil {
-				return err
-			}
-			continue
-		}
-		if inFlight == 2 {
-			b.log.Warn("telegram: resending a chunk whose first send had no answer (it may show twice)", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
-			if b.opts.SendError != nil {
-				b.opts.SendError("resent")
-			}
-		}
-		m, err := it.send(ctx, replyTo, false)
-		if err != nil && errors.Is(err, bot.ErrorBadRequest) && it.html {
-			// Telegram could not parse this chunk's entities: send its
-			// visible text without formatting rather than lose it.
-			b.countSendError(err)
-			b.log.Warn("telegram: chunk refused as HTML, resending as plain text", "key", p.Key, "chunk", i, "err", err)
-			m, err = it.send(ctx, replyTo, true)
-		}
-		if err != nil {
-			b.countSendError(err)
-			if refused(err) {
-				if err := b.opts.Store.AbortChunk(ctx, p.Key, i); err != nil {
-					return err
+			switch {
+			case found:
+				b.log.Info("telegram: a chunk whose send had no answer is in the chat; not sent again", "key", p.Key, "chunk", i, "message_id", id)
+				return b.sentAs(ctx, d, i, id)
+			case !known && inFlight > 2:
+				b.log.Error("telegram: chunk not sent a third time: two sends of it had no answer", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
+				return b.giveUp(ctx, d, i, "Telegram did not answer when it was sent, twice; it may have arrived")
+			case !known:
+				b.log.Warn("telegram: resending a chunk whose first send had no answer (it may show twice)", "key", p.Key, "chat_id", p.ChatID, "chunk", i)
+				if b.opts.SendError != nil {
+					b.opts.SendError("resent")
 				}
 			}
 		}
-		var tooMany *bot.TooManyRequestsError
-		switch {
-		case errors.As(err, &tooMany):
-			return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
-		case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound):
-			b.log.Error("telegram delivery dropped", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
-			return nil
-		case errors.Is(err, bot.ErrorBadRequest), services.IsKind(err, services.ENOTFOUND), services.IsKind(err, services.ETOOLARGE):
-			// Not even as plain text (or a file that is gone or too large
-			// for Telegram): say so where the owner looks, and go on with
-			// the rest of the answer.
-			b.log.Error("telegram: chunk not deliverable", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
-			if err := b.undeliverable(ctx, p, i); err != nil {
+		m, oc, err := b.sendItem(ctx, p, i, it, d.replyTo)
+		if oc == sent {
+			return b.sentAs(ctx, d, i, int64(m.ID))
+		}
+		if oc != unknown {
+			if err := b.opts.Store.AbortChunk(ctx, p.Key, i); err != nil {
 				return err
 			}
-			if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, 0); err != nil {
-				return err
+		}
+		switch oc {
+		case refused:
+			return b.refusedItem(ctx, d, i, err)
+		case notSent:
+			if attempt >= maxSendAttempts || ctx.Err() != nil {
+				return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
 			}
-			continue
-		case err != nil:
-			return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
+			b.log.Warn("telegram: send failed, Telegram did not take it; retrying", "key", p.Key, "chunk", i, "attempt", attempt, "in", wait, "err", err)
+			sleep(ctx, wait)
+			wait *= 2
+		case unknown:
+			if ctx.Err() != nil || attempt >= maxSendAttempts {
+				return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
+			}
+			b.log.Warn("telegram: send had no answer", "key", p.Key, "chunk", i, "err", err)
 		}
-		if err := b.opts.Store.MarkChunkSent(ctx, p.Key, i, int64(m.ID)); err != nil {
-			return err
-		}
-		replyTo = 0
 	}
+}
+
+// lookFor looks in the chat for item it, whose last send had no answer:
+// possible for a text chunk sent after another message of this call.
+func (b *Bot) lookFor(ctx context.Context, d *delivery, it item) (id int64, found, known bool, err error) {
+	if d.prev == 0 || it.text == "" {
+		return 0, false, false, nil
+	}
+	return b.findSent(ctx, d.p.ChatID, d.prev, it.text)
+}
+
+// sentAs records item i as sent as message id.
+func (b *Bot) sentAs(ctx context.Context, d *delivery, i int, id int64) error {
+	if err := b.opts.Store.MarkChunkSent(ctx, d.p.Key, i, id); err != nil {
+		return err
+	}
+	d.replyTo, d.prev = 0, id
 	return nil
+}
+
+// giveUp reports item i undeliverable (why is the user's to read) and goes
+// on with the rest of the delivery.
+func (b *Bot) giveUp(ctx context.Context, d *delivery, i int, why string) error {
+	if err := b.undeliverable(ctx, d.p, i, why); err != nil {
+		return err
+	}
+	return b.opts.Store.MarkChunkSent(ctx, d.p.Key, i, 0)
+}
+
+// refusedItem handles a send Telegram refused.
+func (b *Bot) refusedItem(ctx context.Context, d *delivery, i int, err error) error {
+	p := d.p
+	var tooMany *bot.TooManyRequestsError
+	switch {
+	case errors.As(err, &tooMany):
+		return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
+	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound):
+		b.log.Error("telegram delivery dropped", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
+		return errDropped
+	case errors.Is(err, bot.ErrorBadRequest):
+		// Not even as plain text: say so where the owner looks, and go on
+		// with the rest of the answer.
+		b.log.Error("telegram: chunk not deliverable", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
+		return b.giveUp(ctx, d, i, "Telegram refused it")
+	}
+	return fmt.Errorf("telegram: send chunk %d of %s: %w", i, p.Key, err)
+}
+
+// sendItem sends it once (as plain text again when Telegram cannot parse its
+// HTML). A file that is gone or too large for Telegram is refused.
+func (b *Bot) sendItem(ctx context.Context, p OutboundPayload, i int, it item, replyTo int) (*models.Message, outcome, error) {
+	m, oc, err := b.call(ctx, func(ctx context.Context) (*models.Message, error) { return it.send(ctx, replyTo, false) })
+	if oc == refused && errors.Is(err, bot.ErrorBadRequest) && it.html {
+		// Telegram could not parse this chunk's entities: send its
+		// visible text without formatting rather than lose it.
+		b.countSendError(err)
+		b.log.Warn("telegram: chunk refused as HTML, resending as plain text", "key", p.Key, "chunk", i, "err", err)
+		m, oc, err = b.call(ctx, func(ctx context.Context) (*models.Message, error) { return it.send(ctx, replyTo, true) })
+	}
+	if err != nil {
+		b.countSendError(err)
+	}
+	if services.IsKind(err, services.ENOTFOUND) || services.IsKind(err, services.ETOOLARGE) {
+		b.log.Error("telegram: file not deliverable", "key", p.Key, "chat_id", p.ChatID, "chunk", i, "err", err)
+		return nil, refused, fmt.Errorf("%w, %w", bot.ErrorBadRequest, err)
+	}
+	return m, oc, err
 }
 
 // item is one message of a delivery: a text chunk or a file (nil send: a
@@ -207,6 +295,8 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 type item struct {
 	// html: the item carries formatted text that may be resent plain.
 	html bool
+	// text is a text chunk's HTML ("" for a file).
+	text string
 	send func(ctx context.Context, replyTo int, plain bool) (*models.Message, error)
 }
 
@@ -235,7 +325,7 @@ func (b *Bot) items(p OutboundPayload) []item {
 			out = append(out, item{}) // Telegram rejects blank messages
 			continue
 		}
-		out = append(out, item{html: true, send: func(ctx context.Context, replyTo int, plain bool) (*models.Message, error) {
+		out = append(out, item{html: true, text: ch.HTML, send: func(ctx context.Context, replyTo int, plain bool) (*models.Message, error) {
 			params := &bot.SendMessageParams{
 				ChatID:             p.ChatID,
 				Text:               ch.HTML,
@@ -254,20 +344,16 @@ func (b *Bot) items(p OutboundPayload) []item {
 	return out
 }
 
-// send is one sendMessage, bounded by SendTimeout: a call Telegram holds
-// fails (and the delivery is retried) instead of holding the chat's
-// deliveries for as long as the server likes.
+// send is one sendMessage; its caller (call) bounds it.
 func (b *Bot) send(ctx context.Context, params *bot.SendMessageParams) (*models.Message, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
-	defer cancel()
 	return b.api.SendMessage(ctx, params)
 }
 
 // undeliverable tells the user that part chunk of p could not be sent: in
 // the chat (a short plain message, keyed so a retry sends it once) and on
 // the timeline (a visible system message, where the whole answer is).
-func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int) error {
-	text := fmt.Sprintf("Part %d of this answer could not be delivered on Telegram (Telegram refused it). The whole answer is on the web page and in the terminal client.", chunk+1)
+func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int, why string) error {
+	text := fmt.Sprintf("Part %d of this answer could not be delivered on Telegram (%s). The whole answer is on the web page and in the terminal client.", chunk+1, why)
 	if p.Timeline != "" {
 		if _, _, err := b.opts.Chat.Post(ctx, services.PostParams{
 			TimelineScope: p.Timeline, Source: services.SourceSystem, Role: services.RoleAssistant, Content: text,
@@ -280,23 +366,17 @@ func (b *Bot) undeliverable(ctx context.Context, p OutboundPayload, chunk int) e
 	return enqueue(ctx, b.opts.Queue, OutboundPayload{Key: fmt.Sprintf("undeliverable:%s:%d", p.Key, chunk), ChatID: p.ChatID, Text: text})
 }
 
-// refused reports whether Telegram answered a call with an error, so the
-// call did nothing (unlike a timeout or a broken connection, after which
-// the message may or may not be in the chat).
-func refused(err error) bool {
-	var tooMany *bot.TooManyRequestsError
-	return errors.As(err, &tooMany) || errors.Is(err, bot.ErrorBadRequest) || errors.Is(err, bot.ErrorForbidden) ||
-		errors.Is(err, bot.ErrorNotFound) || errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorConflict)
-}
-
 // countSendError reports a failed send to the metrics by code.
 func (b *Bot) countSendError(err error) {
 	if b.opts.SendError == nil {
 		return
 	}
 	var tooMany *bot.TooManyRequestsError
+	var status *statusError
 	code := "network"
 	switch {
+	case errors.As(err, &status):
+		code = strconv.Itoa(status.status)
 	case errors.As(err, &tooMany):
 		code = "429"
 	case errors.Is(err, bot.ErrorForbidden):

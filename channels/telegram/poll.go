@@ -89,10 +89,10 @@ func (b *Bot) pollWhileLeader(ctx context.Context, lease Lease) {
 			if u.ID <= offset {
 				continue // delivered again: already stored
 			}
-			if err := b.HandleUpdate(ctx, u); err != nil {
+			if retryIn, err := b.handle(ctx, u); err != nil {
 				// Not confirmed: the next getUpdates fetches it again.
-				b.log.Warn("telegram: handle update", "update_id", u.ID, "err", err)
-				backoff = time.Second
+				b.log.Warn("telegram: handle update", "update_id", u.ID, "err", err, "retry_in", retryIn)
+				backoff = retryIn
 				break
 			}
 			if err := b.opts.Store.SetLastUpdateID(ctx, b.botID, u.ID); err != nil {

@@ -18,7 +18,10 @@ import (
 //   - [text](url) links whose URL is http, https, tg or mailto; other links
 //     stay literal text;
 //   - # headings (rendered bold), > quotes (<blockquote>), and -, *, + bullets
-//     (rendered "• ");
+//     (rendered "• "), task list items ("- [ ]", "- [x]": rendered "☐ ", "☑ ");
+//   - tables (a header row, a |---| delimiter row, data rows): a <pre> block
+//     of aligned columns when at most maxTableWidth characters wide, else
+//     one line per row (see table);
 //   - backslash escapes of ASCII punctuation.
 //
 // Everything else is text, with &, < and > escaped; invalid UTF-8 becomes
@@ -85,6 +88,8 @@ func parse(src string) []unit {
 		if next, ok := b.fence(i, eol); ok {
 			i = next
 		} else if next, ok := b.quote(i); ok {
+			i = next
+		} else if next, ok := b.table(i); ok {
 			i = next
 		} else {
 			b.lineBody(i, eol)
@@ -298,11 +303,33 @@ func (b *builder) lineBody(start, end int) {
 	indent := len(line) - len(strings.TrimLeft(line, " \t"))
 	if rest := line[indent:]; len(rest) >= 2 && strings.IndexByte("-*+", rest[0]) >= 0 && (rest[1] == ' ' || rest[1] == '\t') {
 		b.text(start, start+indent)
+		if box, n := taskBox(rest[2:]); n > 0 {
+			// A task list item: its box instead of the bullet.
+			b.atom(start+indent, start+indent+2+n, box)
+			b.inline(start+indent+2+n, end, 0)
+			return
+		}
 		b.atom(start+indent, start+indent+2, "• ")
 		b.inline(start+indent+2, end, 0)
 		return
 	}
 	b.inline(start, end, 0)
+}
+
+// taskBox reads the "[ ] " or "[x] " that starts a task list item's text
+// and returns the box it shows as and the marker's length (0: none).
+func taskBox(s string) (string, int) {
+	if len(s) < 3 || s[0] != '[' || s[2] != ']' || (len(s) > 3 && s[3] != ' ' && s[3] != '\t') {
+		return "", 0
+	}
+	n := min(len(s), 4)
+	switch s[1] {
+	case ' ':
+		return "☐ ", n
+	case 'x', 'X':
+		return "☑ ", n
+	}
+	return "", 0
 }
 
 // headingMarker returns the length of the "## " marker of a heading line with

@@ -118,6 +118,23 @@ var renderTests = []struct {
 	{"backslash before letter", `C:\path\n`, `C:\path\n`},
 	{"trailing backslash", `a\`, `a\`},
 	{"crlf", "**b**\r\nc", "<b>b</b>\r\nc"},
+
+	{"task list", "- [ ] todo\n- [x] done\n* [X] also\n  - [ ] nested", "☐ todo\n☑ done\n☑ also\n  ☐ nested"},
+	{"task list formatting", "- [x] **ship** it", "☑ <b>ship</b> it"},
+	{"not a task", "- [y] no\n- [ ]x\n[ ] plain", "• [y] no\n• [ ]x\n[ ] plain"},
+	{"empty task", "- [ ]", "☐ "},
+	{"table", "| Name | Age |\n|------|----:|\n| **Ann** | 31 |\n| Bob & co | 4 |\nafter",
+		"<pre>Name     │ Age\n─────────┼────\nAnn      │  31\nBob &amp; co │   4</pre>\nafter"},
+	{"table centred", "| a | b\n|:-:|---\n| xyz | `<p>`\n", "<pre> a  │ b\n────┼────\nxyz │ &lt;p&gt;</pre>\n"},
+	{"table without outer pipes", "a | b\n--|--\n1 | 2", "<pre>a │ b\n──┼──\n1 │ 2</pre>"},
+	{"table escaped pipe, extra and missing cells", "| a | b |\n|---|---|\n| x \\| y | 1 | extra |\n| z |",
+		"<pre>a     │ b\n──────┼──\nx | y │ 1\nz</pre>"},
+	{"wide table one line per row", "| Product | Description | Price |\n|---|---|---|\n| Widget | A small widget for the kitchen | **$4.99** |\n| Gadget | | $10 |",
+		"<b>Product · Description · Price</b>\nWidget · A small widget for the kitchen · <b>$4.99</b>\nGadget · — · $10"},
+	{"no delimiter row", "| a | b |\n| c | d |", "| a | b |\n| c | d |"},
+	{"delimiter row only", "| a |\n|---|", "| a |\n|---|"},
+	{"cell counts differ", "| a | b |\n|---|\n| c | d |", "| a | b |\n|---|\n| c | d |"},
+	{"table ends at a blank line", "|a|\n|-|\n|b|\n\n|c|", "<pre>a\n─\nb</pre>\n\n|c|"},
 }
 
 func TestRender(t *testing.T) {

@@ -286,6 +286,7 @@ func TestSplitRandomDocuments(t *testing.T) {
 		"[link text](https://example.com/p)", "```go\n", "```\n", "~~~\n", "\n```", "> ", ">", "# ", "## ", "- ", "* ",
 		"\n", "\n\n", " ", "  ", "\t", "word", "snake_case", "Sentence. ", "<", ">", "&", "\"", "😀", "👨\u200d👩",
 		"e\u0301", "世界。", "\r\n", "tg://x", "\u00a0",
+		"|", "| ", " |\n", "|---|---|\n", "|:-:|--:|\n", "\\|", "- [ ] ", "- [x] ", "[X] ",
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 3000; i++ {
@@ -328,6 +329,10 @@ var fuzzSeeds = []string{
 	strings.Repeat("> x\n", 30),
 	"```py\n" + strings.Repeat("x = '<>'\n", 20) + "```",
 	"[" + strings.Repeat("w ", 40) + "](https://example.com/" + strings.Repeat("p", 80) + ")",
+	"| a | **b** |\n|:--|--:|\n| 1 & 2 | `<x>` |\n| \\| |",
+	"| Product | Description | Price |\n|---|---|---|\n| W | " + strings.Repeat("long ", 20) + "| 1 |\n|  | | |",
+	"- [ ] todo\n- [x] done\n* [X] x\n- [y] no\n- [ ]",
+	"x|y\n-|-\n|\n| |\n|---|",
 }
 
 func FuzzRenderSplit(f *testing.F) {

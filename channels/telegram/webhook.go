@@ -16,9 +16,9 @@ const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
 // WebhookHandler receives updates pushed by Telegram. A request without the
 // secret gets 401, with a wrong one 403, and nothing is stored. The update
-// is handled before answering, so a 200 means it is stored; on a database
-// error the handler answers 500 and Telegram delivers it again, which stores
-// nothing twice. (The library's webhook handler answers before the update
+// is handled before answering, so a 200 means it is stored (or given up
+// after failed attempts, its sender told); on a database error the handler
+// answers 500 and Telegram delivers it again, which stores nothing twice. (The library's webhook handler answers before the update
 // is handled, which would lose updates in a crash.)
 func (b *Bot) WebhookHandler(secret string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +41,7 @@ func (b *Bot) WebhookHandler(secret string) http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		if err := b.HandleUpdate(r.Context(), &upd); err != nil {
+		if _, err := b.handle(r.Context(), &upd); err != nil {
 			b.log.Warn("telegram webhook: handle update", "update_id", upd.ID, "err", err)
 			http.Error(w, "try again", http.StatusInternalServerError)
 			return

@@ -159,12 +159,25 @@ func (s *Strict) getFile(p map[string]string) (any, *apiError) {
 	return out, nil
 }
 
-// download serves GET /file/bot<token>/<file_path>.
+// download serves GET /file/bot<token>/<file_path>; the script sees it as
+// the method "file" (a Fault's Status or Page answers it instead).
 func (s *Strict) download(w http.ResponseWriter, filePath string) {
 	s.mu.Lock()
 	s.calls["file"]++
 	f := s.files[s.paths[filePath]]
+	var fault Fault
+	if s.script != nil {
+		fault = s.script("file", s.calls["file"])
+	}
 	s.mu.Unlock()
+	switch {
+	case fault.Page != "":
+		writePage(w, fault)
+		return
+	case fault.Status != 0:
+		http.Error(w, http.StatusText(fault.Status), fault.Status)
+		return
+	}
 	if f == nil || r404(f) {
 		http.Error(w, `{"ok":false,"error_code":404,"description":"Not Found"}`, http.StatusNotFound)
 		return

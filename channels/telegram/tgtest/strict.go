@@ -67,6 +67,8 @@ type Sent struct {
 	Method   string
 	FileName string
 	File     []byte
+	// Edits counts the editMessageText calls that changed it.
+	Edits int
 }
 
 // Fault is how the server answers one call instead of serving it normally.
@@ -80,7 +82,17 @@ type Fault struct {
 	// (a sendMessage is delivered) and then keeps the answer this long.
 	// A client that gives up meanwhile gets nothing.
 	Hold, HoldAfter time.Duration
+	// Page answers the call with Status (502 when 0) and this HTML page
+	// instead of the Bot API's JSON, without serving it: what a reverse
+	// proxy in front of the Bot API answers when Telegram is away.
+	Page string
+	// Drop serves the call (a sendMessage is delivered) and then closes the
+	// connection without an answer: the client cannot know what happened.
+	Drop bool
 }
+
+// ProxyPage is a reverse proxy's 502 page, for Fault.Page.
+const ProxyPage = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 
 // StartStrict starts a strict server for the bot token; it stops at the
 // test's end.
@@ -218,6 +230,10 @@ func (s *Strict) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	latency := s.latency
 	s.mu.Unlock()
+	if f.Page != "" {
+		writePage(w, f)
+		return
+	}
 	if f.Status != 0 {
 		desc := f.Description
 		if desc == "" {
@@ -239,7 +255,33 @@ func (s *Strict) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if apiErr == nil && !s.sleep(r, f.HoldAfter) {
 		return
 	}
+	if f.Drop {
+		drop(w)
+		return
+	}
 	writeAPI(w, result, apiErr)
+}
+
+// writePage answers with a proxy's HTML page (Fault.Page).
+func writePage(w http.ResponseWriter, f Fault) {
+	status := f.Status
+	if status == 0 {
+		status = http.StatusBadGateway
+	}
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, f.Page)
+}
+
+// drop closes the connection of w without an answer.
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // sleep waits d, or until the client goes away or the server closes
@@ -292,6 +334,8 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return nil, badRequest("wrong parameter action in request")
 	case "sendMessage":
 		return s.sendMessage(p)
+	case "editMessageText":
+		return s.editMessageText(p)
 	case "getFile":
 		return s.getFile(p)
 	case "sendPhoto", "sendDocument":
@@ -393,6 +437,55 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 	}
 	return map[string]any{"message_id": id, "date": time.Now().Unix(), "text": text,
 		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+}
+
+// editMessageText edits a text message the bot sent, as the Bot API does:
+// "message to edit not found" for an id the chat does not have, "message
+// can't be edited" for a message the bot did not send, "message is not
+// modified" when the text and its formatting are the same.
+func (s *Strict) editMessageText(p map[string]string) (any, *apiError) {
+	chatID, apiErr := s.knownChat(p["chat_id"])
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	id, _ := strconv.ParseInt(p["message_id"], 10, 64)
+	raw, text := p["text"], p["text"]
+	switch p["parse_mode"] {
+	case "":
+	case "HTML":
+		var err error
+		if text, err = parseHTML(raw); err != nil {
+			return nil, badRequest("can't parse entities: " + err.Error())
+		}
+	default:
+		return nil, badRequest("unsupported parse_mode")
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, badRequest("message text is empty")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	if !c.ids[id] {
+		return nil, badRequest("message to edit not found")
+	}
+	for i := range c.sent {
+		m := &c.sent[i]
+		if m.MessageID != id {
+			continue
+		}
+		if m.Method != "sendMessage" {
+			return nil, badRequest("there is no text in the message to edit")
+		}
+		if m.Text == text && m.Raw == raw && m.ParseMode == p["parse_mode"] {
+			return nil, badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+		}
+		m.Text, m.Raw, m.ParseMode = text, raw, p["parse_mode"]
+		m.Edits++
+		return map[string]any{"message_id": id, "date": m.At.Unix(), "edit_date": time.Now().Unix(), "text": text,
+			"chat": map[string]any{"id": chatID, "type": "private"}}, nil
+	}
+	return nil, badRequest("message can't be edited")
 }
 
 // deliver adds a message the bot sends to its chat, as a reply when
