@@ -259,6 +259,8 @@ function renderStream(body, text) {
   });
   body.classList.add("md");
   body.replaceChildren(...nodes);
+  // render() hid the body of the empty message the stream started as.
+  body.hidden = nodes.length === 0;
 }
 
 // streamFor is the element of a running answer, made on first need.

@@ -1,0 +1,98 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/web/browsertest"
+)
+
+// visibleJS(el) says why an element is not visible to a person, or ""
+// when it is: connected, not hidden by itself or an ancestor (hidden
+// attribute, display:none, visibility, opacity), with a non-zero box, its
+// text drawn (the text's own rectangles are non-zero) and inside the
+// scrolling timeline's visible area.
+const visibleJS = `function whyHidden(e) {
+  if (!e || !e.isConnected) return "not in the page";
+  for (let n = e; n && n.nodeType === 1; n = n.parentElement) {
+    const s = getComputedStyle(n);
+    const name = n.tagName.toLowerCase() + (n.className ? "." + String(n.className).trim().replace(/\s+/g, ".") : "");
+    if (n.hidden) return name + " has the hidden attribute";
+    if (s.display === "none") return name + " is display:none";
+    if (s.visibility !== "visible") return name + " is visibility:" + s.visibility;
+    if (Number(s.opacity) === 0) return name + " has opacity 0";
+  }
+  if (e.checkVisibility && !e.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return "checkVisibility() is false";
+  const r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1) return "its box is " + r.width + "x" + r.height;
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  const t = range.getBoundingClientRect();
+  if (t.width < 1 || t.height < 1) return "its text's box is " + t.width + "x" + t.height;
+  const sc = document.getElementById("scroller").getBoundingClientRect();
+  if (t.bottom <= sc.top || t.top >= sc.bottom || t.right <= sc.left || t.left >= sc.right) return "its text is outside the visible timeline";
+  return "";
+}`
+
+// TestStreamingAnswerIsVisible: in the middle of a slow stream, on desktop
+// and phone sizes, the text written so far is on screen for a person to
+// read: not only in the DOM, but rendered with a box, inside the visible
+// timeline, hidden by nothing. Screenshots of both sizes go to
+// docs/screenshots.
+func TestStreamingAnswerIsVisible(t *testing.T) {
+	answer := "Streaming words arrive one by one so the reader can follow the answer while the model is still writing it, " +
+		"and every word should be readable on the page long before the last one comes in at the very end of it all"
+	model := llmtest.NewServer(t)
+	for range 2 {
+		model.Enqueue(llmtest.Reply{Text: answer, FragmentDelay: 150 * time.Millisecond})
+	}
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"desktop", 1280, 800}, {"mobile", 390, 844}} {
+		t.Run(size.name, func(t *testing.T) {
+			ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(size.w, size.h),
+				chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
+				chromedp.SendKeys("#input", "write slowly ("+size.name+")"), chromedp.Click("#send")); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until a few words have streamed, then read, in one
+			// snapshot, the text and whether it can be seen.
+			snap, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => { `+visibleJS+`
+				const b = document.querySelector("li.msg.streaming .body");
+				if (!b || b.textContent.trim().split(/\s+/).length < 6) return null;
+				return [b.textContent, whyHidden(b), whyHidden(b.querySelector("p") || b)];
+			})()`, chromedp.WithPollingTimeout(20*time.Second)))
+			if err != nil {
+				t.Fatalf("no streamed text in the page: %v", err)
+			}
+			text, why, whyP := snap[0], snap[1], snap[2]
+			if strings.TrimSpace(text) == answer || !strings.HasPrefix(answer, strings.TrimSpace(text)) {
+				t.Fatalf("not mid-stream: streamed %q", text)
+			}
+			if why != "" || whyP != "" {
+				t.Fatalf("the streamed text %q is in the page but not visible: %s %s", text, why, whyP)
+			}
+			shoot(t, ctx, "chat-streaming-"+size.name+".png", size.w, size.h)
+			// Still streaming after the screenshot, and still visible.
+			still, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { `+visibleJS+`
+				const b = document.querySelector("li.msg.streaming .body"); return b ? whyHidden(b) : "gone" })()`))
+			if err != nil || (still != "" && still != "gone") {
+				t.Fatalf("streamed text after the screenshot: %q %v", still, err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector("li.msg.streaming") && [...document.querySelectorAll("li.msg.assistant .body")].some(b => b.textContent.includes("very end of it all"))`,
+				chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				t.Fatalf("the stored answer did not replace the stream: %v", err)
+			}
+		})
+	}
+}
