@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -95,4 +96,51 @@ func TestStreamingAnswerIsVisible(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRawHTMLLinesVisibleOnThePage: an answer with a line holding a
+// block-level tag shows that tag as text and every line after it, on the
+// page in Chromium (not hidden, with a box), and nothing of it runs.
+func TestRawHTMLLinesVisibleOnThePage(t *testing.T) {
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Text("Here it is:\n<div>\nthe first plain line\nthe second plain line\n</div>\n<script>window.__xss = 1</script>\nand the last line"))
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
+		chromedp.SendKeys("#input", "show html"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("li.msg.assistant:not(.streaming) .body.md")].some(b => b.textContent.includes("Here it is"))`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the answer did not arrive: %v", err)
+	}
+	for _, phrase := range []string{"<div>", "the first plain line", "the second plain line", "</div>", "<script>window.__xss = 1</script>", "and the last line"} {
+		why, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { `+visibleJS+`
+			const body = [...document.querySelectorAll("li.msg.assistant:not(.streaming) .body.md")].find(b => b.textContent.includes("Here it is"));
+			const w = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+			for (let n = w.nextNode(); n; n = w.nextNode()) {
+				const i = n.data.indexOf(`+jsString(phrase)+`);
+				if (i < 0) continue;
+				const why = whyHidden(n.parentElement);
+				if (why) return why;
+				const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + `+jsString(phrase)+`.length);
+				const b = r.getBoundingClientRect();
+				return b.width >= 1 && b.height >= 1 ? "" : "its box is " + b.width + "x" + b.height;
+			}
+			return "not in the page: " + body.innerHTML })()`))
+		if err != nil || why != "" {
+			t.Errorf("%q is not visible: %s %v", phrase, why, err)
+		}
+	}
+	if ran, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__xss !== undefined || !!document.querySelector("#timeline script, #timeline div:not([class])")`)); ran {
+		t.Error("raw HTML in the answer became markup")
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
