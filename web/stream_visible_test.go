@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +145,55 @@ func TestRawHTMLLinesVisibleOnThePage(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestIconsNeedNoEmojiFont: the attach button, a file waiting to be sent
+// and a file in the timeline show drawn (SVG) icons with a visible box,
+// and no text on the page needs an emoji font (no character that
+// defaults to emoji presentation).
+func TestIconsNeedNoEmojiFont(t *testing.T) {
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, nil)
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("some notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
+		t.Fatal(err)
+	}
+	iconShown := func(what, sel string) {
+		t.Helper()
+		why, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { `+visibleJS+`
+			const s = document.querySelector(`+jsString(sel)+`);
+			if (!s) return "no svg icon: " + document.body.innerHTML.slice(0, 2000);
+			for (let n = s; n && n.nodeType === 1; n = n.parentElement) if (n.hidden || getComputedStyle(n).display === "none" || getComputedStyle(n).visibility !== "visible") return "hidden";
+			const r = s.getBoundingClientRect();
+			if (r.width < 10 || r.height < 10) return "its box is " + r.width + "x" + r.height;
+			return s.querySelectorAll("path").length ? "" : "no drawing" })()`))
+		if err != nil || why != "" {
+			t.Errorf("%s: %s %v", what, why, err)
+		}
+	}
+	noEmoji := func(when string) {
+		t.Helper()
+		if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.body.innerText.match(/\p{Emoji_Presentation}/gu) || []).join(" ")`)); got != "" {
+			t.Errorf("%s: the page shows emoji glyphs %q", when, got)
+		}
+	}
+	iconShown("attach button", "label.attach svg.icon")
+	noEmoji("empty page")
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles("#attach", []string{file}), chromedp.WaitVisible("#files .chip")); err != nil {
+		t.Fatal(err)
+	}
+	iconShown("file chip", "#files .chip svg.icon")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "a file"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector("li.msg.user .attachments a.file")`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the file is not shown in the timeline: %v", err)
+	}
+	iconShown("file in the timeline", "li.msg.user .attachments a.file svg.icon")
+	noEmoji("with a file")
 }
