@@ -277,4 +277,7 @@ type ChatService interface {
 	// Timeline returns visible messages: after afterID (ascending), or the
 	// newest page before beforeID (0 = the latest).
 	Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (TimelinePage, error)
+	// TimelineAfter returns the first limit visible messages after
+	// afterID, ascending; afterID 0 reads from the beginning.
+	TimelineAfter(ctx context.Context, timeline string, afterID int64, limit int) (TimelinePage, error)
 }

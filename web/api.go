@@ -205,10 +205,17 @@ func (s *Server) handleTimeline(c echo.Context) error {
 			return services.Errorf(services.EINVALID, "query parameter limit: want 1 to 500, got %q", v)
 		}
 	}
-	if before > 0 && after > 0 {
+	hasAfter := c.QueryParam("after") != ""
+	if before > 0 && hasAfter {
 		return services.Errorf(services.EINVALID, "give before or after, not both")
 	}
-	page, err := s.opts.Chat.Timeline(c.Request().Context(), s.opts.OwnerTimeline, before, after, limit)
+	var page services.TimelinePage
+	if hasAfter {
+		// after=0 reads from the beginning, not the newest page.
+		page, err = s.opts.Chat.TimelineAfter(c.Request().Context(), s.opts.OwnerTimeline, after, limit)
+	} else {
+		page, err = s.opts.Chat.Timeline(c.Request().Context(), s.opts.OwnerTimeline, before, 0, limit)
+	}
 	if err != nil {
 		return err
 	}

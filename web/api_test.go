@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/web"
 	"github.com/switchboard/switchboard/web/wire"
@@ -203,6 +204,14 @@ func TestTimelinePagination(t *testing.T) {
 	if len(after.Messages) != 3 || after.Messages[0].ID != ids[4] {
 		t.Fatalf("after page: %+v", after)
 	}
+	// after=0 is the beginning of the timeline, not its newest page.
+	first := get("?limit=5&after=0")
+	if len(first.Messages) != 5 || first.Messages[0].ID != ids[0] || first.Messages[4].ID != ids[4] {
+		t.Fatalf("after=0 page: %+v", first)
+	}
+	if resp, body := do(t, "GET", in.URL+"/api/timeline?after=0&before=5", testToken, ""); resp.StatusCode != 400 || !strings.Contains(body, "not both") {
+		t.Fatalf("after=0 with before: %d %s", resp.StatusCode, body)
+	}
 	if latest.Messages[0].Source != "web" || latest.Messages[0].Role != "user" {
 		t.Fatalf("labels: %+v", latest.Messages[0])
 	}
@@ -255,6 +264,28 @@ func TestWebsocketCatchUpIsGaplessAndOrdered(t *testing.T) {
 	c2 := dialWS(t, in.URL, fmt.Sprintf("?after=%d", got[49].ID))
 	if rest := c2.untilReady(); len(rest) != 50 || rest[0] != got[50].ID {
 		t.Fatalf("reconnect backlog: %d ids", len(rest))
+	}
+}
+
+// TestWebsocketFromTheBeginning: ?after=0 replays the whole timeline from
+// its first message, also when it is longer than one page of the backlog.
+func TestWebsocketFromTheBeginning(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, newSchemaURL(t))
+	const n = 505
+	var ids []int64
+	for i := range n {
+		m, _, err := in.Chat.Post(t.Context(), services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceSystem,
+			Role: services.RoleSystem, Content: fmt.Sprint("m", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	c := dialWS(t, in.URL, "?after=0")
+	backlog := c.untilReady()
+	if len(backlog) != n || backlog[0] != ids[0] || backlog[n-1] != ids[n-1] {
+		t.Fatalf("backlog from after=0: %d ids, first %v, want %d from %d", len(backlog), backlog[:1], n, ids[0])
 	}
 }
 

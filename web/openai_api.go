@@ -319,7 +319,7 @@ func (w *turnWaiter) resubscribe(ctx context.Context) (services.Subscription, tu
 	}
 	after := w.msgID
 	for {
-		page, err := w.s.opts.Chat.Timeline(ctx, w.timeline, 0, after, 500)
+		page, err := w.s.opts.Chat.TimelineAfter(ctx, w.timeline, after, 500)
 		if err != nil {
 			w.s.opts.Hub.Unsubscribe(sub)
 			return nil, turnResult{}, false, err

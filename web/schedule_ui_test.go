@@ -61,12 +61,13 @@ func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
 		const li = all[0];
 		if (li.querySelector("details.tools")) return "a fire's steps are shown";
 		return [li.querySelector(".label").textContent, li.querySelector(".who").textContent,
-			li.querySelector(".body strong") ? li.querySelector(".body").textContent.trim() : "not rendered"].join("|");
+			li.querySelector(".body strong") ? li.querySelector(".body").textContent.trim() : "not rendered",
+			li.querySelector(".body svg.icon-clock") ? "clock icon" : "no clock icon"].join("|");
 	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got, "schedule|Tickets|⏰ Tickets") {
+	if !strings.HasPrefix(got, "schedule|Tickets|Tickets") || !strings.HasSuffix(got, "|clock icon") {
 		t.Fatalf("notification on the page: %q", got)
 	}
 	if !strings.Contains(got, "Tickets are on sale.") {

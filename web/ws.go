@@ -66,7 +66,7 @@ func (s *Server) handleWS(c echo.Context) error {
 		// Backlog: every row after the client's id, up to (at least) where
 		// the live subscription starts.
 		for {
-			page, err := s.opts.Chat.Timeline(ctx, s.opts.OwnerTimeline, 0, cursor, 500)
+			page, err := s.opts.Chat.TimelineAfter(ctx, s.opts.OwnerTimeline, cursor, 500)
 			if err != nil {
 				conn.Close(websocket.StatusTryAgainLater, "database unavailable, retry")
 				return nil

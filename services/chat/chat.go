@@ -275,21 +275,19 @@ func (s *Service) validate(p services.PostParams) error {
 // (ascending), or the newest page before BeforeID (0 = the latest).
 // Errors: EINVALID for a bad limit or no timeline.
 func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, afterID int64, limit int) (services.TimelinePage, error) {
-	if limit <= 0 {
-		limit = 50
+	if afterID > 0 {
+		return s.TimelineAfter(ctx, timeline, afterID, limit)
 	}
-	if limit > 500 {
-		return services.TimelinePage{}, services.Errorf(services.EINVALID, "limit %d is over 500", limit)
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return services.TimelinePage{}, err
 	}
-	if beforeID < 0 || afterID < 0 {
+	if beforeID < 0 {
 		return services.TimelinePage{}, services.Errorf(services.EINVALID, "before and after must be positive ids")
 	}
-	q := services.TimelineQuery{TimelineScope: timeline, AfterID: afterID, Limit: limit + 1}
-	if afterID == 0 {
-		q.BeforeID = beforeID
-		if q.BeforeID == 0 {
-			q.BeforeID = 1<<63 - 1
-		}
+	q := services.TimelineQuery{TimelineScope: timeline, BeforeID: beforeID, Limit: limit + 1}
+	if q.BeforeID == 0 {
+		q.BeforeID = 1<<63 - 1
 	}
 	msgs, err := s.opts.Store.ListTimeline(ctx, q)
 	if err != nil {
@@ -297,16 +295,43 @@ func (s *Service) Timeline(ctx context.Context, timeline string, beforeID, after
 	}
 	page := services.TimelinePage{Timeline: timeline, PageLimit: limit}
 	if len(msgs) > limit {
-		if q.BeforeID > 0 {
-			msgs = msgs[1:] // the extra row is the oldest: older rows exist
-			page.HasOlder = true
-		} else {
-			msgs = msgs[:limit]
-		}
+		msgs = msgs[1:] // the extra row is the oldest: older rows exist
+		page.HasOlder = true
 	}
+	return withBounds(page, msgs), nil
+}
+
+// TimelineAfter returns the first limit visible messages after afterID,
+// ascending; afterID 0 reads from the timeline's first message.
+func (s *Service) TimelineAfter(ctx context.Context, timeline string, afterID int64, limit int) (services.TimelinePage, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return services.TimelinePage{}, err
+	}
+	if afterID < 0 {
+		return services.TimelinePage{}, services.Errorf(services.EINVALID, "before and after must be positive ids")
+	}
+	msgs, err := s.opts.Store.ListTimeline(ctx, services.TimelineQuery{TimelineScope: timeline, AfterID: afterID, Limit: limit})
+	if err != nil {
+		return services.TimelinePage{}, err
+	}
+	return withBounds(services.TimelinePage{Timeline: timeline, PageLimit: limit}, msgs), nil
+}
+
+func pageLimit(limit int) (int, error) {
+	if limit <= 0 {
+		return 50, nil
+	}
+	if limit > 500 {
+		return 0, services.Errorf(services.EINVALID, "limit %d is over 500", limit)
+	}
+	return limit, nil
+}
+
+func withBounds(page services.TimelinePage, msgs []services.Message) services.TimelinePage {
 	page.Messages = msgs
 	if len(msgs) > 0 {
 		page.OldestID, page.NewestID = msgs[0].ID, msgs[len(msgs)-1].ID
 	}
-	return page, nil
+	return page
 }

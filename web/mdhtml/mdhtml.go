@@ -2,12 +2,15 @@
 // page: GitHub-flavoured Markdown (tables, strikethrough, task lists,
 // autolinks) by goldmark, code blocks highlighted by chroma (CSS classes,
 // see CSS), and the result sanitised by bluemonday, so that no script,
-// event handler or javascript: URL survives whatever the model wrote. Links
+// event handler or javascript: URL survives whatever the model wrote. Raw
+// HTML in the Markdown is shown as escaped text, never dropped: there are no
+// HTML blocks, so a "<div>" line cannot take the lines after it along. Links
 // open in a new tab with rel="noopener noreferrer nofollow".
 package mdhtml
 
 import (
 	"bytes"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,8 +20,12 @@ import (
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	highlighting "github.com/yuin/goldmark-highlighting/v2"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/util"
 )
 
 // maxInput bounds what is rendered: a longer text is shown as plain text
@@ -34,15 +41,75 @@ const style = "github"
 var (
 	md = sync.OnceValue(func() goldmark.Markdown {
 		return goldmark.New(
+			goldmark.WithParser(newParser()),
 			goldmark.WithExtensions(extension.GFM,
 				highlighting.NewHighlighting(highlighting.WithStyle(style),
 					highlighting.WithFormatOptions(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(false)))),
-			// Raw HTML in the Markdown is escaped, not passed through.
-			goldmark.WithRendererOptions(html.WithHardWraps()),
+			// Raw HTML in the Markdown is shown as text, escaped.
+			goldmark.WithRendererOptions(html.WithHardWraps(),
+				renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 100))),
 		)
 	})
 	policy = sync.OnceValue(newPolicy)
 )
+
+// newParser is CommonMark's parser without HTML blocks: a line such as
+// "<div>" would start a block running to the next blank line, and the
+// plain text in it would be raw HTML the page does not show. Without them
+// such a line is a paragraph whose tags are inline raw HTML, which
+// rawHTMLAsText shows as text, and the lines after it stay Markdown.
+func newParser() parser.Parser {
+	htmlBlock := reflect.TypeOf(parser.NewHTMLBlockParser())
+	var blocks []util.PrioritizedValue
+	for _, v := range parser.DefaultBlockParsers() {
+		if reflect.TypeOf(v.Value) != htmlBlock {
+			blocks = append(blocks, v)
+		}
+	}
+	return parser.NewParser(parser.WithBlockParsers(blocks...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+}
+
+// rawHTMLAsText renders raw HTML (inline tags, and any HTML block) as the
+// escaped text the model wrote: visible, inert, never dropped.
+type rawHTMLAsText struct{}
+
+func (rawHTMLAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
+	r.Register(ast.KindRawHTML, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := range segs.Len() {
+				seg := segs.At(i)
+				_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	r.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		b := n.(*ast.HTMLBlock)
+		var lines [][]byte
+		for i := range b.Lines().Len() {
+			line := b.Lines().At(i)
+			lines = append(lines, line.Value(source))
+		}
+		if b.HasClosure() {
+			lines = append(lines, b.ClosureLine.Value(source))
+		}
+		_, _ = w.WriteString("<p>")
+		for i, l := range lines {
+			if i > 0 {
+				_, _ = w.WriteString("<br>\n")
+			}
+			_, _ = w.Write(util.EscapeHTML(bytes.TrimRight(l, "\r\n")))
+		}
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkSkipChildren, nil
+	})
+}
 
 func newPolicy() *bluemonday.Policy {
 	p := bluemonday.UGCPolicy()

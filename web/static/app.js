@@ -5,11 +5,11 @@
 // (m.html) and the tool calls of the run that wrote them (m.tools); tool
 // events show a running answer's calls live. Messages that cannot be sent
 // wait in an outbox (kept across reloads) and are sent again, with the same
-// client key, when the connection is back: stored once. Files (the 📎
+// client key, when the connection is back: stored once. Files (the attach
 // button, or dropped on the page) go with the next message as a multipart
 // upload; attachments show as thumbnails, audio players with their
 // transcript, or download links.
-import { $, el, request } from "/static/lib.js";
+import { $, el, icon, request } from "/static/lib.js";
 
 const list = $("timeline");
 const scroller = $("scroller");
@@ -130,9 +130,20 @@ function render(m) {
     body.textContent = m.content;
   }
   if (!m.content) body.hidden = true;
+  if (sched) scheduleIcon(body);
   if (m.attachments && m.attachments.length) body.after(attachmentsBox(m.attachments));
   setTools(li, m.tools, false);
   return li;
+}
+
+// scheduleIcon draws the clock a schedule's notification starts with ("⏰ ")
+// as an icon, so it shows without an emoji font.
+function scheduleIcon(body) {
+  const w = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+  const t = w.nextNode();
+  if (!t || !t.data.startsWith("⏰")) return;
+  t.data = t.data.replace(/^⏰\uFE0F?\s*/, "");
+  t.before(icon("clock"));
 }
 
 function fmtSize(n) {
@@ -158,7 +169,7 @@ function attachmentsBox(files) {
       fig.append(el("figcaption", { class: "transcript" }, a.transcription || what + " (not transcribed)"));
       box.append(fig);
     } else {
-      box.append(el("a", { class: "file", href: a.url + "?download=1", download: a.name, title: title }, "📄 " + a.name + " · " + fmtSize(a.size)));
+      box.append(el("a", { class: "file", href: a.url + "?download=1", download: a.name, title: title }, icon("file"), a.name + " · " + fmtSize(a.size)));
     }
   }
   return box;
@@ -259,6 +270,8 @@ function renderStream(body, text) {
   });
   body.classList.add("md");
   body.replaceChildren(...nodes);
+  // render() hid the body of the empty message the stream started as.
+  body.hidden = nodes.length === 0;
 }
 
 // streamFor is the element of a running answer, made on first need.
@@ -431,7 +444,7 @@ async function flushOutbox() {
 // showFiles lists the files waiting to go with the next message.
 function showFiles() {
   filesEl.replaceChildren(...pendingFiles.map((f, i) => {
-    const chip = el("span", { class: "chip" }, f.name + " · " + fmtSize(f.size) + " ");
+    const chip = el("span", { class: "chip" }, icon("file"), f.name + " · " + fmtSize(f.size) + " ");
     const x = el("button", { class: "remove", type: "button", title: "remove " + f.name }, "×");
     x.addEventListener("click", () => { pendingFiles.splice(i, 1); showFiles(); });
     chip.append(x);

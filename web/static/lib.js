@@ -39,3 +39,27 @@ export async function getJSON(url) {
   if (!r.ok) throw new Error(r.body.error || "HTTP " + r.status);
   return r.body;
 }
+
+// ICONS are line drawings on a 24×24 grid: inline SVG, so no emoji font is
+// needed to show them.
+const ICONS = {
+  attach: ["M16 6v10a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10a1 1 0 0 1-2 0V7"],
+  file: ["M6 2h8l4 4v16H6z", "M14 2v4h4", "M9 12h6M9 16h6"],
+  clock: ["M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18z", "M12 7v5l3 2"],
+};
+
+// icon makes the named icon as an <svg> (decorative: hidden from screen
+// readers, sized by CSS with the text around it).
+export function icon(name) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "icon icon-" + name);
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  for (const d of ICONS[name]) {
+    const p = document.createElementNS(ns, "path");
+    p.setAttribute("d", d);
+    svg.append(p);
+  }
+  return svg;
+}
