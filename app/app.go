@@ -51,7 +51,7 @@ type Options struct {
 	// connection when it refuses for having too many (SQLSTATE 53300);
 	// 0: 2 minutes, < 0: no wait.
 	DBWait time.Duration
-	Logger   *slog.Logger
+	Logger *slog.Logger
 	// Stdout gets the owner login token when one is generated (printed once).
 	Stdout io.Writer
 	// OwnerToken is the owner's login token; empty: the stored one, or a new
