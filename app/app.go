@@ -44,10 +44,14 @@ import (
 type Options struct {
 	// DatabaseURL selects the database (a test schema through search_path).
 	DatabaseURL string
-	// PoolSize is the connection pool's size (0: ServePoolSize of
-	// Queue.TurnWorkers) unless DatabaseURL sets pool_max_conns.
+	// PoolSize is the connection pool's size (0: ServePoolSize of what
+	// runs) unless DatabaseURL sets pool_max_conns.
 	PoolSize int
-	Logger   *slog.Logger
+	// DBWait bounds how long New waits for PostgreSQL to accept a
+	// connection when it refuses for having too many (SQLSTATE 53300);
+	// 0: 2 minutes, < 0: no wait.
+	DBWait time.Duration
+	Logger *slog.Logger
 	// Stdout gets the owner login token when one is generated (printed once).
 	Stdout io.Writer
 	// OwnerToken is the owner's login token; empty: the stored one, or a new
@@ -157,20 +161,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.DatabaseURL, b.PoolSize, b.Logger, b.Stdout, b.PublicURL, b.WorkspaceDir = o.DatabaseURL, o.PoolSize, log, o.Stdout, o.PublicURL, o.WorkspaceDir
 	b.Workspace = o.Workspace
 	if b.PoolSize <= 0 {
-		b.PoolSize = ServePoolSize(o.Queue.TurnWorkers)
+		b.PoolSize = ServePoolSize(PoolNeeds{TurnWorkers: o.Queue.TurnWorkers, Deliveries: o.Telegram.Token != ""})
 	}
 
 	// Database, migrated.
-	if a.pool, err = repository.Open(ctx, WithPoolSize(o.DatabaseURL, b.PoolSize)); err != nil {
+	if err := a.openDatabase(ctx, o, log); err != nil {
 		return nil, err
-	}
-	if a.migrator, err = repository.NewMigrator(a.pool); err != nil {
-		return nil, err
-	}
-	if applied, err := a.migrator.Up(ctx); err != nil {
-		return nil, err
-	} else if len(applied) > 0 {
-		log.Info("migrations applied", "versions", applied)
 	}
 	a.store = repository.New(a.pool)
 	tokenHash, err := ownerToken(ctx, o, a.store)
@@ -549,19 +545,89 @@ func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]
 	return out, nil
 }
 
-// ServePoolSize is the connection pool serve needs: each agent worker holds
-// one connection for its timeline's run lock while the run's queries use
-// another, and so does each outbound lane worker for its chat's lock and
-// each schedule worker for its schedule's lock and each compaction worker
-// for its scope's lock; plus
-// the queue, the LISTEN connection and web requests. pgxpool's default
-// (max(4, CPUs)) deadlocks as soon as 4 timelines run at once on a 2-core
-// machine: every connection holds a lock and waits for a second one.
-func ServePoolSize(workers int) int {
-	if workers <= 0 {
+// PoolNeeds is what holds connections in one instance.
+type PoolNeeds struct {
+	// TurnWorkers is the queue's TurnWorkers (0: the default 16; < 0:
+	// this instance answers no turns).
+	TurnWorkers int
+	// Deliveries: a channel (Telegram) delivers through the outbound lanes.
+	Deliveries bool
+}
+
+// poolOverhead is what holds a connection besides the workers: River's
+// leader, producer and LISTEN (3), the event LISTEN (1), the Telegram
+// lease (1), web requests and the reapers (4).
+const poolOverhead = 9
+
+// ServePoolSize is the connection pool an instance needs for what it runs:
+// each agent worker holds one connection for its timeline's run lock while
+// the run's queries use another, and so does each outbound lane worker (only
+// when a channel delivers through the lanes), each schedule worker and each
+// compaction worker; plus poolOverhead. A pool smaller than that can
+// deadlock: every connection holds a lock and waits for a second one.
+// The pool opens connections only when they are needed and closes them
+// after MaxConnIdle idle (repository.Open), so this is a ceiling, not what
+// an idle instance holds.
+func ServePoolSize(n PoolNeeds) int {
+	workers := n.TurnWorkers
+	if workers == 0 {
 		workers = 16
 	}
-	return 2*workers + 2*queue.OutboundWorkers + 2*queue.ScheduleWorkers + 2*queue.CompactionWorkers + 10
+	lockers := max(workers, 0) + queue.ScheduleWorkers + queue.CompactionWorkers
+	if n.Deliveries {
+		lockers += queue.OutboundWorkers
+	}
+	return 2*lockers + poolOverhead
+}
+
+// openDatabase opens the pool and applies pending migrations. While
+// PostgreSQL refuses connections for having too many (another instance or
+// client holds them), it waits and tries again, logging each wait, for at
+// most o.DBWait.
+func (a *App) openDatabase(ctx context.Context, o Options, log *slog.Logger) error {
+	wait := o.DBWait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for pause := time.Second; ; pause = min(2*pause, 10*time.Second) {
+		err := a.openAndMigrate(ctx, log)
+		if err == nil || !repository.IsTooManyConnections(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		log.Warn("PostgreSQL has too many connections; waiting to start", "retry_in", pause, "gives_up_at", deadline.Format(time.RFC3339), "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (a *App) openAndMigrate(ctx context.Context, log *slog.Logger) (err error) {
+	if a.pool, err = repository.Open(ctx, WithPoolSize(a.built.DatabaseURL, a.built.PoolSize)); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if a.migrator != nil {
+				_ = a.migrator.Close()
+			}
+			a.pool.Close()
+			a.pool, a.migrator = nil, nil
+		}
+	}()
+	if a.migrator, err = repository.NewMigrator(a.pool); err != nil {
+		return err
+	}
+	applied, err := a.migrator.Up(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "versions", applied)
+	}
+	return nil
 }
 
 // WithPoolSize sets pool_max_conns on a database URL (URL or key=value

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/repository/queue"
 )
 
 func TestWithPoolSize(t *testing.T) {
@@ -28,8 +32,44 @@ func TestWithPoolSize(t *testing.T) {
 			t.Errorf("%q: MaxConns %d", got, cfg.MaxConns)
 		}
 	}
-	if n := ServePoolSize(16); n < 2*16 {
+	if n := ServePoolSize(PoolNeeds{TurnWorkers: 16}); n < 2*16 {
 		t.Fatalf("pool of %d for 16 workers: each needs two connections", n)
+	}
+}
+
+// TestPoolSizedFromWhatRuns: an instance with AGENT_WORKERS=2 and no
+// Telegram used to size its pool at 42 connections (room for 8 outbound
+// lanes nobody delivers on); the outbound lanes count only when a channel
+// delivers, an instance answering no turns counts no turn workers, and each
+// lock holder still counts twice (its lock and its queries).
+func TestPoolSizedFromWhatRuns(t *testing.T) {
+	t.Parallel()
+	small := ServePoolSize(PoolNeeds{TurnWorkers: 2})
+	if small > 30 {
+		t.Fatalf("pool of %d for 2 workers and no deliveries; it used to be 42 and should fit a shared PostgreSQL", small)
+	}
+	if d := ServePoolSize(PoolNeeds{TurnWorkers: 2, Deliveries: true}) - small; d != 2*queue.OutboundWorkers {
+		t.Fatalf("Telegram deliveries add %d connections; want 2 per outbound lane (%d)", d, 2*queue.OutboundWorkers)
+	}
+	if d := small - ServePoolSize(PoolNeeds{TurnWorkers: -1}); d != 4 {
+		t.Fatalf("2 turn workers add %d connections; want 4 (a lock and queries each)", d)
+	}
+}
+
+// TestPoolLetsIdleConnectionsGo: the pool opens nothing it does not use and
+// closes connections idle for repository.MaxConnIdle, so a quiet instance
+// holds no connections of a shared PostgreSQL (one server held 23 idle
+// connections after a load run).
+func TestPoolLetsIdleConnectionsGo(t *testing.T) {
+	t.Parallel()
+	pool, err := repository.Open(context.Background(), dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	cfg := pool.Config()
+	if cfg.MinConns != 0 || cfg.MaxConnIdleTime != repository.MaxConnIdle || cfg.HealthCheckPeriod > repository.MaxConnIdle {
+		t.Fatalf("pool keeps idle connections: MinConns %d, MaxConnIdleTime %s, HealthCheckPeriod %s", cfg.MinConns, cfg.MaxConnIdleTime, cfg.HealthCheckPeriod)
 	}
 }
 

@@ -34,6 +34,18 @@ func (s *Store) CreateSchedule(ctx context.Context, sc services.Schedule) (servi
 	return out, wrapErr("create schedule", err)
 }
 
+// scheduleLockKey is the first key of the per-timeline lock on active
+// schedules.
+const scheduleLockKey = 7310
+
+// LockActiveSchedules takes a transaction advisory lock on timeline's
+// active schedules: concurrent creates and resumes count and insert one
+// after another. Outside a transaction it is released at once.
+func (s *Store) LockActiveSchedules(ctx context.Context, timeline string) error {
+	_, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(current_schema() || '/' || $2))`, scheduleLockKey, timeline)
+	return wrapErr("lock active schedules", err)
+}
+
 // GetSchedule returns one schedule.
 func (s *Store) GetSchedule(ctx context.Context, id int64) (services.Schedule, error) {
 	out, err := scanSchedule(s.db.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id))

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,11 +49,24 @@ func (s *Store) PgxTx() (pgx.Tx, bool) {
 	return tx, ok
 }
 
-// Open connects a pool and checks the connection.
+// MaxConnIdle is how long an idle pooled connection stays open (unless the
+// URL sets pool_max_conn_idle_time): an instance that went quiet gives its
+// connections back to a shared PostgreSQL within about a minute.
+const MaxConnIdle = 30 * time.Second
+
+// Open connects a pool and checks the connection. The pool opens no
+// connection before it needs one (pool_min_conns 0) and closes those idle
+// for MaxConnIdle.
 func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = MaxConnIdle
+	}
+	if !strings.Contains(dsn, "pool_health_check_period") {
+		cfg.HealthCheckPeriod = MaxConnIdle / 2
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -117,15 +132,27 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-// isUnavailable reports connection-level failures (server restarting, refused).
+// IsTooManyConnections reports whether PostgreSQL refused a connection for
+// having too many (SQLSTATE 53300 too_many_connections; an instance waits
+// and tries again).
+func IsTooManyConnections(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "53300"
+}
+
+// isUnavailable reports connection-level failures (server restarting,
+// refused, out of connection slots).
 func isUnavailable(err error) bool {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || IsTooManyConnections(err) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions
 		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code[:2] == "08"
 	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+	if pgconn.SafeToRetry(err) {
 		return true
 	}
 	// The server went away mid-statement (a crash, a failover): the

@@ -3,8 +3,9 @@
 # need is on the machine (PostgreSQL server binaries, Chromium for the browser
 # tests, tmux for the TUI test, the Telegram Bot API emulator and the MCP
 # servers from npm),
-# installing what is missing when it can (as root with apt-get), then runs
-# `go test` over every package with the race detector.
+# installing what is missing when it can (as root with apt-get), then checks
+# formatting (gofmt), `go vet` and staticcheck (installed when missing), and
+# runs `go test` over every package with the race detector.
 #
 # Tests find PostgreSQL through TEST_DATABASE_URL, else a server on
 # 127.0.0.1:5432, else they start a throwaway cluster from the binaries.
@@ -37,4 +38,25 @@ if [ -f scripts/testdeps/package.json ] && command -v npm >/dev/null 2>&1; then
   fi
 fi
 
-exec go test -race -count=1 -timeout 30m ./... "$@"
+# Static checks first: a finding fails the run before any test starts.
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './scripts/testdeps/*'))
+if [ -n "$unformatted" ]; then
+  echo "test.sh: gofmt would change these files (run gofmt -w):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+go vet ./...
+staticcheck=$(go env GOPATH)/bin/staticcheck
+if [ -n "$(go env GOBIN)" ]; then staticcheck=$(go env GOBIN)/staticcheck; fi
+if ! [ -x "$staticcheck" ]; then
+  echo "test.sh: installing staticcheck" >&2
+  go install honnef.co/go/tools/cmd/staticcheck@latest
+fi
+"$staticcheck" ./...
+
+# Packages run -p at a time (default 2): each package's tests hold a few
+# PostgreSQL connections (repository/dbtest: a pool of 4 per test, schemas
+# reused), and a test server its own pool, so the suite stays within about
+# 30 connections of a shared PostgreSQL. Raise TEST_PARALLEL_PACKAGES on a
+# server of your own.
+exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-2}" -timeout 30m ./... "$@"

@@ -126,6 +126,10 @@ type ScheduleStore interface {
 	// ListSchedules lists a timeline's schedules (deleted ones only with
 	// withDeleted; timeline "" lists every timeline's), oldest first.
 	ListSchedules(ctx context.Context, timeline string, withDeleted bool) ([]Schedule, error)
+	// LockActiveSchedules makes the caller's transaction the only one
+	// deciding about timeline's active schedules until it ends (a count of
+	// them and the insert or change it allows are one decision).
+	LockActiveSchedules(ctx context.Context, timeline string) error
 	// UpdateSchedule stores s if its stored version is still s.Version and
 	// returns it with the next version; ECONFLICT when it changed meanwhile.
 	UpdateSchedule(ctx context.Context, s Schedule) (Schedule, error)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/mcp"
@@ -59,6 +60,9 @@ type Config struct {
 	// (0: none kept).
 	RequestRetention time.Duration
 	AgentWorkers     int
+	// DBMaxConns caps the instance's connection pool (0: what it runs needs,
+	// app.ServePoolSize).
+	DBMaxConns int
 
 	OwnerTimezone         *time.Location
 	ScheduleMinInterval   time.Duration
@@ -154,6 +158,8 @@ func envTable() []envVar {
 				c.DataDir = v
 				return nil
 			}},
+		{Name: "DB_MAX_CONNS", Default: "0", Help: "Most PostgreSQL connections this instance opens; 0: what its workers need (2 per agent worker, outbound lane, schedule and compaction worker, plus 9). Idle ones close after 30s. Below that need start-up is refused; lower AGENT_WORKERS to fit.",
+			set: func(c *Config, v string) (err error) { c.DBMaxConns, err = parseIntRange(v, 0, 10000); return }},
 		{Name: "LOCAL_PG_PORT", Default: "55432", Help: "Port of the private PostgreSQL cluster started when DATABASE_URL is unset.",
 			set: func(c *Config, v string) (err error) { c.LocalPGPort, err = parsePort(v); return }},
 		{Name: "HTTP_ADDR", Default: "127.0.0.1:8080", Help: "Listen address of the web server (chat page, API, websocket, /healthz).",
@@ -446,6 +452,12 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		if c.TelegramWebhookSecret == "" {
 			errs = append(errs, "TELEGRAM_WEBHOOK_SECRET: required with TELEGRAM_MODE=webhook")
+		}
+	}
+	if len(errs) == 0 && c.DBMaxConns > 0 {
+		if need := app.ServePoolSize(c.PoolNeeds()); c.DBMaxConns < need {
+			errs = append(errs, fmt.Sprintf("DB_MAX_CONNS: %d is below the %d connections this instance's workers need (AGENT_WORKERS=%d%s); lower AGENT_WORKERS or raise DB_MAX_CONNS",
+				c.DBMaxConns, need, c.AgentWorkers, map[bool]string{true: ", Telegram deliveries", false: ""}[c.TelegramBotToken != ""]))
 		}
 	}
 	if len(errs) > 0 {

@@ -224,8 +224,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return want("run timeout (agent, queue, API wait)", []time.Duration{b.Agent.RunTimeout, b.Queue.RunTimeout, b.Web.APITurnTimeout},
 				[]time.Duration{5 * time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second})
 		}},
-		"AGENT_WORKERS": {"5", func(_ *Config, a *app.App, b app.Options) error {
-			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool size", a.Pool().Config().MaxConns, app.ServePoolSize(5)))
+		"AGENT_WORKERS": {"5", func(c *Config, a *app.App, b app.Options) error {
+			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool size", a.Pool().Config().MaxConns, int32(app.ServePoolSize(c.PoolNeeds()))),
+				want("pool needs", c.PoolNeeds().TurnWorkers, 5))
+		}},
+		"DB_MAX_CONNS": {"80", func(_ *Config, a *app.App, b app.Options) error {
+			return all(want("pool size option", b.PoolSize, 80), want("pool size", a.Pool().Config().MaxConns, int32(80)))
 		}},
 		"AGENT_MAX_WRITE_BYTES": {"64KiB", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("bytes per write", b.Workspace.PerCall, 64<<10)

@@ -27,7 +27,7 @@ import (
 func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) app.Options {
 	return app.Options{
 		DatabaseURL:  dbURL,
-		PoolSize:     app.ServePoolSize(c.AgentWorkers),
+		PoolSize:     c.PoolSize(),
 		Logger:       log,
 		Stdout:       stdout,
 		OwnerToken:   c.WebAuthToken,
@@ -109,6 +109,19 @@ func (c *Config) ScheduleOptions() app.ScheduleOptions {
 func (c *Config) WorkspaceOptions() tools.WriteLimits {
 	return tools.WriteLimits{PerCall: c.AgentMaxWriteBytes, PerRun: c.AgentMaxRunWriteBytes,
 		Workspace: c.WorkspaceMaxBytes, RulesWritable: c.AgentRulesWritable}
+}
+
+// PoolNeeds is what holds database connections in this instance.
+func (c *Config) PoolNeeds() app.PoolNeeds {
+	return app.PoolNeeds{TurnWorkers: c.QueueOptions().TurnWorkers, Deliveries: c.TelegramBotToken != ""}
+}
+
+// PoolSize is DB_MAX_CONNS, else what the instance's workers need.
+func (c *Config) PoolSize() int {
+	if c.DBMaxConns > 0 {
+		return c.DBMaxConns
+	}
+	return app.ServePoolSize(c.PoolNeeds())
 }
 
 // QueueOptions configure the job queue. AGENT_WORKERS=0 is an instance

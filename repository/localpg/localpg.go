@@ -120,9 +120,10 @@ func (c *Cluster) URL(db string) string {
 }
 
 // Start initialises dataDir when empty and starts the cluster on port (0
-// picks a free one), reusing a cluster already running there. The caller
+// picks a free one), reusing a cluster already running there. Each setting
+// ("max_connections=30") is a server setting of this start. The caller
 // stops it with Stop.
-func Start(ctx context.Context, dataDir string, port int) (*Cluster, error) {
+func Start(ctx context.Context, dataDir string, port int, settings ...string) (*Cluster, error) {
 	bin, err := FindBinDir()
 	if err != nil {
 		return nil, err
@@ -153,6 +154,9 @@ func Start(ctx context.Context, dataDir string, port int) (*Cluster, error) {
 	// commit, full-page writes): this cluster holds a user's whole history,
 	// and a power cut must not lose or corrupt it.
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", c.Port, dataDir)
+	for _, kv := range settings {
+		opts += " -c " + kv
+	}
 	if err := c.run(ctx, "pg_ctl", "-D", dataDir, "-o", opts, "-l", filepath.Join(dataDir, "server.log"), "-w", "-t", "60", "start"); err != nil {
 		logTail, _ := os.ReadFile(filepath.Join(dataDir, "server.log"))
 		return nil, fmt.Errorf("localpg: start cluster in %s: %w\n%s", dataDir, err, tail(string(logTail), 1500))

@@ -246,7 +246,13 @@ func (s *Service) Create(ctx context.Context, timeline string, r services.Schedu
 	return out, err
 }
 
+// checkActive refuses one more active schedule of timeline over the limit.
+// It locks the timeline's active schedules for the rest of tx first, so
+// the count and the insert or change that follows are one decision.
 func (s *Service) checkActive(ctx context.Context, tx services.Store, timeline string) error {
+	if err := tx.LockActiveSchedules(ctx, timeline); err != nil {
+		return err
+	}
 	all, err := tx.ListSchedules(ctx, timeline, false)
 	if err != nil {
 		return err

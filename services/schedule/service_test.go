@@ -2,10 +2,13 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 )
@@ -67,4 +70,62 @@ func TestRelativeAtAndLimits(t *testing.T) {
 	if len(q.at) != 4 {
 		t.Fatalf("jobs enqueued: %v", q.at)
 	}
+}
+
+// TestActiveLimitHoldsUnderConcurrentCreates: the count of active schedules
+// and the insert are one decision, so 100 creates at once leave exactly the
+// limit active and every other one is refused with the limit's error (it
+// used to leave 24 active with the limit at 20).
+func TestActiveLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	_, schema := dbtest.Schema(t)
+	pool := dbtest.PoolFor(t, dbtest.SchemaURL(dbtest.URL(t), schema)+"&pool_max_conns=10")
+	store := repository.New(pool)
+	s := New(Options{Store: store, Queue: &syncQueue{}, Location: time.UTC, Limits: Limits{MaxActive: 20}})
+	ctx := context.Background()
+	errs := make(chan error, 100)
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task := fmt.Sprintf("task %d", i)
+			_, err := s.Create(ctx, "global", services.ScheduleRequest{Task: &task, Every: ptr("1h")})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	created := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case services.IsKind(err, services.ECONFLICT) && strings.Contains(err.Error(), "active schedules, the limit"):
+		default:
+			t.Errorf("a create failed with something other than the limit: %v", err)
+		}
+	}
+	all, err := store.ListSchedules(ctx, "global", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created != 20 || len(all) != 20 {
+		t.Fatalf("%d creates succeeded and %d schedules are active; want exactly the limit, 20", created, len(all))
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// syncQueue is noQueue safe for concurrent use.
+type syncQueue struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (q *syncQueue) EnqueueFireTx(_ context.Context, _ services.Store, _ int64, at time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.at = append(q.at, at)
+	return nil
 }
