@@ -17,21 +17,21 @@ import (
 // of a chunk began whose outcome is unknown.
 type chunkStore struct {
 	*fakes
-	mu       sync.Mutex
+	chunkMu  sync.Mutex
 	inFlight map[string]int
 }
 
 func (s *chunkStore) BeginChunk(_ context.Context, key string, i int) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.chunkMu.Lock()
+	defer s.chunkMu.Unlock()
 	k := fmt.Sprintf("%s/%d", key, i)
 	s.inFlight[k]++
 	return s.inFlight[k], nil
 }
 
 func (s *chunkStore) AbortChunk(_ context.Context, key string, i int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.chunkMu.Lock()
+	defer s.chunkMu.Unlock()
 	k := fmt.Sprintf("%s/%d", key, i)
 	if s.inFlight[k] > 0 {
 		s.inFlight[k]--

@@ -223,3 +223,55 @@ func uniq(s []string) map[string]bool {
 	}
 	return m
 }
+
+// TestFaultTelegramServerErrorsLoseNothing: chunks of an answer answered
+// with server errors — a 500 (ok:false) then a proxy's 502 HTML page on
+// one, two 502 pages on another, two 500s on a third — all arrive, once and
+// in order, and nobody is told a part was refused.
+func TestFaultTelegramServerErrorsLoseNothing(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	strict := tgtest.StartStrict(t, tgToken)
+	page := tgtest.Fault{Page: tgtest.ProxyPage}
+	five := tgtest.Fault{Status: 500, Description: "Internal Server Error"}
+	faults := map[int]tgtest.Fault{2: five, 3: page, 5: page, 6: page, 8: five, 9: five}
+	strict.Script(func(method string, n int) tgtest.Fault {
+		if method == "sendMessage" {
+			return faults[n]
+		}
+		return tgtest.Fault{}
+	})
+	answer, paragraphs := longAnswer(14_000)
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Text(answer))
+	startProc(t, bin, db, telegramEnv(strict, model, "tg-5xx-token-0123456789")...)
+
+	strict.Send(tgtest.User{ID: ownerTGID, FirstName: "Owner"}, "write me something long")
+	var msgs []tgtest.Sent
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		msgs = strict.Messages(ownerTGID)
+		if got := markers(msgs); len(got) > 0 && got[len(got)-1] == paragraphs {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strict.Calls("sendMessage") < 9 {
+		t.Fatalf("only %d sendMessage calls: the faults were not all met", strict.Calls("sendMessage"))
+	}
+	for i, m := range msgs {
+		if strings.Contains(m.Text, "could not be delivered") || strings.Contains(m.Text, "refused") {
+			t.Fatalf("message %d tells the user: %q", i, m.Text)
+		}
+	}
+	got := markers(msgs)
+	if len(got) != paragraphs {
+		t.Fatalf("%d paragraph markers arrived, want %d", len(got), paragraphs)
+	}
+	for i, n := range got {
+		if n != i+1 {
+			t.Fatalf("paragraph %d arrived in position %d: the answer is out of order or repeated", n, i+1)
+		}
+	}
+}

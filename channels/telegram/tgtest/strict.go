@@ -23,8 +23,10 @@ import (
 // entities, unclosed or misnested tags), an empty text, an unknown chat or
 // parse mode, a reply to a message that does not exist. It reads JSON,
 // urlencoded and multipart bodies, long-polls getUpdates with its timeout
-// and offset, knows sendChatAction, and can be scripted to answer 429, to
-// hold a call, or to take a given time per sendMessage. Message ids are one
+// and offset, knows sendChatAction and editMessageText, and can be scripted
+// to answer 429 or another error, to answer with a reverse proxy's HTML page,
+// to hold a call, to serve a call and drop the connection without an
+// answer, or to take a given time per sendMessage. Message ids are one
 // sequence per chat, shared by both sides, as in a private chat.
 type Strict struct {
 	// URL is the Bot API base URL (TELEGRAM_API_URL).
