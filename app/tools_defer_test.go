@@ -274,10 +274,24 @@ func BenchmarkToolDefinitionTokens(b *testing.B) {
 				}
 				all, _ := in.App.Tools().ToolCatalog()
 				installed := len(all)
-				var n int
-				for b.Loop() {
-					n = tok.Count(js)
+				var specs []struct {
+					Function struct {
+						Name        string          `json:"name"`
+						Description string          `json:"description"`
+						Parameters  json.RawMessage `json:"parameters"`
+					} `json:"function"`
 				}
+				if err := json.Unmarshal([]byte(js), &specs); err != nil {
+					b.Fatal(err)
+				}
+				var n, counted int
+				for b.Loop() {
+					n, counted = tok.Count(js), 0
+					for _, sp := range specs {
+						counted += prompt.ToolTokens(tok, services.ToolSpec{Name: sp.Function.Name, Description: sp.Function.Description, Parameters: sp.Function.Parameters})
+					}
+				}
+				b.ReportMetric(float64(counted), "counted_tokens/req")
 				b.ReportMetric(float64(n), "tool_tokens/req")
 				b.ReportMetric(float64(len(js)), "tool_chars/req")
 				b.ReportMetric(float64(len(names)), "tools/req")
