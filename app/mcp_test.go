@@ -137,7 +137,7 @@ func TestMCPToolInAConversation(t *testing.T) {
 }
 
 // ask posts text as the owner and returns the answer's text.
-func ask(t *testing.T, in *apptest.Instance, text string) string {
+func ask(t testing.TB, in *apptest.Instance, text string) string {
 	t.Helper()
 	ctx := context.Background()
 	msg, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: text})
@@ -169,7 +169,7 @@ func ask(t *testing.T, in *apptest.Instance, text string) string {
 	return reply
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/mcp"
+	"github.com/switchboard/switchboard/services/tools"
 )
 
 // Config is every setting of the service, parsed once from the environment
@@ -54,7 +57,11 @@ type Config struct {
 	SubAgentDepth       int
 	SubAgentTimeout     time.Duration
 
-	AgentMaxSteps   int
+	AgentMaxSteps int
+	// ToolsCore and ToolsDeferOver: which tools are always loaded, and
+	// above how many tokens of definitions the others are deferred.
+	ToolsCore       []string
+	ToolsDeferOver  int
 	AgentRunTimeout time.Duration
 	// RequestRetention is how long each model call's exact request is kept
 	// (0: none kept).
@@ -326,6 +333,10 @@ func envTable() []envVar {
 				c.ScheduleMaxFireTokens, err = parseIntRange(v, 1000, 10000000)
 				return
 			}},
+		{Name: "TOOLS_CORE", Default: strings.Join(tools.DefaultCore, ","), Help: "Comma-separated tools every run has loaded when tools are deferred: names, or a whole MCP server as \"<server>__*\"; the others are found and loaded with find_tools. See docs/TOOLS.md.",
+			set: func(c *Config, v string) (err error) { c.ToolsCore, err = parseToolList(v); return }},
+		{Name: "TOOLS_DEFER_OVER", Default: "2000", Help: "Tokens of tool definitions above which the tools outside TOOLS_CORE are deferred (listed by group in the system prompt, loaded with find_tools); when every tool a run may use fits, all are sent. 0: never defer.",
+			set: func(c *Config, v string) (err error) { c.ToolsDeferOver, err = parseIntRange(v, 0, 1000000); return }},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
@@ -504,6 +515,29 @@ func parseIDList(v string) ([]int64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// toolPattern is a tool name or "<server>__*".
+var toolPattern = regexp.MustCompile(`^([A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]+__\*)$`)
+
+// parseToolList reads a comma-separated list of tool names and
+// "<server>__*" groups.
+func parseToolList(v string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !toolPattern.MatchString(f) {
+			return nil, fmt.Errorf("%q is neither a tool name (letters, digits, _ and -) nor a whole MCP server as \"<server>__*\"", f)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("names no tool")
+	}
+	return out, nil
 }
 
 func parsePort(v string) (int, error) { return parseIntRange(v, 1, 65535) }

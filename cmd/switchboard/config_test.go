@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/switchboard/switchboard/services/tools"
 )
 
 func env(m map[string]string) func(string) string {
@@ -126,5 +128,28 @@ func TestWriteBoundSizes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "AGENT_MAX_WRITE_BYTES:") {
 			t.Errorf("%q: want an error naming AGENT_MAX_WRITE_BYTES, got %v", v, err)
 		}
+	}
+}
+
+// TestToolsCore: TOOLS_CORE takes names and whole MCP servers; anything
+// else is refused naming the entry, and unset it is the default core set.
+func TestToolsCore(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"TOOLS_CORE": "read_file, everything__*,fetch_url"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.ToolsCore, " ") != "read_file everything__* fetch_url" {
+		t.Fatalf("TOOLS_CORE read as %q", c.ToolsCore)
+	}
+	if c, err = LoadConfig(env(nil)); err != nil || strings.Join(c.ToolsCore, ",") != strings.Join(tools.DefaultCore, ",") || c.ToolsDeferOver != 2000 {
+		t.Fatalf("defaults: %v %d %v", c.ToolsCore, c.ToolsDeferOver, err)
+	}
+	for _, bad := range []string{"read file", "fs__x*", "*", " , "} {
+		if _, err := LoadConfig(env(map[string]string{"TOOLS_CORE": bad})); err == nil || !strings.Contains(err.Error(), "TOOLS_CORE:") {
+			t.Errorf("TOOLS_CORE=%q: %v", bad, err)
+		}
+	}
+	if _, err := LoadConfig(env(map[string]string{"TOOLS_DEFER_OVER": "-1"})); err == nil || !strings.Contains(err.Error(), "TOOLS_DEFER_OVER:") {
+		t.Errorf("TOOLS_DEFER_OVER=-1: %v", err)
 	}
 }

@@ -191,6 +191,12 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_SUBAGENT_CONCURRENCY": {"3", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("sub-agent concurrency", b.Agent.SubAgents.MaxConcurrent, 3)
 		}},
+		"TOOLS_CORE": {"read_file, fs__*", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("core tools", b.Agent.ToolsCore, []string{"read_file", "fs__*"})
+		}},
+		"TOOLS_DEFER_OVER": {"3000", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("defer over", b.Agent.ToolsDeferOver, 3000)
+		}},
 		"AGENT_SUBAGENT_DEPTH": {"2", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("sub-agent depth", b.Agent.SubAgents.MaxDepth, 2)
 		}},

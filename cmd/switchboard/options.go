@@ -89,6 +89,8 @@ func (c *Config) AgentOptions() agent.Options {
 	return agent.Options{
 		Flags:            c.Flags,
 		MaxSteps:         c.AgentMaxSteps,
+		ToolsCore:        c.ToolsCore,
+		ToolsDeferOver:   c.ToolsDeferOver,
 		RunTimeout:       c.AgentRunTimeout,
 		RequestRetention: c.RequestRetention,
 		LogContent:       c.LogContent,

@@ -42,11 +42,18 @@ func TestMonitorEndToEnd(t *testing.T) {
 	url := page.URL + "/tickets"
 	strict := tgtest.StartStrict(t, tgToken)
 	model := llmtest.NewServer(t)
+	// schedule and fetch_url are deferred (TOOLS_DEFER_OVER's default):
+	// named without find_tools, the first call loads them and the model
+	// calls again.
+	schedule := llmtest.Call("schedule", `{"name":"Tickets","task":"Fetch `+url+` and tell me whether tickets are available","every":"2s"}`)
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		fire := strings.Contains(string(r.Body), "Scheduled task")
+		loaded := r.LastIsToolResult && strings.Contains(r.LastMessage, `"status":"loaded"`)
 		switch {
-		case fire && !r.LastIsToolResult:
+		case fire && (!r.LastIsToolResult || loaded):
 			return llmtest.Call("fetch_url", `{"url":"`+url+`"}`)
+		case loaded:
+			return schedule
 		case fire && strings.Contains(r.LastMessage, "Tickets available"):
 			return llmtest.Text("Tickets are available now at " + url)
 		case fire:
@@ -56,7 +63,7 @@ func TestMonitorEndToEnd(t *testing.T) {
 		}
 		return llmtest.Echo(r)
 	})
-	model.Enqueue(llmtest.Call("schedule", `{"name":"Tickets","task":"Fetch `+url+` and tell me whether tickets are available","every":"2s"}`))
+	model.Enqueue(schedule)
 
 	const token = "e2e-monitor-owner-token-0123456789"
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))

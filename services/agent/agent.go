@@ -69,6 +69,13 @@ type Options struct {
 	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
 	Requests         services.RunRequests
 	RequestRetention time.Duration
+	// ToolsCore names the tools every run has loaded (TOOLS_CORE; names
+	// or "<server>__*"); nil: tools.DefaultCore. ToolsDeferOver
+	// (TOOLS_DEFER_OVER, tokens): when the definitions of every tool a run
+	// may use are more, the others are deferred behind find_tools; 0:
+	// nothing is ever deferred.
+	ToolsCore      []string
+	ToolsDeferOver int
 }
 
 // Service is the agent runtime.
@@ -105,6 +112,9 @@ func New(opts Options) *Service {
 	}
 	opts.SubAgents.defaults()
 	opts.Fire.defaults()
+	if opts.ToolsCore == nil {
+		opts.ToolsCore = tools.DefaultCore
+	}
 	for id, p := range opts.Profiles {
 		p.ID = id
 		opts.Profiles[id] = p
@@ -129,6 +139,11 @@ func New(opts Options) *Service {
 		if _, ok := opts.Tools.Get("recall_search"); !ok && s.recallStore() != nil {
 			if err := s.registerRecallTools(opts.Tools); err != nil {
 				opts.Logger.Error("register recall tools", "err", err)
+			}
+		}
+		if _, ok := opts.Tools.Get(tools.FindToolsName); !ok && opts.ToolsDeferOver > 0 {
+			if err := opts.Tools.Register(tools.FindTools()); err != nil {
+				opts.Logger.Error("register find_tools", "err", err)
 			}
 		}
 		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {

@@ -50,11 +50,13 @@ type setupOpts struct {
 	llmTimeout time.Duration
 	// logger receives the app's log (default: discarded).
 	logger *slog.Logger
+	// toolsDeferOver is TOOLS_DEFER_OVER (0: nothing deferred).
+	toolsDeferOver int
 }
 
 // setupBench is setup for benchmarks.
-func setupBench(b *testing.B, flags services.Flags) *bundle {
-	return setupOn(b, apptest.SchemaURL(b), nil, setupOpts{flags: flags, window: 128000})
+func setupBench(b *testing.B, flags services.Flags, deferOver int) *bundle {
+	return setupOn(b, apptest.SchemaURL(b), nil, setupOpts{flags: flags, window: 128000, toolsDeferOver: deferOver})
 }
 
 func (b *bundle) sayB(tb testing.TB, text string) {
@@ -115,7 +117,8 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
-		Agent:  agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour},
+		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour,
+			ToolsDeferOver: o.toolsDeferOver},
 		Queue:  queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
 		Logger: o.logger,
 	}

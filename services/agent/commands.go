@@ -191,7 +191,8 @@ func layerLine(ins prompt.Inspection) string {
 
 // previewPrompt builds the next main prompt without an input.
 func (s *Service) previewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
-	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: s.toolDefs(timeline)})
+	defs, box := s.mainTools(timeline)
+	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: defs, Deferred: box.Groups()})
 	return p.Inspection, err
 }
 

@@ -625,17 +625,27 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 	if system == "" {
 		system = DefaultSubAgentPrompt
 	}
-	var defs []services.ToolSpec
-	for _, t := range s.toolDefs(parent.TimelineScope) {
+	// A profile's tool list is its core set (and all it may use); without
+	// one, a sub-agent gets the conversation's tools the way main does.
+	var all []tools.Tool
+	for _, t := range s.offeredTools(parent.TimelineScope) {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
 		if len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
-		defs = append(defs, t)
+		all = append(all, t)
 	}
-	l := loopSpec{kind: kindChild, provider: provider, maxSteps: s.opts.SubAgents.MaxSteps, stepRun: child.ID, who: "the sub-agent",
+	var core []string
+	if len(profile.Tools) > 0 {
+		core = profile.Tools
+	}
+	defs, box := s.selectTools(all, core)
+	if g := box.Groups(); g != "" {
+		system += "\n\n" + g
+	}
+	l := loopSpec{kind: kindChild, provider: provider, maxSteps: s.opts.SubAgents.MaxSteps, stepRun: child.ID, who: "the sub-agent", box: box,
 		req: llm.Request{System: system, CacheSystem: true, Tools: defs,
 			// The task starts with when it was given, like any input.
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceAgent) + "\n\nTask payload (JSON):\n" + string(payload)}}},

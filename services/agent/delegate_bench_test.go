@@ -21,20 +21,24 @@ import (
 // fake model counts a token per 4 bytes of the request), averaged over the
 // turns. Of those,
 // tool-def-tokens/turn are the tool definitions' share (the "tools" field
-// of the same requests, counted the same way). Run:
+// of the same requests, counted the same way). The _deferred modes defer
+// the tools outside the core set (TOOLS_DEFER_OVER=2000, the default). Run:
 //
 //	go test -run '^$' -bench DelegatedResearch -benchtime 1x ./services/agent/
 func BenchmarkDelegatedResearch(b *testing.B) {
 	for _, mode := range []struct {
-		name  string
-		flags services.Flags
+		name      string
+		flags     services.Flags
+		deferOver int
 	}{
-		{"subagents", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}},
-		{"inline", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}},
+		{"subagents", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}, 0},
+		{"inline", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}, 0},
+		{"subagents_deferred", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}, 2000},
+		{"inline_deferred", services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: false}, 2000},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				perTurn, last, toolDefs := delegatedWorkload(b, mode.flags)
+				perTurn, last, toolDefs := delegatedWorkload(b, mode.flags, mode.deferOver)
 				b.ReportMetric(perTurn, "main-prompt-tokens/turn")
 				b.ReportMetric(float64(last), "main-prompt-tokens-turn20")
 				b.ReportMetric(toolDefs, "tool-def-tokens/turn")
@@ -43,8 +47,8 @@ func BenchmarkDelegatedResearch(b *testing.B) {
 	}
 }
 
-func delegatedWorkload(b *testing.B, flags services.Flags) (float64, int, float64) {
-	bd := setupBench(b, flags)
+func delegatedWorkload(b *testing.B, flags services.Flags, deferOver int) (float64, int, float64) {
+	bd := setupBench(b, flags, deferOver)
 	ws := filepath.Join(bd.ws, "global")
 	_ = os.MkdirAll(ws, 0o700)
 	for i := 0; i < 3; i++ {

@@ -42,6 +42,9 @@ type loopSpec struct {
 	kind     string
 	provider llm.Provider
 	req      llm.Request
+	// box holds the run's deferred tools (nil: none); those it loads join
+	// the next requests' tools after req's.
+	box      *tools.Toolbox
 	maxSteps int
 	// maxTokens, when positive, bounds the tokens (prompt and completion)
 	// the loop may use; past it the loop ends with an error.
@@ -104,6 +107,9 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 	req := l.req
 	partial := ""
 	badInARow := 0
+	// find_tools reads and loads this loop's deferred tools (an inline
+	// task's loop has its own, never its parent's).
+	ctx = tools.WithToolbox(ctx, l.box)
 	for step := 0; step < l.maxSteps; step++ {
 		var onDelta func(string)
 		var stream *deltaStream
@@ -171,6 +177,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: recorded.ToolCalls})
 		req.Messages = append(req.Messages, results...)
+		req.Tools = l.withLoaded()
 	}
 	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
 }
@@ -299,7 +306,11 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	started := time.Now()
 	var res tools.Result
 	switch {
-	case !offered(l.req.Tools, call.Name):
+	case l.box.Deferred(call.Name) && !l.box.Loaded(call.Name):
+		// Named exactly without find_tools: loaded now, called next step.
+		l.box.Load(call.Name)
+		res = tools.LoadedOnCall(call.Name)
+	case !offered(l.req.Tools, call.Name) && !l.box.Loaded(call.Name):
 		// Only what this loop offered runs: a sub-agent profile or a
 		// conversation without a tool cannot call it by guessing its name.
 		res = tools.ErrorResult(tools.CodeUnknown, fmt.Sprintf("tool %q is not available here; use one of the tools you were given", call.Name))

@@ -356,8 +356,9 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
+	defs, box := s.mainTools(run.TimelineScope)
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
-		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Trigger: &trigger, Tools: s.toolDefs(run.TimelineScope),
+		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Trigger: &trigger, Tools: defs, Deferred: box.Groups(),
 	})
 	if err != nil {
 		return "", prompt.Inspection{}, usage{}, err
@@ -372,7 +373,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		req = s.applyTurnRequest(req, *meta.Request)
 	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		kind: kindMain, provider: s.opts.LLM, req: req, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
+		kind: kindMain, provider: s.opts.LLM, req: req, box: box, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep,
 	})
@@ -432,14 +433,6 @@ func (s *Service) offeredTools(timeline string) []tools.Tool {
 		out = append(out, t)
 	}
 	return out
-}
-
-func (s *Service) toolDefs(timeline string) []services.ToolSpec {
-	var defs []services.ToolSpec
-	for _, t := range s.offeredTools(timeline) {
-		defs = append(defs, t.Spec())
-	}
-	return defs
 }
 
 func mustJSON(v any) json.RawMessage {

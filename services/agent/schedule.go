@@ -292,16 +292,21 @@ func (s *Service) fireInput(sc services.Schedule, at time.Time) string {
 // scoped reads off it runs single-space: the prompt is the main
 // conversation's with the task appended, and only its steps are recorded.
 func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run services.Run, input string) (string, usage, error) {
-	var defs []services.ToolSpec
+	var all []tools.Tool
+	var core []string
 	profile, hasProfile := s.opts.Profiles[sc.Profile]
-	for _, t := range s.toolDefs(sc.TimelineScope) {
+	for _, t := range s.offeredTools(sc.TimelineScope) {
 		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
-		defs = append(defs, t)
+		all = append(all, t)
 	}
+	if hasProfile && len(profile.Tools) > 0 {
+		core = profile.Tools
+	}
+	defs, box := s.selectTools(all, core)
 	scoped := s.opts.Flags.ScopedRead
-	bp := prompt.BuildParams{TimelineScope: sc.TimelineScope, ContextScope: services.MainScope, Tools: defs}
+	bp := prompt.BuildParams{TimelineScope: sc.TimelineScope, ContextScope: services.MainScope, Tools: defs, Deferred: box.Groups()}
 	if scoped {
 		bp.ContextScope, bp.TriggerID = sc.Scope(), run.TriggerMessageID
 	}
@@ -326,7 +331,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
 		store: scoped, replyTo: run.TriggerMessageID}
 	return s.toolLoop(ctx, loopSpec{
-		kind: kindSchedule, provider: s.fireProvider(sc), req: req, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens,
+		kind: kindSchedule, provider: s.fireProvider(sc), req: req, box: box, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens,
 		stepRun: run.ID, rec: rec, who: "the scheduled task",
 		call: tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
 	})

@@ -148,6 +148,9 @@ type BuildParams struct {
 	// Trigger, when set, is the message TriggerID names, already read.
 	Trigger *services.Message
 	Tools   []services.ToolSpec
+	// Deferred lists the tools not loaded (tools.Toolbox.Groups), part of
+	// the stable prefix after the system prompt; "" when none is deferred.
+	Deferred string
 	// Retrieved are extra items for the retrieved layer (handoffs), each
 	// with a score; lowest scores are trimmed first.
 	Retrieved []RetrievedItem
@@ -231,10 +234,14 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	tok := m.opts.Tokenizer
 
 	// Gather every layer at full size.
-	systemTokens := tok.Count(m.opts.SystemPrompt)
+	baseSystem := m.opts.SystemPrompt
+	if p.Deferred != "" {
+		baseSystem += "\n\n" + p.Deferred
+	}
+	systemTokens := tok.Count(baseSystem)
 	defs := make([]services.ToolSpec, 0, len(p.Tools))
 	for _, t := range p.Tools {
-		systemTokens += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.Parameters)) + 8
+		systemTokens += ToolTokens(tok, t)
 		defs = append(defs, t)
 	}
 	rules, err := m.rulesLayer(ctx, p.TimelineScope)
@@ -357,14 +364,14 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	turns, turnTrim, turnUsed = m.stepCut(p.TimelineScope+"/"+p.ContextScope, turns, turnTrim, turnUsed, historyBudget-segUsed, p.TriggerID != 0)
 
 	// The stable prefix: system, tools, rules, settings.
-	system := m.opts.SystemPrompt
+	system := baseSystem
 	if rulesText != "" {
 		system += "\n\n" + rulesText
 	}
 	if settingsText != "" {
 		system += "\n\n" + settingsText
 	}
-	ins.PrefixHash = PrefixHash(PrefixParts{System: m.opts.SystemPrompt, Tools: defs, Rules: rulesText, Settings: settingsText})
+	ins.PrefixHash = PrefixHash(PrefixParts{System: baseSystem, Tools: defs, Rules: rulesText, Settings: settingsText})
 	key := p.TimelineScope + "/" + p.ContextScope
 	m.mu.Lock()
 	ins.PrefixUnchanged = m.lastHash[key] == ins.PrefixHash
@@ -444,6 +451,12 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		Request:    llm.Request{System: system, SystemContext: systemContext, CacheSystem: true, CacheAt: cacheAt, Messages: msgs, Tools: p.Tools},
 		Inspection: ins,
 	}, nil
+}
+
+// ToolTokens is what one tool definition costs a prompt, as Build counts
+// it: its name, description and schema, and a few tokens of framing.
+func ToolTokens(tok Tokenizer, t services.ToolSpec) int {
+	return tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.Parameters)) + 8
 }
 
 // stepCut trims history in steps, so the prompt's prefix stays the same for

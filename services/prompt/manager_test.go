@@ -280,3 +280,39 @@ func TestHistoryPagesBackwardsFromTheNewest(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferredToolListInTheStablePrefix: the list of deferred tools goes
+// into the system prompt right after the base prompt, before the rules,
+// and into the prefix hash; the same list gives the same prefix turn after
+// turn, and no list gives exactly the prompt without one.
+func TestDeferredToolListInTheStablePrefix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	seedTurns(t, s, "global", 2, "x")
+	u, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "last", Visible: true})
+	if _, err := s.CreateConstraint(ctx, services.Constraint{TimelineScope: "global", Text: "a rule", Hard: true}); err != nil {
+		t.Fatal(err)
+	}
+	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 8000, SystemPrompt: "BASE"})
+	const list = "## More tools\n\n- web: fetch a web page (fetch_url)"
+	bp := prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID}
+	plain, _ := m.Build(ctx, bp)
+	bp.Deferred = list
+	with1, _ := m.Build(ctx, bp)
+	with2, _ := m.Build(ctx, bp)
+	if !strings.HasPrefix(with1.Request.System, "BASE\n\n"+list+"\n\n") || !strings.Contains(with1.Request.System, "a rule") {
+		t.Fatalf("system prompt: %q", with1.Request.System)
+	}
+	if with1.Inspection.PrefixHash == plain.Inspection.PrefixHash || !with2.Inspection.PrefixUnchanged || with2.Inspection.PrefixHash != with1.Inspection.PrefixHash {
+		t.Fatal("the list is not part of the stable prefix, or the prefix moved between turns")
+	}
+	if with1.Inspection.Layers[0].Tokens <= plain.Inspection.Layers[0].Tokens {
+		t.Fatal("the list's tokens are not counted in the system layer")
+	}
+	bp.Deferred = ""
+	again, _ := m.Build(ctx, bp)
+	if again.Request.System != plain.Request.System || again.Inspection.PrefixHash != plain.Inspection.PrefixHash {
+		t.Fatal("without a list the prompt differs from before")
+	}
+}

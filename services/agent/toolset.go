@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// selectTools splits the tools a run may use into the definitions its
+// requests carry (core first, find_tools last) and its Toolbox of deferred
+// tools (nil: nothing deferred, the request carries every tool as before).
+// core names the always-loaded tools (nil: the configured core set).
+func (s *Service) selectTools(all []tools.Tool, core []string) ([]services.ToolSpec, *tools.Toolbox) {
+	if core == nil {
+		core = s.opts.ToolsCore
+	}
+	find, _ := s.opts.Tools.Get(tools.FindToolsName)
+	return tools.Select(all, tools.Selection{Core: core, DeferOver: s.opts.ToolsDeferOver, Tokens: s.toolTokens}, find)
+}
+
+func (s *Service) toolTokens(t services.ToolSpec) int { return prompt.ToolTokens(s.opts.Tokenizer, t) }
+
+// mainTools are a main run's tools on timeline: its request's definitions,
+// its deferred tools and their one line per group for the system prompt.
+func (s *Service) mainTools(timeline string) ([]services.ToolSpec, *tools.Toolbox) {
+	return s.selectTools(s.offeredTools(timeline), nil)
+}
+
+// withLoaded is the tools of a loop's next request: the first request's,
+// then those the run loaded, in load order (after the cached prefix).
+func (l loopSpec) withLoaded() []services.ToolSpec {
+	if l.box == nil {
+		return l.req.Tools
+	}
+	loaded := l.box.Specs()
+	if len(loaded) == 0 {
+		return l.req.Tools
+	}
+	return append(append(make([]services.ToolSpec, 0, len(l.req.Tools)+len(loaded)), l.req.Tools...), loaded...)
+}
