@@ -239,3 +239,28 @@ func (s *Server) handleLogout(c echo.Context) error {
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
+
+// revoked reports whether the credentials of r, accepted when it was
+// made, are no longer in force: the owner's token was reset (on any
+// instance: the hash is read from the database) or the session was ended
+// (logout). A lookup that fails says nothing (false): a database hiccup
+// does not close a live connection.
+func (a *auth) revoked(ctx context.Context, r *http.Request) bool {
+	if h := r.Header.Get("Authorization"); h != "" {
+		tok, _ := strings.CutPrefix(h, "Bearer ")
+		want := a.tokenHash
+		if a.credentials != nil {
+			var err error
+			if want, err = a.credentials.OwnerTokenHash(ctx); err != nil {
+				return false
+			}
+		}
+		return subtle.ConstantTimeCompare(HashToken(strings.TrimSpace(tok)), want) != 1
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return true
+	}
+	ok, err := a.sessions.SessionValid(ctx, HashToken(c.Value))
+	return err == nil && !ok
+}

@@ -82,12 +82,43 @@ func apiErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// apiErrorBody is OpenAI's error shape; empty code and param are null.
+// apiErrorCode is the code of an error that names none: one per status,
+// so that every /v1 error carries a code a client can switch on.
+func apiErrorCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request"
+	case http.StatusUnauthorized:
+		return "invalid_api_key"
+	case http.StatusForbidden:
+		return "permission_denied"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusConflict:
+		return "conflict"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case http.StatusServiceUnavailable:
+		return "service_unavailable"
+	case http.StatusGatewayTimeout:
+		return "timeout"
+	}
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request"
+}
+
+// apiErrorBody is OpenAI's error shape; an empty param is null, an empty
+// code is the status's (apiErrorCode).
 func apiErrorBody(status int, code, param, msg string) apiError {
 	d := apiErrorDetail{Message: msg, Type: apiErrorType(status)}
-	if code != "" {
-		d.Code = &code
+	if code == "" {
+		code = apiErrorCode(status)
 	}
+	d.Code = &code
 	if param != "" {
 		d.Param = &param
 	}
@@ -117,7 +148,11 @@ func (s *Server) apiErrorFrom(c echo.Context, err error) error {
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
 	}
-	return writeAPIError(c, status, services.ErrorCode(err), services.ErrorMessage(err))
+	code := services.ErrorCode(err)
+	if code == "" && services.IsKind(err, services.ETOOLARGE) {
+		code = "message_too_long" // the text is over the message limit
+	}
+	return writeAPIError(c, status, code, services.ErrorMessage(err))
 }
 
 // isAPIPath reports whether a request is for the OpenAI-compatible API,

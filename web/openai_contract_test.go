@@ -246,6 +246,8 @@ func TestAPIRouteErrorsShape(t *testing.T) {
 		code, want                string
 	}{
 		{"POST", "/v1/chat/completions", testToken, big, 413, "request_too_large", "4 MiB"},
+		{"POST", "/v1/chat/completions", testToken, `{"model":"switchboard","messages":[{"role":"user","content":"` + strings.Repeat("x", 40000) + `"}]}`,
+			413, "message_too_long", "the limit is 32768"},
 		{"GET", "/v1/nope", testToken, "", 404, "unknown_url", "GET /v1/nope"},
 		{"GET", "/v1/nope", "", "", 401, "invalid_api_key", "API key"},
 		{"GET", "/v1", "", "", 401, "invalid_api_key", "API key"},

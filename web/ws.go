@@ -21,6 +21,13 @@ const (
 	wsWriteTimeout = 10 * time.Second
 	wsPingEvery    = 30 * time.Second
 	wsReadLimit    = 64 << 10
+	// wsAuthEvery is how often a websocket checks that the credentials it
+	// was opened with are still in force (a token reset or a logout on any
+	// instance closes it within this time).
+	wsAuthEvery = time.Second
+	// StatusRevoked closes a websocket whose token was reset or whose
+	// session ended: log in again.
+	StatusRevoked websocket.StatusCode = websocket.StatusPolicyViolation
 	// StatusSlowConsumer closes a connection that fell behind; reconnect with ?after=.
 	StatusSlowConsumer websocket.StatusCode = wire.StatusSlowConsumer
 )
@@ -87,8 +94,19 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
+	recheck := time.NewTicker(wsAuthEvery)
+	defer recheck.Stop()
+	req := c.Request()
 	for {
 		select {
+		case <-recheck.C:
+			actx, acancel := context.WithTimeout(ctx, wsWriteTimeout)
+			gone := s.auth.revoked(actx, req)
+			acancel()
+			if gone {
+				conn.Close(StatusRevoked, "credentials revoked (token reset or logout): log in again")
+				return nil
+			}
 		case <-ctx.Done():
 			conn.Close(websocket.StatusNormalClosure, "")
 			return nil
