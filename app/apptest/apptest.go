@@ -74,8 +74,7 @@ func (nobody) StartTurn(context.Context, services.Store, services.Message) (func
 // SchemaURL creates a migrated schema and returns a URL selecting it.
 func SchemaURL(t testing.TB) string {
 	t.Helper()
-	_, schema := dbtest.Schema(t)
-	return dbtest.SchemaURL(dbtest.URL(t), schema)
+	return dbtest.SchemaURL(dbtest.URL(t), dbtest.MigratedSchema(t))
 }
 
 // Start builds, starts and serves an instance; it stops at the test's end.

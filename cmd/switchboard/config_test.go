@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -151,5 +153,24 @@ func TestToolsCore(t *testing.T) {
 	}
 	if _, err := LoadConfig(env(map[string]string{"TOOLS_DEFER_OVER": "-1"})); err == nil || !strings.Contains(err.Error(), "TOOLS_DEFER_OVER:") {
 		t.Errorf("TOOLS_DEFER_OVER=-1: %v", err)
+	}
+}
+
+// TestDBMaxConns: DB_MAX_CONNS caps the pool; a cap below what the workers
+// need (a pool that could deadlock) is refused naming the number needed,
+// and the default is what runs (no outbound lanes without Telegram).
+func TestDBMaxConns(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"AGENT_WORKERS": "2", "DB_MAX_CONNS": "40"}))
+	if err != nil || c.PoolSize() != 40 {
+		t.Fatalf("DB_MAX_CONNS=40: %v, pool %d", err, c.PoolSize())
+	}
+	c, err = LoadConfig(env(map[string]string{"AGENT_WORKERS": "2"}))
+	if err != nil || c.PoolSize() != app.ServePoolSize(app.PoolNeeds{TurnWorkers: 2}) || c.PoolSize() > 30 {
+		t.Fatalf("AGENT_WORKERS=2: %v, pool %d", err, c.PoolSize())
+	}
+	need := app.ServePoolSize(app.PoolNeeds{TurnWorkers: 16})
+	_, err = LoadConfig(env(map[string]string{"DB_MAX_CONNS": "10"}))
+	if err == nil || !strings.Contains(err.Error(), "DB_MAX_CONNS: 10 is below the "+strconv.Itoa(need)+" connections") {
+		t.Fatalf("DB_MAX_CONNS=10 with 16 workers: %v", err)
 	}
 }

@@ -231,8 +231,8 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 				[]time.Duration{5 * time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second})
 		}},
 		"AGENT_WORKERS": {"5", func(c *Config, a *app.App, b app.Options) error {
-			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool size", a.Pool().Config().MaxConns, int32(app.ServePoolSize(c.PoolNeeds()))),
-				want("pool needs", c.PoolNeeds().TurnWorkers, 5))
+			return all(want("turn workers", b.Queue.TurnWorkers, 5), want("pool needs", c.PoolNeeds().TurnWorkers, 5),
+				want("pool size with DB_MAX_CONNS set", a.Pool().Config().MaxConns, int32(c.PoolSize())))
 		}},
 		"DB_MAX_CONNS": {"80", func(_ *Config, a *app.App, b app.Options) error {
 			return all(want("pool size option", b.PoolSize, 80), want("pool size", a.Pool().Config().MaxConns, int32(80)))
