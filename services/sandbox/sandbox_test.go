@@ -351,7 +351,6 @@ func TestConcurrencyBound(t *testing.T) {
 	}
 }
 
-
 // TestHistoryForm: history keeps the summary and the last 20 lines of
 // stderr; stdout only in the summary.
 func TestHistoryForm(t *testing.T) {
