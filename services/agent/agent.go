@@ -69,6 +69,8 @@ type Options struct {
 	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
 	Requests         services.RunRequests
 	RequestRetention time.Duration
+	// Exec is the exec tool's sandbox as /status and /tools show it.
+	Exec services.ExecStatus
 }
 
 // Service is the agent runtime.
