@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,8 +73,28 @@ func findCgroups(root string, log *slog.Logger) *cgroups {
 			}
 		}
 	}
+	for _, base := range cg.base {
+		removeStale(base)
+	}
 	log.Info("exec sandbox cgroups", "pids", cg.base["pids"], "memory", cg.base["memory"])
 	return cg
+}
+
+// removeStale removes the run cgroups of services that died (kill -9)
+// before removing theirs: named switchboard-exec-<pid>-<n> for a pid that
+// is gone. Their processes died with the service; an empty cgroup is all
+// that is left.
+func removeStale(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "switchboard-exec-*"))
+	for _, d := range dirs {
+		var pid, n int
+		if _, err := fmt.Sscanf(filepath.Base(d), "switchboard-exec-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.Remove(d)
+		}
+	}
 }
 
 // ownCgroups reads /proc/self/cgroup: controller → path ("" for v2).

@@ -226,6 +226,17 @@ func exitCode(cmd *exec.Cmd, err error) int {
 	return cmd.ProcessState.ExitCode()
 }
 
+// outOfMemory reports whether stderr says a program could not get memory
+// (RLIMIT_AS makes allocations fail rather than kill).
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"MemoryError", "Cannot allocate memory", "out of memory", "Out of memory", "memory exhausted"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // classify names the limits an exit status or the cgroup shows.
 func (s *Sandbox) classify(out *Outcome, group *cgroup) {
 	o := s.opts
@@ -243,7 +254,7 @@ func (s *Sandbox) classify(out *Outcome, group *cgroup) {
 	if group.reached("pids") {
 		out.Limits = append(out.Limits, LimitHit{LimitProcesses, fmt.Sprintf("the command tried to run more than %d processes at once; the extra ones were refused", o.MaxProcs)})
 	}
-	if group.reached("memory") {
+	if group.reached("memory") || outOfMemory(stderr) {
 		out.Limits = append(out.Limits, LimitHit{LimitMemory, fmt.Sprintf("the command reached its memory limit of %s", humanBytes(o.MemoryBytes))})
 	}
 }

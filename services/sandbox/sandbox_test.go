@@ -262,6 +262,15 @@ func TestLimits(t *testing.T) {
 		}
 		e.sh(t, "rm -f w* small")
 	})
+	t.Run("memory", func(t *testing.T) {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("no python3")
+		}
+		r := e.sh(t, "python3 -c 'x = bytearray(700 << 20); print(len(x))'")
+		if r.ExitCode == 0 || !hasLimit(r, "memory") || strings.Contains(r.Stdout, "734003200") {
+			t.Fatalf("700 MB allocation with a 512 MiB limit: %+v", r)
+		}
+	})
 	t.Run("yes", func(t *testing.T) {
 		r := e.sh(t, "yes")
 		if r.Status != "killed" || !hasLimit(r, "output") || !r.StdoutTruncated || r.StdoutBytes <= 16*4<<10 {
