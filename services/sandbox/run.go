@@ -197,8 +197,9 @@ func (s *Sandbox) startAndWait(ctx context.Context, cmd *exec.Cmd, timeout time.
 		if startErr = cmd.Start(); startErr != nil {
 			return
 		}
-		stop := make(chan struct{})
+		stop, watched := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(watched)
 			t := time.NewTimer(timeout)
 			defer t.Stop()
 			select {
@@ -211,6 +212,7 @@ func (s *Sandbox) startAndWait(ctx context.Context, cmd *exec.Cmd, timeout time.
 		}()
 		waitErr = cmd.Wait()
 		close(stop)
+		<-watched // its kill, if any, is seen by the caller
 	}()
 	<-done
 	return waitErr, startErr
