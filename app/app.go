@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard/switchboard/services/media"
 	"github.com/switchboard/switchboard/services/metrics"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/schedule"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
@@ -83,6 +84,15 @@ type Options struct {
 	Schedule ScheduleOptions
 	// Media bounds attachments and configures their transcription.
 	Media MediaOptions
+	// Exec turns on the exec tool and sets its sandbox's limits.
+	Exec ExecOptions
+}
+
+// ExecOptions configure the exec tool: offered when Enabled and the
+// sandbox works (probed once in New), never without the sandbox.
+type ExecOptions struct {
+	Enabled bool
+	sandbox.Options
 }
 
 // MediaOptions configure attachments: the largest file (0: the default,
@@ -121,6 +131,7 @@ type App struct {
 	notifier *repository.Notifier
 	provider llm.Provider
 	spaces   *tools.Workspaces
+	sandbox  *sandbox.Sandbox
 	media    *media.Store
 	meter    *metrics.Metrics
 	mcp      *mcp.Manager
@@ -210,6 +221,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := fetch.RegisterSearch(registry, o.Search); err != nil {
 		return nil, err
 	}
+	execStatus, err := a.buildExec(ctx, registry)
+	if err != nil {
+		return nil, err
+	}
 	b.Metrics = o.Metrics
 	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log
 	a.meter = metrics.New(b.Metrics)
@@ -276,7 +291,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
-	b.Agent.Media = a.media
+	b.Agent.Media, b.Agent.Exec = a.media, execStatus
 	if t := media.NewTranscriber(o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey); t != nil {
 		b.Agent.Transcriber = t
 	}
@@ -344,6 +359,26 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	a.web = web.New(b.Web)
 	return a, nil
+}
+
+// buildExec probes the exec sandbox when EXEC_ENABLED and registers the
+// exec tool only when it works; the status says why not otherwise.
+func (a *App) buildExec(ctx context.Context, registry *tools.Registry) (services.ExecStatus, error) {
+	o := a.opts.Exec
+	a.built.Exec = o
+	if !o.Enabled {
+		return services.ExecStatus{}, nil
+	}
+	o.Logger = a.log
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = a.opts.Workspace.Workspace
+	}
+	a.sandbox = sandbox.New(ctx, o.Options)
+	st := services.ExecStatus{Enabled: true, Reason: a.sandbox.Reason(), Limits: a.sandbox.Limits()}
+	if st.Offered() {
+		return st, registry.Register(sandbox.Tool(a.sandbox, a.spaces.For))
+	}
+	return st, nil
 }
 
 // Start starts the background work: the hub, the cross-instance event
@@ -436,6 +471,9 @@ func (a *App) Close(ctx context.Context) {
 	}
 	if a.spaces != nil {
 		a.spaces.Close()
+	}
+	if a.sandbox != nil {
+		_ = a.sandbox.Close()
 	}
 	if a.migrator != nil {
 		a.migrator.Close()

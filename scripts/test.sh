@@ -18,6 +18,7 @@ have_pg_bins || need_apt+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -83,6 +83,14 @@ type Config struct {
 	AgentMaxRunWriteBytes int64
 	WorkspaceMaxBytes     int64
 
+	ExecEnabled        bool
+	ExecTimeout        time.Duration
+	ExecCPUTime        time.Duration
+	ExecConcurrency    int
+	ExecMemoryBytes    int64
+	ExecMaxProcs       int
+	ExecMaxOutputBytes int64
+
 	MediaMaxBytes      int64
 	TranscribeURL      string
 	TranscribeModel    string
@@ -358,6 +366,31 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxRunWriteBytes, err = parseBytes(v, 1, 1<<40); return }},
 		{Name: "WORKSPACE_MAX_BYTES", Default: "256MiB", Help: "Bytes one conversation's workspace may hold; a write that would pass it is refused.",
 			set: func(c *Config, v string) (err error) { c.WorkspaceMaxBytes, err = parseBytes(v, 1, 1<<50); return }},
+		{Name: "EXEC_ENABLED", Default: "1", Help: "Offer the exec tool (1): the agent runs commands and scripts over its workspace in a bubblewrap sandbox (docs/TOOLS.md). It is offered only when bwrap works (/status says why not); never unsandboxed. 0: not offered.",
+			set: func(c *Config, v string) (err error) { c.ExecEnabled, err = parseBool(v); return }},
+		{Name: "EXEC_TIMEOUT", Default: "60s", Help: "Wall time of one exec call; then the sandbox and every process in it are killed.",
+			set: func(c *Config, v string) (err error) { c.ExecTimeout, err = parseDuration(v); return }},
+		{Name: "EXEC_CPU_TIME", Default: "60s", Help: "CPU time each process in the sandbox may use (RLIMIT_CPU), whole seconds.",
+			set: func(c *Config, v string) (err error) { c.ExecCPUTime, err = parseDuration(v); return }},
+		{Name: "EXEC_CONCURRENCY", Default: "2", Help: "Sandboxes running at once per instance; a call waits for a free one at most its wall time.",
+			set: func(c *Config, v string) (err error) { c.ExecConcurrency, err = parseIntRange(v, 1, 64); return }},
+		{Name: "EXEC_MEMORY_BYTES", Default: "1GiB", Help: "Memory of one sandbox: the cgroup's bound when a memory cgroup is writable, and each process's address space (RLIMIT_AS) always.",
+			set: func(c *Config, v string) (err error) { c.ExecMemoryBytes, err = parseBytes(v, 16<<20, 1<<40); return }},
+		{Name: "EXEC_MAX_PROCS", Default: "64", Help: "Processes and threads of one sandbox: the cgroup's pids.max, else RLIMIT_NPROC (which counts every process of the service's user).",
+			set: func(c *Config, v string) (err error) { c.ExecMaxProcs, err = parseIntRange(v, 1, 4096); return }},
+		{Name: "EXEC_MAX_OUTPUT_BYTES", Default: "64KiB", Help: "Bytes of stdout and of stderr each that an exec result keeps (head and tail); a stream past 16 times this is killed.",
+			set: func(c *Config, v string) (err error) {
+				c.ExecMaxOutputBytes, err = parseBytes(v, 1<<10, 16<<20)
+				return
+			}},
+		{Name: "EXEC_NETWORK", Default: "0", Help: "Network in the sandbox. Only 0 (none: a network namespace with loopback only) is supported; 1 is refused at start (docs/SECURITY.md).",
+			set: func(c *Config, v string) error {
+				on, err := parseBool(v)
+				if err == nil && on {
+					return fmt.Errorf("1 is not supported: the sandbox has no network (docs/SECURITY.md, \"The exec sandbox\")")
+				}
+				return err
+			}},
 		{Name: "MEDIA_MAX_BYTES", Default: "20MiB", Help: "Bytes one attachment may have (a photo, a document, a voice note, an upload on the web page); larger files are refused with a message naming the limit. Telegram lets bots download at most 20 MB.",
 			set: func(c *Config, v string) (err error) { c.MediaMaxBytes, err = parseBytes(v, 1, 1<<32); return }},
 		{Name: "TRANSCRIBE_URL", Help: "Base URL of an OpenAI-compatible speech-to-text API (POST <url>/audio/transcriptions), e.g. https://api.openai.com/v1 or a local Whisper server; voice notes and audio are transcribed and the agent answers the transcript. Empty: not transcribed.",

@@ -246,6 +246,32 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"WORKSPACE_MAX_BYTES": {"1073741824", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("bytes per workspace", b.Workspace.Workspace, 1<<30)
 		}},
+		"EXEC_ENABLED": {"0", func(_ *Config, _ *app.App, b app.Options) error {
+			_, registered := b.Agent.Tools.Get("exec")
+			return all(want("exec enabled", b.Exec.Enabled, false), want("exec registered", registered, false),
+				want("exec status", b.Agent.Exec.Enabled, false))
+		}},
+		"EXEC_TIMEOUT": {"45s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec wall time", b.Exec.Timeout, 45*time.Second)
+		}},
+		"EXEC_CPU_TIME": {"20s", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec CPU time", b.Exec.CPUTime, 20*time.Second)
+		}},
+		"EXEC_CONCURRENCY": {"3", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec concurrency", b.Exec.Concurrency, 3)
+		}},
+		"EXEC_MEMORY_BYTES": {"256MiB", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec memory", b.Exec.MemoryBytes, 256<<20)
+		}},
+		"EXEC_MAX_PROCS": {"20", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec processes", b.Exec.MaxProcs, 20)
+		}},
+		"EXEC_MAX_OUTPUT_BYTES": {"8KiB", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec output", b.Exec.MaxOutputBytes, 8<<10)
+		}},
+		"EXEC_NETWORK": {"no", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("exec network", b.Exec.Network, false)
+		}},
 		"AGENT_RULES_WRITABLE": {"1", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("rules files writable", b.Workspace.RulesWritable, true)
 		}},

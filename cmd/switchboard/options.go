@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/schedule"
 	"github.com/switchboard/switchboard/services/tools"
 	"github.com/switchboard/switchboard/web"
@@ -47,7 +48,17 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Search:       fetch.SearchOptions{URL: c.SearxngURL},
 		Media: app.MediaOptions{MaxBytes: c.MediaMaxBytes, TranscribeURL: c.TranscribeURL,
 			TranscribeModel: c.TranscribeModel, TranscribeAPIKey: c.TranscribeAPIKey},
+		Exec: c.ExecOptions(),
 	}
+}
+
+// ExecOptions configure the exec tool's sandbox; a file written there is
+// bounded by the workspace's bound.
+func (c *Config) ExecOptions() app.ExecOptions {
+	return app.ExecOptions{Enabled: c.ExecEnabled, Options: sandbox.Options{
+		Timeout: c.ExecTimeout, CPUTime: c.ExecCPUTime, Concurrency: c.ExecConcurrency, MemoryBytes: c.ExecMemoryBytes,
+		MaxProcs: c.ExecMaxProcs, MaxOutputBytes: c.ExecMaxOutputBytes, MaxFileBytes: c.WorkspaceMaxBytes,
+	}}
 }
 
 // LLMOptions configure the model provider.

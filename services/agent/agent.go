@@ -76,6 +76,8 @@ type Options struct {
 	// nothing is ever deferred.
 	ToolsCore      []string
 	ToolsDeferOver int
+	// Exec is the exec tool's sandbox as /status and /tools show it.
+	Exec services.ExecStatus
 }
 
 // Service is the agent runtime.

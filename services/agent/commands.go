@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
@@ -131,6 +132,12 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 				b.WriteString(".\n")
 			}
 		}
+	}
+	switch e := s.opts.Exec; {
+	case e.Offered():
+		fmt.Fprintf(&b, "Exec: sandboxed (bwrap); %s.\n", e.Limits)
+	case e.Enabled:
+		fmt.Fprintf(&b, "Exec: not offered, the sandbox does not work: %s.\n", e.Reason)
 	}
 	if s.opts.Schedules != nil {
 		list, err := s.opts.Schedules.List(ctx, msg.TimelineScope, 0)
@@ -393,6 +400,9 @@ func (s *Service) cmdTools(timeline string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Built-in tools (%d): %s.", len(builtin), strings.Join(builtin, ", "))
+	if slices.Contains(builtin, "exec") && s.opts.Exec.Limits != "" {
+		fmt.Fprintf(&b, "\nexec runs in a sandbox: %s.", s.opts.Exec.Limits)
+	}
 	if s.opts.Catalog == nil {
 		return b.String()
 	}

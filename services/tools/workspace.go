@@ -195,6 +195,18 @@ func openWorkspace(baseDir, timelineScope string, limits WriteLimits) (*Workspac
 // TimelineScope returns the timeline this workspace belongs to.
 func (w *Workspace) TimelineScope() string { return w.timelineScope }
 
+// Limits returns the bounds this workspace applies.
+func (w *Workspace) Limits() WriteLimits { return w.limits }
+
+// ChangedOutside tells the workspace that its files changed without its
+// write tools (a sandboxed program wrote there): the next write measures
+// the workspace again before counting against its bound.
+func (w *Workspace) ChangedOutside() {
+	w.quota.Lock()
+	defer w.quota.Unlock()
+	w.used = -1
+}
+
 // Dir returns the absolute, symlink-free directory of the workspace. It is
 // for operators and tests; never show it to the model.
 func (w *Workspace) Dir() string { return w.dir }
