@@ -32,6 +32,7 @@ var builtinGroup = map[string]string{
 	"read_block": "workspace", "replace_block": "workspace",
 	"read_file": "workspace", "write_file": "workspace", "edit_file": "workspace", "list_files": "workspace", "search": "workspace",
 	"recall_search": "context", "remember": "context", "delegate": "agents",
+	"exec": "code",
 }
 
 var groupSummary = map[string]string{
@@ -41,6 +42,7 @@ var groupSummary = map[string]string{
 	"context":   "the conversation's archive around a hit and in full, remembered settings, standing rules",
 	"workspace": "the workspace's files: read, write, edit, list, search, Markdown blocks",
 	"agents":    "delegate a task to a sub-agent",
+	"code":      "run a command or script in a sandbox over the workspace (python3, sqlite3, jq, coreutils)",
 	"other":     "more built-in tools",
 }
 
