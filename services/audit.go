@@ -1,8 +1,13 @@
 package services
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -65,4 +70,116 @@ type AuditLog interface {
 	// of rows checked and, when a row's hash does not match its content or
 	// its predecessor, that row (nil when the chain is whole).
 	VerifyAudit(ctx context.Context) (int, *AuditEntry, error)
+}
+
+// AuditGenesis is the PrevHash of the first row of the chain.
+const AuditGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// AuditTimeLayout is how At enters the hash: UTC, microseconds (the
+// precision PostgreSQL stores).
+const AuditTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// AuditHash is the hash of e as it is stored: hex SHA-256 over
+// AuditCanonical(e). Detail must be in its stored form (PostgreSQL's text
+// form of the jsonb value), which is what a store reads back.
+func AuditHash(e AuditEntry) string {
+	sum := sha256.Sum256(AuditCanonical(e))
+	return hex.EncodeToString(sum[:])
+}
+
+// AuditCanonical is the byte string a row's hash covers: a compact JSON
+// array, written by encoding/json without HTML escaping, of
+// [prev_hash, id, at, actor, channel, action, subject, run_id,
+// timeline_scope, status, detail] where at is in AuditTimeLayout and detail
+// is the jsonb text as a JSON string.
+func AuditCanonical(e AuditEntry) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode([]any{e.PrevHash, e.ID, e.At.UTC().Format(AuditTimeLayout), e.Actor, e.Channel, e.Action,
+		e.Subject, e.RunID, e.TimelineScope, e.Status, string(e.Detail)})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// AuditCheck compares a stored row with the hash of the row before it
+// (AuditGenesis for the first) and says what does not match ("" when the
+// link is whole).
+func AuditCheck(prevHash string, e AuditEntry) string {
+	if e.PrevHash != prevHash {
+		return fmt.Sprintf("prev_hash %s is not the hash of the row before it (%s): a row before it was removed, inserted or rewritten", auditShort(e.PrevHash), auditShort(prevHash))
+	}
+	if h := AuditHash(e); h != e.Hash {
+		return fmt.Sprintf("hash %s does not match the row's content (computed %s): the row was altered after it was written", auditShort(e.Hash), auditShort(h))
+	}
+	return ""
+}
+
+func auditShort(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	if h == "" {
+		return `""`
+	}
+	return h
+}
+
+// AuditVerdict is the result of walking the whole chain.
+type AuditVerdict struct {
+	// Checked counts the rows whose link held, from the first row.
+	Checked int `json:"checked"`
+	// Broken is the first row whose link does not hold (nil: none), and
+	// Reason says what mismatched.
+	Broken *AuditEntry `json:"broken,omitempty"`
+	Reason string      `json:"reason,omitempty"`
+	// Head is the hash of the last row checked (AuditGenesis when empty).
+	Head string `json:"head"`
+}
+
+// AuditPager pages the audit trail newest first (the debug page).
+type AuditPager interface {
+	// AuditPage returns at most limit rows with an id below beforeID (0:
+	// from the newest), newest first.
+	AuditPage(ctx context.Context, beforeID int64, limit int) ([]AuditEntry, error)
+}
+
+// AuditMask returns v with every value whose key names a secret (token,
+// secret, password, key, authorization, cookie) replaced by "***", for a
+// Detail built from user input.
+func AuditMask(v map[string]any) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		if auditSecretKey(k) {
+			out[k] = "***"
+			continue
+		}
+		if m, ok := x.(map[string]any); ok {
+			x = AuditMask(m)
+		}
+		out[k] = x
+	}
+	return out
+}
+
+func auditSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"token", "secret", "password", "passwd", "api_key", "apikey", "authorization", "cookie", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// AuditDetail encodes particulars for AuditEntry.Detail, secrets masked
+// (AuditMask); nil for none.
+func AuditDetail(v map[string]any) json.RawMessage {
+	if len(v) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(AuditMask(v))
+	if err != nil {
+		return nil
+	}
+	return b
 }
