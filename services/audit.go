@@ -183,3 +183,16 @@ func AuditDetail(v map[string]any) json.RawMessage {
 	}
 	return b
 }
+
+// PairingAudit is the audit entry of a pairing decision or request: status
+// "asked" (actor the stranger), "approved", "denied" or "revoked" (actor
+// the owner), on channel. The code is not recorded.
+func PairingAudit(channel, status string, p Pairing) AuditEntry {
+	actor := "owner"
+	if status == "asked" {
+		actor = fmt.Sprintf("stranger:%d", p.UserID)
+	}
+	return AuditEntry{Actor: actor, Channel: channel, Action: AuditPairing, Subject: fmt.Sprintf("telegram user %d", p.UserID),
+		TimelineScope: p.TimelineScope, Status: status,
+		Detail: AuditDetail(map[string]any{"user_id": p.UserID, "chat_id": p.ChatID, "name": p.DisplayName})}
+}
