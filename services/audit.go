@@ -196,3 +196,46 @@ func PairingAudit(channel, status string, p Pairing) AuditEntry {
 		TimelineScope: p.TimelineScope, Status: status,
 		Detail: AuditDetail(map[string]any{"user_id": p.UserID, "chat_id": p.ChatID, "name": p.DisplayName})}
 }
+
+// AuditLogout records an owner ending a browser session.
+const AuditLogout = "logout"
+
+// RuleAudit is the audit entry of an owner's change to a rule ("added",
+// "changed", "removed") on channel.
+func RuleAudit(channel, status string, c Constraint) AuditEntry {
+	d := map[string]any{"version": c.Version}
+	if c.Text != "" {
+		d["text"], d["hard"] = auditCut(c.Text, 500), c.Hard
+	}
+	return AuditEntry{Actor: "owner", Channel: channel, Action: AuditRuleChange, Subject: fmt.Sprintf("rule %d", c.ID),
+		TimelineScope: c.TimelineScope, Status: status, Detail: AuditDetail(d)}
+}
+
+// RuleProposalAudit is the audit entry of the owner's decision on the
+// agent's rule proposal ("approved", "rejected") on channel.
+func RuleProposalAudit(channel string, p RuleProposal) AuditEntry {
+	d := map[string]any{"text": auditCut(p.Text, 500), "hard": p.Hard}
+	if p.ConstraintID != 0 {
+		d["rule_id"] = p.ConstraintID
+	}
+	return AuditEntry{Actor: "owner", Channel: channel, Action: AuditRuleChange, Subject: fmt.Sprintf("rule proposal %d", p.ID),
+		RunID: p.RunID, TimelineScope: p.TimelineScope, Status: p.Status, Detail: AuditDetail(d)}
+}
+
+// ScheduleAudit is the audit entry of an owner's change to a schedule
+// ("created", "updated", "paused", "resumed", "deleted") on channel.
+func ScheduleAudit(channel, status string, sc Schedule) AuditEntry {
+	return AuditEntry{Actor: "owner", Channel: channel, Action: AuditScheduleChange, Subject: fmt.Sprintf("schedule %d", sc.ID),
+		TimelineScope: sc.TimelineScope, Status: status,
+		Detail: AuditDetail(map[string]any{"name": sc.Name, "task": auditCut(sc.Task, 500), "kind": sc.Kind, "spec": sc.Spec,
+			"timezone": sc.Timezone, "notify": sc.Notify, "profile": sc.Profile, "state": sc.State, "version": sc.Version})}
+}
+
+// auditCut bounds a text kept in an audit row.
+func auditCut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
