@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/web/browsertest"
 )
 
 // auditRows is the audit trail of in, oldest first.
@@ -125,5 +128,48 @@ func TestAuditTrailOfOwnerActions(t *testing.T) {
 	}
 	if n, broken, err := in.Store.VerifyAudit(t.Context()); n != 9 || broken != nil || err != nil {
 		t.Fatalf("verify: %d %+v %v", n, broken, err)
+	}
+}
+
+// TestDebugPageShowsAuditTrail: the debug page lists the audit trail newest
+// first, 50 rows at a time, the login that opened it on top, and loads
+// older rows on demand.
+func TestDebugPageShowsAuditTrail(t *testing.T) {
+	in := newOpsInstance(t, false)
+	for i := range 55 {
+		if _, err := in.Store.AppendAudit(t.Context(), services.AuditEntry{Actor: "agent", Action: services.AuditToolCall,
+			Subject: fmt.Sprintf("tool_%d", i), Status: "ok", Detail: json.RawMessage(`{"url": "<b>x</b>"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	poll := func(expr string) error {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(10*time.Second)))
+		return err
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(in.URL+"/login?token="+testToken),
+		chromedp.Navigate(in.URL+"/debug")); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(`document.querySelectorAll("#audit tbody tr").length === 50`); err != nil {
+		t.Fatalf("first page of the audit trail: %v", err)
+	}
+	first, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#audit tbody tr").dataset.action`))
+	if first != services.AuditLogin {
+		t.Fatalf("newest row shown first: %q; want the login", first)
+	}
+	if bold, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#audit b").length`)); bold != 0 {
+		t.Fatal("audit detail parsed as HTML")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#audit-more")); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(`document.querySelectorAll("#audit tbody tr").length === 56 && document.getElementById("audit-more").hidden`); err != nil {
+		t.Fatalf("older entries: %v", err)
+	}
+	last, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#audit tbody tr")].pop().cells[5].textContent`))
+	if last != "tool_0" {
+		t.Fatalf("oldest row last: %q", last)
 	}
 }
