@@ -315,7 +315,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
-		t.Media = a.media
+		t.Media, t.Audit = a.media, a.store
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
 			return nil, err
@@ -347,7 +347,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
-	b.Web.Media, b.Web.Attachments = a.media, a.store
+	b.Web.Media, b.Web.Attachments, b.Web.Audit = a.media, a.store, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
 	}

@@ -213,6 +213,7 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 		if err := s.setSession(c); err != nil {
 			return err
 		}
+		s.auditLogin(c, "link")
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	return c.HTML(http.StatusOK, loginHTML(""))
@@ -226,6 +227,7 @@ func (s *Server) handleLogin(c echo.Context) error {
 	if err := s.setSession(c); err != nil {
 		return err
 	}
+	s.auditLogin(c, "form")
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
@@ -234,6 +236,9 @@ func (s *Server) handleLogout(c echo.Context) error {
 		return c.JSON(http.StatusForbidden, errorBody{Error: "cross-origin request refused"})
 	}
 	if ck, err := c.Request().Cookie(sessionCookie); err == nil {
+		if s.auth.sessionOK(c.Request().Context(), ck.Value) {
+			s.auditLogout(c)
+		}
 		_ = s.auth.sessions.DeleteSession(c.Request().Context(), HashToken(ck.Value))
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})

@@ -18,7 +18,7 @@ func (s *Server) registerContextRoutes(api *echo.Group) {
 	g.GET("/rules", s.handleListRules)
 	g.POST("/rules", s.handleCreateRule)
 	g.PUT("/rules/:id", s.handleUpdateRule)
-	g.DELETE("/rules/:id", s.versionedDelete(func(st services.ContextStore) deleteFunc { return st.DeleteConstraint }))
+	g.DELETE("/rules/:id", s.auditRuleRemoval(s.versionedDelete(func(st services.ContextStore) deleteFunc { return st.DeleteConstraint })))
 	g.GET("/memory", s.handleListMemory)
 	g.PUT("/memory", s.handlePutMemory)
 	g.DELETE("/memory/:id", s.versionedDelete(func(st services.ContextStore) deleteFunc { return st.DeleteMemory }))
@@ -123,6 +123,7 @@ func (s *Server) handleCreateRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.RuleAudit(s.auditChannel(c), "added", r))
 	return c.JSON(http.StatusCreated, ruleJSON(r))
 }
 
@@ -143,6 +144,7 @@ func (s *Server) handleUpdateRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.RuleAudit(s.auditChannel(c), "changed", r))
 	return c.JSON(http.StatusOK, ruleJSON(r))
 }
 

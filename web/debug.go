@@ -55,6 +55,7 @@ func (s *Server) registerDebugRoutes(e *echo.Echo, api *echo.Group) {
 	api.GET("/debug/segments", s.handleDebugSegments)
 	api.GET("/debug/requests", s.handleDebugRequests)
 	api.GET("/debug/requests/:id", s.handleDebugRequest)
+	api.GET("/debug/audit", s.handleDebugAudit)
 }
 
 // DebugRequest is a stored model request in a listing (its body is GET

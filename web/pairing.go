@@ -87,5 +87,6 @@ func (s *Server) handleApprovePairing(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.PairingAudit(s.auditChannel(c), "approved", v))
 	return c.JSON(http.StatusOK, map[string]any{"pairing": pairingView(v)})
 }

@@ -80,6 +80,7 @@ func (s *Server) handleCreateSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.ScheduleAudit(s.auditChannel(c), "created", sc))
 	return c.JSON(http.StatusCreated, sc)
 }
 
@@ -111,6 +112,7 @@ func (s *Server) handleUpdateSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.ScheduleAudit(s.auditChannel(c), scheduleChange(body.ScheduleRequest), sc))
 	return c.JSON(http.StatusOK, sc)
 }
 
@@ -123,5 +125,19 @@ func (s *Server) handleDeleteSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.audit(c.Request().Context(), services.ScheduleAudit(s.auditChannel(c), "deleted", sc))
 	return c.JSON(http.StatusOK, sc)
+}
+
+// scheduleChange names an update for the audit trail: a pause or resume
+// when the request only changes the state.
+func scheduleChange(r services.ScheduleRequest) string {
+	if r.State != nil && r.Name == nil && r.Task == nil && r.At == nil && r.Every == nil && r.Cron == nil &&
+		r.Notify == nil && r.Timezone == nil && r.Profile == nil {
+		if *r.State == string(services.SchedulePaused) {
+			return "paused"
+		}
+		return "resumed"
+	}
+	return "updated"
 }

@@ -93,6 +93,10 @@ type Options struct {
 	// uploads are refused. See media.go.
 	Media       services.Media
 	Attachments services.AttachmentStore
+	// Audit records logins, logouts, pairing decisions and rule and
+	// schedule changes, and backs GET /api/debug/audit (nil: nothing is
+	// recorded and the endpoint answers 503). See audit.go.
+	Audit AuditTrail
 }
 
 // Server is the web server.

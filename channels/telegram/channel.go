@@ -119,6 +119,8 @@ type Options struct {
 	// supported.
 	Media  services.Media
 	Leases Leases
+	// Audit records pairing requests (nil: not recorded).
+	Audit  services.AuditLog
 	Queue  services.OutboundQueue
 	Logger *slog.Logger
 	// LogContent allows message text in logs (LOG_CONTENT).
@@ -512,10 +514,16 @@ func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (services
 	}
 	var lastErr error
 	for range 5 {
+		code := NewPairingCode()
 		p, err := b.opts.Store.RequestPairing(ctx, services.Pairing{
-			UserID: msg.From.ID, ChatID: msg.Chat.ID, DisplayName: name, Code: NewPairingCode(),
+			UserID: msg.From.ID, ChatID: msg.Chat.ID, DisplayName: name, Code: code,
 			TimelineScope: UserTimeline(msg.From.ID), ExpiresAt: time.Now().Add(b.opts.PairingTTL),
 		})
+		if err == nil && p.Code == code && b.opts.Audit != nil { // a new request, not the pending one again
+			if _, aerr := b.opts.Audit.AppendAudit(ctx, services.PairingAudit(string(Channel), "asked", p)); aerr != nil {
+				b.log.Error("audit: pairing request not recorded", "from_id", p.UserID, "err", aerr)
+			}
+		}
 		if !services.IsKind(err, services.ECONFLICT) {
 			return p, err
 		}

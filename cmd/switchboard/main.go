@@ -25,6 +25,9 @@ Usage:
   switchboard pair list|approve CODE
                                    Telegram users waiting for approval; approve one by its code
   switchboard tui [flags]          terminal client of a running server (switchboard tui --help)
+  switchboard audit [--since DURATION] [--json]
+                                   list the audit trail (oldest first; --since 7d, 12h, 90m)
+  switchboard audit verify         check the audit trail's hash chain: "ok, N entries" or the first broken row
   switchboard inspect [NAME] [--json]
                                    run repository/inspect.sql's named queries read-only (--list names them)
   switchboard help                 this text
@@ -57,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "tui":
 		// The TUI is a client: it reads its own flags and env, not the server's.
 		return runTUI(ctx, args, getenv, stdout, stderr)
-	case "serve", "migrate", "token", "pair", "inspect":
+	case "serve", "migrate", "token", "pair", "inspect", "audit":
 	default:
 		printUsage(stderr)
 		return fmt.Errorf("unknown command %q", verb)
@@ -76,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runPair(ctx, cfg, log, args, stdout)
 	case "inspect":
 		return runInspect(ctx, cfg, log, args, stdout)
+	case "audit":
+		return runAudit(ctx, cfg, log, args, stdout)
 	default:
 		if len(args) > 0 {
 			return fmt.Errorf("serve takes no arguments, got %q (configure it with environment variables; see switchboard help)", strings.Join(args, " "))

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/services"
 )
 
 // runPair handles `switchboard pair list` and `switchboard pair approve
@@ -26,6 +27,9 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 	if args[0] == "approve" {
 		p, err := pairings.ApprovePairing(ctx, args[1])
 		if err != nil {
+			return err
+		}
+		if _, err := repository.New(pool).AppendAudit(ctx, services.PairingAudit("cli", "approved", p)); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "Approved %s (Telegram user %d): they talk in timeline %s.\n", p.DisplayName, p.UserID, p.TimelineScope)

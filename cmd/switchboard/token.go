@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -35,6 +36,10 @@ func runToken(ctx context.Context, cfg *Config, log *slog.Logger, args []string,
 	}
 	// Browser sessions made with the old token end too.
 	if err := store.DeleteAllSessions(ctx); err != nil {
+		return err
+	}
+	if _, err := store.AppendAudit(ctx, services.AuditEntry{Actor: "owner", Channel: "cli", Action: services.AuditTokenReset,
+		Subject: "owner token", Status: "ok", Detail: services.AuditDetail(map[string]any{"sessions_ended": true})}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "New owner token (shown once; it replaces the old one at once on every running server):\n  %s\nLog in at:\n  %s/login?token=%s\n", tok, cfg.PublicURL, tok)

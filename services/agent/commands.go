@@ -326,6 +326,7 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 		if err != nil {
 			return "", err
 		}
+		s.auditCommand(ctx, msg, services.RuleAudit("", "added", c))
 		return fmt.Sprintf("Added rule #%d.", c.ID), nil
 	case "remove":
 		var id int64
@@ -341,12 +342,29 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 				if err := s.opts.ContextStore.DeleteConstraint(ctx, msg.TimelineScope, id, c.Version); err != nil {
 					return "", err
 				}
+				s.auditCommand(ctx, msg, services.RuleAudit("", "removed", c))
 				return fmt.Sprintf("Removed rule #%d.", id), nil
 			}
 		}
 		return "", services.Errorf(services.ENOTFOUND, "no rule #%d in this conversation", id)
 	}
 	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft, remove, approve or reject)", verb)
+}
+
+// auditCommand records a change a chat command made, when the store keeps
+// the audit trail: the owner's, or a paired stranger's in their timeline.
+func (s *Service) auditCommand(ctx context.Context, msg services.Message, e services.AuditEntry) {
+	audit, ok := s.opts.Store.(services.AuditLog)
+	if !ok {
+		return
+	}
+	e.Actor, e.Channel, e.TimelineScope = "owner", string(msg.Source), msg.TimelineScope
+	if id, ok := strings.CutPrefix(msg.TimelineScope, "tg:"); ok {
+		e.Actor = "stranger:" + id
+	}
+	if _, err := audit.AppendAudit(ctx, e); err != nil {
+		s.log.Error("audit: command's change not recorded", "message_id", msg.ID, "action", e.Action, "err", err)
+	}
 }
 
 func hardSoft(hard bool) string {

@@ -103,6 +103,7 @@ func (s *Service) cmdRuleDecision(ctx context.Context, msg services.Message, ver
 	if err != nil {
 		return "", err
 	}
+	s.auditCommand(ctx, msg, services.RuleProposalAudit("", p))
 	if p.Status == services.ProposalRejected {
 		return fmt.Sprintf("Rejected rule proposal #%d; it will not be used.", p.ID), nil
 	}

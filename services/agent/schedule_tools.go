@@ -160,6 +160,7 @@ func (s *Service) cmdSchedules(ctx context.Context, msg services.Message, args s
 	if err != nil {
 		return "", err
 	}
+	s.auditCommand(ctx, msg, services.ScheduleAudit("", verb+"d", sc))
 	switch sc.State {
 	case services.ScheduleDeleted:
 		return fmt.Sprintf("Deleted schedule #%d %q.", sc.ID, sc.Name), nil
