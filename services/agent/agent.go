@@ -69,6 +69,9 @@ type Options struct {
 	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
 	Requests         services.RunRequests
 	RequestRetention time.Duration
+	// Budgets reserve each model call's estimate against its kind's daily
+	// budget before the call (nil: no budgets); see budget.go.
+	Budgets services.Budgets
 }
 
 // Service is the agent runtime.
