@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/budget"
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/hub"
@@ -65,13 +66,16 @@ type Options struct {
 	WorkspaceDir string
 	Workspace    tools.WriteLimits
 
-	LLM      llm.Config
-	Chat     chat.Options
-	Context  prompt.Options
-	Agent    agent.Options
-	Queue    queue.Options
-	Web      web.Options
-	Telegram TelegramOptions
+	LLM     llm.Config
+	Chat    chat.Options
+	Context prompt.Options
+	// SummaryModel is the model compaction's summaries are written with,
+	// on LLM's provider (CONTEXT_SUMMARY_MODEL; empty: LLM.Model).
+	SummaryModel string
+	Agent        agent.Options
+	Queue        queue.Options
+	Web          web.Options
+	Telegram     TelegramOptions
 	// Metrics tunes the metrics registry (its sources are the app's).
 	Metrics metrics.Options
 	// MCP are the MCP servers whose tools the agent gets.
@@ -86,6 +90,13 @@ type Options struct {
 	Media MediaOptions
 	// Exec turns on the exec tool and sets its sandbox's limits.
 	Exec ExecOptions
+	// Budget are the daily token budgets per kind of run.
+	Budget BudgetOptions
+}
+
+// BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS).
+type BudgetOptions struct {
+	Limits budget.Limits
 }
 
 // ExecOptions configure the exec tool: offered when Enabled and the
@@ -241,6 +252,14 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Context.Location = o.Schedule.Location
 	}
 	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
+	b.SummaryModel = o.SummaryModel
+	if o.SummaryModel != "" && o.SummaryModel != o.LLM.Model {
+		c := o.LLM
+		c.Model = o.SummaryModel
+		if b.Context.Compaction.Provider, err = llm.New(c); err != nil {
+			return nil, fmt.Errorf("CONTEXT_SUMMARY_MODEL: %w", err)
+		}
+	}
 	contextMgr := prompt.New(b.Context)
 
 	// Jobs are inserted in the caller's transaction by an insert-only
@@ -283,9 +302,16 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	scheduler := schedule.New(schedule.Options{Store: a.store, Queue: enqueuer, Location: o.Schedule.Location, Limits: o.Schedule.Limits,
 		Profiles: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
 
+	// Daily budgets per kind of run, in the owner's zone; the 80 % notice
+	// goes to the owner's timeline and channels.
+	b.Budget = o.Budget
+	budgets := budget.New(budget.Options{Store: a.store, Limits: o.Budget.Limits, Location: o.Schedule.Location,
+		Chat: plainChat, Observe: a.meter.BudgetObserved, Logger: log})
+
 	// The agent runtime; profiles with a model of their own get a provider
 	// of their own (same server and key).
 	b.Agent = o.Agent
+	b.Agent.Budgets = budgets
 	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved = scheduler, scheduler, a.meter.FireObserved
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
@@ -347,6 +373,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
+	b.Web.Budgets = budgets
 	b.Web.Media, b.Web.Attachments, b.Web.Audit = a.media, a.store, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
 		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)

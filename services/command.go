@@ -27,6 +27,7 @@ var Commands = []Command{
 	{Name: "rules", Args: "[add|remove|approve|reject …]", Help: "the standing rules, and rule proposals"},
 	{Name: "tools", Help: "the agent's tools and MCP servers"},
 	{Name: "schedules", Args: "[pause|resume|delete ID]", Help: "reminders and monitors, and their last results"},
+	{Name: "budget", Help: "today's token spend per kind of run against the daily budgets, and the last 7 days"},
 }
 
 // KnownCommand reports whether name is one of Commands.

@@ -97,6 +97,9 @@ const (
 	FireOK          FireStatus = "ok"
 	FireError       FireStatus = "error"
 	FireInterrupted FireStatus = "interrupted"
+	// FireSkipped: the fire did not run its task (a daily budget refused
+	// its model call); not a failure.
+	FireSkipped FireStatus = "skipped"
 )
 
 // ScheduleFire is one due fire of a schedule (schedule_fires): at most one

@@ -85,6 +85,8 @@ type Options struct {
 	// Schedules backs /api/schedules (nil: it answers 503); see
 	// schedules_api.go.
 	Schedules services.Schedules
+	// Budgets backs GET /api/budget (nil: it answers 503); see budget_api.go.
+	Budgets services.Budgets
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
@@ -166,6 +168,7 @@ func New(opts Options) *Server {
 	api.GET("/attachments/:id", s.handleAttachment)
 	s.registerContextRoutes(api)
 	s.registerScheduleRoutes(api)
+	api.GET("/budget", s.handleBudget)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
+	"github.com/switchboard/switchboard/services/budget"
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/tools"
 )
@@ -48,6 +49,11 @@ type Config struct {
 
 	ContextKeepTurns int
 	ContextCompactAt float64
+	// ContextHistoryTokens is the working set (CONTEXT_HISTORY_TOKENS; -1: off).
+	ContextHistoryTokens int
+	ContextSummaryModel  string
+	// BudgetDailyTokens are the daily token budgets per kind of run.
+	BudgetDailyTokens budget.Limits
 
 	AgentProfiles       map[string]agent.Profile
 	MCPServers          mcp.Config
@@ -258,7 +264,23 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.LLMMaxRetries, err = parseIntRange(v, 0, 10); return }},
 		{Name: "CONTEXT_KEEP_TURNS", Default: "10", Help: "Recent whole turns compaction never summarises.",
 			set: func(c *Config, v string) (err error) { c.ContextKeepTurns, err = parseIntRange(v, 1, 1000); return }},
-		{Name: "CONTEXT_COMPACT_AT", Default: "0.8", Help: "Compact a scope when the last prompt plus the input reach this share of the window.",
+		{Name: "CONTEXT_HISTORY_TOKENS", Default: "12000", Help: "The working set: tokens of recent whole turns a prompt keeps above the last CONTEXT_KEEP_TURNS turns, however large the window (which stays the hard ceiling); summary segments get at most half of it. Older turns are compacted into summaries and stay reachable through recall. 0: the window alone bounds history. See docs/CONTEXT.md.",
+			set: func(c *Config, v string) error {
+				n, err := parseIntRange(v, 0, 10_000_000)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					n = -1
+				} else if n < 500 {
+					return fmt.Errorf("want 0 (off) or at least 500 tokens, got %d", n)
+				}
+				c.ContextHistoryTokens = n
+				return nil
+			}},
+		{Name: "CONTEXT_SUMMARY_MODEL", Help: "The model compaction's summaries are written with, on the same provider (a cheaper one can archive). Default: LLM_MODEL.",
+			set: func(c *Config, v string) error { c.ContextSummaryModel = v; return nil }},
+		{Name: "CONTEXT_COMPACT_AT", Default: "0.8", Help: "Compact a scope when its history turns plus the next input reach this share of the working set (CONTEXT_HISTORY_TOKENS above the kept turns), or the last prompt plus the input reach it of the window.",
 			set: func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || f <= 0 || f > 1 {
@@ -313,6 +335,8 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.SubAgentDepth, err = parseIntRange(v, 1, 5); return }},
 		{Name: "AGENT_SUBAGENT_TIMEOUT", Default: "3m", Help: "Time one sub-agent run may take before it hands back a timeout.",
 			set: func(c *Config, v string) (err error) { c.SubAgentTimeout, err = parseDuration(v); return }},
+		{Name: "BUDGET_DAILY_TOKENS", Help: `Daily token budgets per kind of run, as JSON: {"main":200000,"subagent":100000,"schedule":50000} (the main conversation with tasks it runs inline, sub-agents, schedules' fires; a kind left out has none). A day starts at midnight in OWNER_TIMEZONE. Before each model call its estimate (prompt + largest answer) is reserved in PostgreSQL; a call that would pass the budget is not made: the run ends with BUDGET_EXCEEDED, a fire ends skipped. At 80 % the owner is told once a day. Empty: no budgets (spend still shown on /budget). See docs/OPERATIONS.md.`,
+			set: func(c *Config, v string) (err error) { c.BudgetDailyTokens, err = budget.ParseLimits(v); return }},
 		{Name: "OWNER_TIMEZONE", Help: "The owner's IANA time zone (e.g. Europe/Berlin): schedules' times are read and shown in it unless a schedule names its own. Default: the server's zone.",
 			set: func(c *Config, v string) error {
 				if v == "" {

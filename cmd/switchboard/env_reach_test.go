@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services"
 )
 
 // TestEveryVariableReachesTheApp sets every variable of the env table (the
@@ -152,6 +153,15 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		}},
 		"CONTEXT_COMPACT_AT": {"0.6", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("compaction trigger", b.Context.Compaction.Trigger, 0.6)
+		}},
+		"BUDGET_DAILY_TOKENS": {`{"main":200000,"schedule":50000}`, func(_ *Config, _ *app.App, b app.Options) error {
+			return all(want("main budget", b.Budget.Limits[services.BudgetMain], 200000), want("schedule budget", b.Budget.Limits[services.BudgetSchedule], 50000))
+		}},
+		"CONTEXT_HISTORY_TOKENS": {"6000", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("working set", b.Context.HistoryTokens, 6000)
+		}},
+		"CONTEXT_SUMMARY_MODEL": {"gpt-4o-mini-summary", func(_ *Config, _ *app.App, b app.Options) error {
+			return all(want("summary model", b.SummaryModel, "gpt-4o-mini-summary"), want("summariser's model", b.Context.Compaction.Provider.Model(), "gpt-4o-mini-summary"))
 		}},
 		"MCP_SERVERS": {`{"mcpServers":{"notes":{"command":"/nonexistent/mcp-server","timeout":"5s"}}}`, func(_ *Config, a *app.App, b app.Options) error {
 			c, ok := b.MCP["notes"]

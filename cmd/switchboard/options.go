@@ -38,6 +38,8 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		LLM:          c.LLMOptions(),
 		Chat:         c.ChatOptions(),
 		Context:      c.ContextOptions(),
+		SummaryModel: c.ContextSummaryModel,
+		Budget:       app.BudgetOptions{Limits: c.BudgetDailyTokens},
 		Agent:        c.AgentOptions(),
 		Queue:        c.QueueOptions(),
 		Web:          c.WebOptions(),
@@ -81,8 +83,9 @@ func (c *Config) ChatOptions() chat.Options {
 // ContextOptions configure the context manager and its compaction.
 func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
-		ScopedRead: c.Flags.ScopedRead,
-		Images:     c.LLMImages,
+		ScopedRead:    c.Flags.ScopedRead,
+		Images:        c.LLMImages,
+		HistoryTokens: c.ContextHistoryTokens,
 		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite,
 			NoGlobal: c.Flags.NoGlobalWrite},
 	}

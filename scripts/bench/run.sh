@@ -334,10 +334,37 @@ w_plots() {
 	echo "wrote $OUT/build_latency.svg $OUT/prompt_tokens.svg"
 }
 
-build_bins
-machine
 todo=("$@")
 [ ${#todo[@]} -eq 0 ] && todo=(build delivery turns coldstart flags flagsab wsdelta tokens cache subagents plots)
 for w in "${todo[@]}"; do
-	"w_$w"
+	if ! declare -F "w_$w" >/dev/null; then
+		echo "run.sh: unknown workload \"$w\" (see the list at the top of this script)" >&2
+		exit 2
+	fi
 done
+build_bins
+machine
+# Each workload runs in a subshell of its own with errexit: a failing
+# command (a benchmark that fails, a server that does not start) ends that
+# workload, the others still run, and the script says which failed and
+# exits non-zero, so no figure is taken from a run that did not happen.
+failed=()
+for w in "${todo[@]}"; do
+	set +e
+	(
+		set -euo pipefail
+		PIDS=()
+		trap cleanup EXIT
+		"w_$w"
+	)
+	rc=$?
+	set -e
+	if [ "$rc" -ne 0 ]; then
+		printf '\n!!! run.sh: workload %s FAILED (exit %d): its figures in %s are missing or partial\n' "$w" "$rc" "$OUT" >&2
+		failed+=("$w")
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	printf '\n!!! run.sh: %d workload(s) FAILED: %s\n' "${#failed[@]}" "${failed[*]}" >&2
+	exit 1
+fi

@@ -78,6 +78,9 @@ type Options struct {
 	ToolsDeferOver int
 	// Exec is the exec tool's sandbox as /status and /tools show it.
 	Exec services.ExecStatus
+	// Budgets reserve each model call's estimate against its kind's daily
+	// budget before the call (nil: no budgets); see budget.go.
+	Budgets services.Budgets
 }
 
 // Service is the agent runtime.

@@ -52,6 +52,8 @@ type setupOpts struct {
 	logger *slog.Logger
 	// toolsDeferOver is TOOLS_DEFER_OVER (0: nothing deferred).
 	toolsDeferOver int
+	// configure has the last word on the app's options.
+	configure func(*app.Options)
 }
 
 // setupBench is setup for benchmarks.
@@ -129,6 +131,9 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 	// the same bytes run after run (TestFlagMatrix).
 	opts.Context.Now = func() time.Time { return testNow }
 	opts.Context.Location = time.UTC
+	if o.configure != nil {
+		o.configure(&opts)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, opts)
 	if err != nil {

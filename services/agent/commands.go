@@ -40,6 +40,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply = s.cmdTools(msg.TimelineScope)
 	case "schedules":
 		reply, err = s.cmdSchedules(ctx, msg, args)
+	case "budget":
+		reply, err = s.cmdBudget(ctx)
 	default:
 		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}

@@ -122,6 +122,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		if errors.As(runErr, &limit) {
 			notice = stepLimitNotice(limit)
 		}
+		if services.ErrorCode(runErr) == services.CodeBudgetExceeded {
+			notice = budgetNotice(runErr)
+		}
 	}
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
@@ -144,7 +147,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// Compaction, when the last prompt and the next input near the window,
 	// is a job of its own enqueued with the run's end: it runs after the
 	// timeline's lock is released, so the next message is not held.
-	compact := runErr == nil && s.shouldCompact(endCtx, run, u.last)
+	compact := runErr == nil && s.shouldCompact(endCtx, run, u.last, obs)
 	var enqueue func(tx services.Store) error
 	if compact && s.opts.Compactions != nil {
 		enqueue = func(tx services.Store) error {
@@ -472,15 +475,20 @@ func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger 
 }
 
 // shouldCompact reports whether the timeline's main scope should be
-// compacted after a run whose last model call reported lastPrompt tokens:
-// that plus the next input (the oldest message queued behind the run, if
-// any) reaches CONTEXT_COMPACT_AT of the window. The next input is only
-// looked up when it could make the difference.
-func (s *Service) shouldCompact(ctx context.Context, run services.Run, lastPrompt int) bool {
-	if s.opts.Context.ShouldCompact(lastPrompt, 0) {
+// compacted after a run whose prompt was obs and whose last model call
+// reported lastPrompt tokens (the prompt's estimate when the provider
+// reports no usage): its history plus the next input (the oldest message
+// queued behind the run, if any) reaches CONTEXT_COMPACT_AT of the
+// working set, or the prompt plus that input reaches it of the window.
+// The next input is only looked up when it could make the difference.
+func (s *Service) shouldCompact(ctx context.Context, run services.Run, lastPrompt int, obs prompt.Inspection) bool {
+	if lastPrompt == 0 {
+		lastPrompt = obs.TotalTokens
+	}
+	if s.opts.Context.WorkingSetFull(obs, 0) || s.opts.Context.ShouldCompact(lastPrompt, 0) {
 		return true
 	}
-	if !s.opts.Context.ShouldCompact(lastPrompt, prompt.MaxInputTokens) {
+	if !s.opts.Context.WorkingSetFull(obs, prompt.MaxInputTokens) && !s.opts.Context.ShouldCompact(lastPrompt, prompt.MaxInputTokens) {
 		return false
 	}
 	next, err := s.opts.Store.NextQueuedRun(ctx, run.TimelineScope)
@@ -495,7 +503,7 @@ func (s *Service) shouldCompact(ctx context.Context, run services.Run, lastPromp
 	if n == 0 {
 		n = s.opts.Tokenizer.Count(msg.Content)
 	}
-	return s.opts.Context.ShouldCompact(lastPrompt, n)
+	return s.opts.Context.WorkingSetFull(obs, n) || s.opts.Context.ShouldCompact(lastPrompt, n)
 }
 
 // ExecuteCompaction runs a compaction job (services.CompactionExecutor):

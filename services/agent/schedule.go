@@ -118,6 +118,11 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	fin := services.RunFinish{Status: services.RunOK, PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
 	switch {
 	case runErr == nil:
+	case services.ErrorCode(runErr) == services.CodeBudgetExceeded:
+		// Ended as skipped (budget), not failed: it does not count towards
+		// pausing the schedule.
+		result = services.FireResult{Status: services.FireSkipped, Error: "skipped: budget (" + services.ErrorMessage(runErr) + ")"}
+		fin.Status, fin.Error = services.RunError, result.Error
 	case errors.Is(context.Cause(fctx), context.DeadlineExceeded):
 		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", s.opts.Fire.Timeout)}
 		fin.Status, fin.Error = services.RunTimeout, result.Error

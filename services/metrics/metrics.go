@@ -92,6 +92,8 @@ type Metrics struct {
 	handoffs         *prometheus.CounterVec
 	compactions      *prometheus.CounterVec
 	fires            *prometheus.CounterVec
+	budgetTokens     *prometheus.CounterVec
+	budgetRefused    *prometheus.CounterVec
 	telegramErrors   *prometheus.CounterVec
 	mcpCalls         *prometheus.CounterVec
 	mcpDuration      *prometheus.HistogramVec
@@ -131,6 +133,8 @@ func New(opts Options) *Metrics {
 		[]float64{0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1, 1.1})
 	m.handoffs = f.counterVec("switchboard_handoffs_total", "Sub-agent runs (parent_run_id set) that ended and handed back to their parent, by status.", "status")
 	m.fires = f.counterVec("switchboard_schedule_fires_total", "Fires of schedules, by result: ok (nothing told), notified, error, interrupted.", "result")
+	m.budgetTokens = f.counterVec("switchboard_budget_tokens_total", "Tokens of model calls settled against the daily budgets (provider-reported usage, estimated when none), by kind of run: main, subagent, schedule.", "kind")
+	m.budgetRefused = f.counterVec("switchboard_budget_refused_total", "Model calls a daily budget refused (BUDGET_EXCEEDED), by kind of run.", "kind")
 	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions per scope, by result: ok (cursor moved), skipped, free_form (summary kept as written), failed.", "result")
 	m.telegramErrors = f.counterVec("switchboard_telegram_send_errors_total", "Failed Telegram Bot API sends, by error code (HTTP/Bot API code, or network).", "code")
 	m.mcpCalls = f.counterVec("switchboard_mcp_calls_total", "Calls to MCP servers' tools, by server and result (ok, or the error code such as tool_timeout, mcp_server_down, mcp_tool_error).", "server", "result")
@@ -218,6 +222,16 @@ func (m *Metrics) FireObserved(result string) {
 // else is counted as "other" to keep the label set small).
 func (m *Metrics) CompactionObserved(result string) {
 	m.compactions.WithLabelValues(label(result)).Inc()
+}
+
+// BudgetObserved counts one model call's settled tokens against its
+// kind's budget, or one call the budget refused.
+func (m *Metrics) BudgetObserved(kind services.BudgetKind, tokens int, refused bool) {
+	if refused {
+		m.budgetRefused.WithLabelValues(label(string(kind))).Inc()
+		return
+	}
+	m.budgetTokens.WithLabelValues(label(string(kind))).Add(float64(max(tokens, 0)))
 }
 
 // TelegramSendError counts one failed Telegram send by its error code: the

@@ -26,6 +26,9 @@ const (
 	CodeBudgetFallback = "CONTEXT_BUDGET_FALLBACK"
 	// CodeBudgetConflict: a budget configuration update lost an optimistic-lock race.
 	CodeBudgetConflict = "CONTEXT_BUDGET_CONFLICT"
+	// CodeSummaryTimeout: the summary call of a compaction did not answer
+	// within CompactionOptions.Timeout; nothing moved.
+	CodeSummaryTimeout = "CONTEXT_SUMMARY_TIMEOUT"
 )
 
 // CodeKind returns the services error kind for a ContextManager code, and
@@ -44,6 +47,8 @@ func CodeKind(code string) string {
 		return services.EUNAVAILABLE
 	case CodeBudgetConflict:
 		return services.ECONFLICT
+	case CodeSummaryTimeout:
+		return services.EUNAVAILABLE
 	}
 	return services.EINTERNAL
 }

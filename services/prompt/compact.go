@@ -71,6 +71,28 @@ func (m *Manager) ShouldCompact(lastPromptTokens, nextInputTokens int) bool {
 	return float64(lastPromptTokens+nextInputTokens) >= m.opts.Compaction.Trigger*float64(m.opts.Window)
 }
 
+// WorkingSetFull reports whether a scope whose last prompt was ins should
+// be compacted before its next input of nextInputTokens: its history turns
+// (counted with the tokenizer, so a provider that reports no usage still
+// compacts) plus that input reach the trigger share (CONTEXT_COMPACT_AT)
+// of the working set, or older turns were already left out, and there are
+// more turns than compaction keeps. Compacting at the working set instead
+// of the window keeps every prompt small; between compactions history only
+// grows at its end, so the prompt's prefix stays byte-stable and the
+// provider's cache keeps hitting.
+func (m *Manager) WorkingSetFull(ins Inspection, nextInputTokens int) bool {
+	if m.opts.Compaction.Provider == nil || ins.WorkingSet <= 0 {
+		return false
+	}
+	if ins.HistoryTrimmed > 0 {
+		return true
+	}
+	if ins.HistoryTurns <= m.opts.Compaction.KeepTurns {
+		return false // nothing compaction could archive
+	}
+	return float64(ins.HistoryTurnTokens+nextInputTokens) >= m.opts.Compaction.Trigger*float64(ins.WorkingSet)
+}
+
 // WrittenScopes are the summary scopes compaction writes under the flags:
 // 'global' (the legacy read path) unless AGENT_CONTEXT_GLOBAL_WRITE=0, and
 // the context scope with AGENT_CONTEXT_SCOPED_WRITE.
@@ -193,6 +215,10 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 		Messages:  []llm.Message{{Role: llm.RoleUser, Content: SummaryPrompt(transcript, focus)}},
 		MaxTokens: 2048,
 	}, nil)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return res, &services.Error{Kind: services.EUNAVAILABLE, Code: CodeSummaryTimeout,
+			Message: fmt.Sprintf("the summary model did not answer within %s", m.opts.Compaction.Timeout), Err: err}
+	}
 	if err != nil {
 		return res, err
 	}

@@ -44,6 +44,14 @@ type Options struct {
 	// the answer (default: a quarter of the window, at most 8192).
 	Window        int
 	OutputReserve int
+	// HistoryTokens is the working set: the tokens of recent whole turns
+	// history keeps above the last Compaction.KeepTurns turns (and the
+	// current one), however large the window (CONTEXT_HISTORY_TOKENS;
+	// default DefaultHistoryTokens, negative: the window alone bounds
+	// history). Summary segments get at most half of it. Compaction
+	// triggers on it (WorkingSetFull), so older turns leave the prompt
+	// as summaries and stay reachable through recall.
+	HistoryTokens int
 	// ScopedRead selects the read path: the main scope's rows and summary
 	// (AGENT_CONTEXT_SCOPED_READ=1) or the timeline's visible rows and the
 	// global summary (legacy).
@@ -108,6 +116,9 @@ func New(opts Options) *Manager {
 		opts.MaxConcurrentBuilds = 4
 	}
 	opts.Compaction.defaults()
+	if opts.HistoryTokens == 0 {
+		opts.HistoryTokens = DefaultHistoryTokens
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -123,6 +134,9 @@ func New(opts Options) *Manager {
 	}
 	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}, lastCut: map[string]int64{}}
 }
+
+// DefaultHistoryTokens is the default working set (CONTEXT_HISTORY_TOKENS).
+const DefaultHistoryTokens = 12000
 
 // Budget is the prompt's token budget: window minus output reserve.
 func (m *Manager) Budget() int { return m.opts.Window - m.opts.OutputReserve }
@@ -186,6 +200,15 @@ type Inspection struct {
 	PrefixUnchanged bool          `json:"prefix_unchanged"`
 	ReadScope       string        `json:"read_scope"`
 	CursorID        int64         `json:"cursor_id"`
+	// WorkingSet is the tokens the history's turns (with the current
+	// input) could take in this build: the kept turns plus HistoryTokens,
+	// within the window. HistoryTurnTokens is what they took, HistoryTurns
+	// how many past turns were sent and HistoryTrimmed how many older
+	// turns since the summary cursor were left out.
+	WorkingSet        int `json:"working_set,omitempty"`
+	HistoryTurnTokens int `json:"history_turn_tokens,omitempty"`
+	HistoryTurns      int `json:"history_turns,omitempty"`
+	HistoryTrimmed    int `json:"history_trimmed,omitempty"`
 }
 
 // Prompt is a provider-ready request plus its inspection record.
@@ -352,16 +375,22 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	spent := systemTokens + used(rulesText) + used(settingsText) + used(retrievedText) + used(todoText) + inputTokens
 	historyBudget := max(budget-spent, 0)
 	// Summary segments first (oldest dropped when they do not fit), then turns.
-	segKept, segTrim, segUsed := fitSegments(segments, historyBudget/2)
+	segBudget := historyBudget / 2
+	if m.opts.HistoryTokens > 0 {
+		segBudget = min(segBudget, m.opts.HistoryTokens/2)
+	}
+	segKept, segTrim, segUsed := fitSegments(segments, segBudget)
 	q := services.ContextQuery{TimelineScope: p.TimelineScope, ByTimelineOnly: true, AfterID: summary.UntilMessageID}
 	if m.opts.ScopedRead {
 		q = services.ContextQuery{TimelineScope: p.TimelineScope, ContextScope: p.ContextScope, AfterID: summary.UntilMessageID}
 	}
-	turns, turnTrim, turnUsed, err := m.recentTurns(ctx, q, p.TriggerID, historyBudget-segUsed, p.TimelineScope, &warns)
+	hist, err := m.recentTurns(ctx, q, p.TriggerID, historyBudget-segUsed, p.TimelineScope, &warns)
 	if err != nil {
 		return Prompt{}, err
 	}
-	turns, turnTrim, turnUsed = m.stepCut(p.TimelineScope+"/"+p.ContextScope, turns, turnTrim, turnUsed, historyBudget-segUsed, p.TriggerID != 0)
+	turns, turnTrim, turnUsed := m.stepCut(p.TimelineScope+"/"+p.ContextScope, hist.turns, hist.trimmed, hist.used, hist.limit, p.TriggerID != 0)
+	ins.WorkingSet, ins.HistoryTurnTokens, ins.HistoryTrimmed = hist.limit, turnUsed, turnTrim
+	ins.HistoryTurns = max(len(turns)-btoi(p.TriggerID != 0), 0)
 
 	// The stable prefix: system, tools, rules, settings.
 	system := baseSystem
@@ -701,14 +730,25 @@ func promptable(m services.Message) bool {
 	return meta.Command == ""
 }
 
+// historyRead is what recentTurns kept: the turns (oldest first), how many
+// older ones were left out, their tokens, and the limit they were read
+// within (the window's share, or the working set when it is smaller).
+type historyRead struct {
+	turns         []turn
+	trimmed, used int
+	limit         int
+}
+
 // recentTurns reads history backwards and keeps whole turns, newest first,
-// while they fit; the trigger's own turn always comes (or the input is too
+// while they fit: the last KeepTurns turns and the current one within
+// budget (the window's share), older ones within the working set above
+// them (HistoryTokens); the trigger's own turn always comes (or the input is too
 // large). A turn is a user message and every row answering it: rows carry
 // reply_to (the user message) because answers to a message can be stored
 // after later user messages that arrived mid-run. Rows without it belong to
 // the user message before them. User messages after the trigger (queued
 // behind it) are left out. It returns the turns oldest first.
-func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int, timeline string, warns *warningSet) ([]turn, int, int, error) {
+func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, triggerID int64, budget int, timeline string, warns *warningSet) (historyRead, error) {
 	if triggerID == 0 {
 		triggerID = 1<<63 - 1 // preview: everything so far
 	}
@@ -719,6 +759,7 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 	byTurn := map[int64][]services.Message{}
 	var pending []services.Message
 	used, trimmed := 0, 0
+	limit := budget
 	full := false
 	cost := func(msg services.Message) int {
 		n := msg.TokenCount
@@ -730,11 +771,11 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 	for {
 		page, err := m.history.page(ctx, m.opts.Store, q)
 		if err != nil {
-			return nil, 0, 0, err
+			return historyRead{}, err
 		}
 		files, err := m.filesOf(ctx, timeline, page)
 		if err != nil {
-			return nil, 0, 0, err
+			return historyRead{}, err
 		}
 		for i := len(page) - 1; i >= 0; i-- {
 			msg := page[i]
@@ -771,13 +812,18 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 			for _, r := range t.msgs {
 				t.tokens += cost(r)
 			}
-			if full || used+t.tokens > budget {
+			if full || used+t.tokens > limit {
 				full = true
 				trimmed++
 				continue
 			}
 			kept = append(kept, t)
 			used += t.tokens
+			if len(kept) == m.opts.Compaction.KeepTurns+1 && m.opts.HistoryTokens > 0 {
+				// The kept turns and the current one are in: older turns
+				// fill the working set above them, not the window.
+				limit = min(budget, used+m.opts.HistoryTokens)
+			}
 		}
 		if len(page) < q.Limit || full {
 			break
@@ -788,7 +834,7 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
 		kept[i], kept[j] = kept[j], kept[i]
 	}
-	return kept, trimmed, used, nil
+	return historyRead{turns: kept, trimmed: trimmed, used: used, limit: limit}, nil
 }
 
 // filesOf returns the attachments of a page's user messages.

@@ -428,9 +428,11 @@ func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f 
 	if sc.State == services.ScheduleDeleted {
 		d.Notify = false // deleted while this fire ran: the owner wants no more of it
 	}
-	if r.Status == services.FireOK {
+	switch r.Status {
+	case services.FireOK:
 		sc.Failures = 0
-	} else {
+	case services.FireSkipped: // a budget refused it: not a failure
+	default:
 		sc.Failures++
 		if sc.Failures >= s.opts.Limits.MaxFailures && sc.State == services.ScheduleActive && sc.Kind != services.ScheduleAt {
 			sc.State, sc.NextFireAt = services.SchedulePaused, nil

@@ -50,12 +50,16 @@ func openAICompletion(req Request, reply Reply, usage Usage, id int64) map[strin
 		}
 		msg["tool_calls"] = calls
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", id), "object": "chat.completion",
 		"created": time.Now().Unix(), "model": req.Model,
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": openAIFinishReason(reply), "logprobs": nil}},
 		"usage":   openAIUsage(usage),
 	}
+	if reply.NoUsage {
+		delete(out, "usage")
+	}
+	return out
 }
 
 // streamOpenAI writes chat.completion.chunk events ending in data: [DONE].
@@ -95,7 +99,7 @@ func streamOpenAI(w http.ResponseWriter, req Request, reply Reply, usage Usage, 
 		panic(http.ErrAbortHandler) // cut before the end even if the text was short
 	}
 	sse(w, "", chunk(map[string]any{}, openAIFinishReason(reply)))
-	if includeUsage(req) {
+	if includeUsage(req) && !reply.NoUsage {
 		sse(w, "", map[string]any{
 			"id": fmt.Sprintf("chatcmpl-%d", id), "object": "chat.completion.chunk",
 			"created": created, "model": req.Model, "choices": []any{}, "usage": openAIUsage(usage),

@@ -63,6 +63,9 @@ type Reply struct {
 	ToolCalls []ToolCall
 	// Usage is reported as is; zero means estimated from the lengths.
 	Usage Usage
+	// NoUsage reports no usage at all (OpenAI API: no usage object or
+	// usage chunk), as some OpenAI-compatible servers do.
+	NoUsage bool
 	// StopReason is the provider-native stop reason; empty means derived
 	// ("stop"/"tool_calls", "end_turn"/"tool_use").
 	StopReason string

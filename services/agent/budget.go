@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+)
+
+// budgetKind is the daily budget a loop's model calls count against: a
+// task run inline is the main conversation's.
+func budgetKind(l loopSpec) services.BudgetKind {
+	switch l.kind {
+	case kindChild:
+		return services.BudgetSubagent
+	case kindSchedule:
+		return services.BudgetSchedule
+	}
+	return services.BudgetMain
+}
+
+// reserve reserves a model call's estimated cost, the request's tokens
+// (counted with the tokenizer) and its largest answer, against the loop's
+// daily budget; a call that would pass it is not made
+// (services.CodeBudgetExceeded).
+func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (services.BudgetHold, error) {
+	if s.opts.Budgets == nil {
+		return services.BudgetHold{}, nil
+	}
+	return s.opts.Budgets.Reserve(ctx, budgetKind(l), s.requestTokens(req)+s.maxOutput(req))
+}
+
+// settle replaces the reservation by the call's reported usage (estimated
+// from the answer when the provider reports none; nothing for a call that
+// failed).
+func (s *Service) settle(ctx context.Context, hold services.BudgetHold, resp *llm.Response) {
+	if s.opts.Budgets == nil || hold.Day == "" {
+		return
+	}
+	used := 0
+	if resp != nil {
+		used = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+		if used == 0 {
+			used = int(hold.Reserved) - s.maxOutput(llm.Request{}) + s.opts.Tokenizer.Count(resp.Text)
+		}
+	}
+	s.opts.Budgets.Settle(ctx, hold, max(used, 0))
+}
+
+// maxOutput is the most a call may answer: the request's bound, or the
+// output reserve the prompt keeps free.
+func (s *Service) maxOutput(req llm.Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return s.opts.Context.Window() - s.opts.Context.Budget()
+}
+
+// requestTokens estimates a request's prompt tokens.
+func (s *Service) requestTokens(req llm.Request) int {
+	tok := s.opts.Tokenizer
+	n := tok.Count(req.System) + tok.Count(req.SystemContext)
+	for _, t := range req.Tools {
+		n += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.Parameters)) + 8
+	}
+	for _, m := range req.Messages {
+		n += tok.Count(m.Content) + 4
+		for _, c := range m.ToolCalls {
+			n += tok.Count(c.Name) + tok.Count(string(c.Arguments)) + 4
+		}
+		n += 800 * len(m.Images)
+	}
+	return n
+}
+
+// cmdBudget answers /budget: each kind's spend today against its budget,
+// and the last 7 days.
+func (s *Service) cmdBudget(ctx context.Context) (string, error) {
+	if s.opts.Budgets == nil {
+		return "Budgets are not available on this server.", nil
+	}
+	r, err := s.opts.Budgets.Report(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.Text(), nil
+}
+
+// budgetNotice is the owner's notice of a run a budget ended.
+func budgetNotice(err error) string {
+	msg := services.ErrorMessage(err)
+	return fmt.Sprintf("I stopped before the next model call: %s. /budget shows the spend.", strings.TrimSuffix(msg, "."))
+}
