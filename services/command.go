@@ -27,6 +27,10 @@ var Commands = []Command{
 	{Name: "rules", Args: "[add|remove|approve|reject …]", Help: "the standing rules, and rule proposals"},
 	{Name: "tools", Help: "the agent's tools and MCP servers"},
 	{Name: "schedules", Args: "[pause|resume|delete ID]", Help: "reminders and monitors, and their last results"},
+	{Name: "approve", Args: "[N]", Help: "approve a held tool call (no N: list what waits)"},
+	{Name: "deny", Args: "N", Help: "deny a held tool call"},
+	{Name: "policy", Help: "what the agent may do without asking"},
+	{Name: "memory", Args: "[forget ID]", Help: "remembered items with their origin"},
 }
 
 // KnownCommand reports whether name is one of Commands.

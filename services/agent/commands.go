@@ -39,6 +39,12 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply = s.cmdTools(msg.TimelineScope)
 	case "schedules":
 		reply, err = s.cmdSchedules(ctx, msg, args)
+	case "approve", "deny":
+		reply, err = s.cmdDecide(ctx, msg, args, name == "approve")
+	case "policy":
+		reply = s.cmdPolicy()
+	case "memory":
+		reply, err = s.cmdMemory(ctx, msg, args)
 	default:
 		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}
@@ -95,8 +101,16 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 			}
 		}
 	}
-	if stopped == 0 {
+	// A run waiting for approvals stops waiting: its held calls are not run.
+	cancelled, err := s.cancelApprovals(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	if stopped == 0 && cancelled == 0 {
 		return "Nothing is running.", nil
+	}
+	if cancelled > 0 {
+		return fmt.Sprintf("Stopping %d run(s); %d call(s) waiting for approval cancelled.", stopped, cancelled), nil
 	}
 	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
 }

@@ -626,11 +626,16 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 		system = DefaultSubAgentPrompt
 	}
 	var defs []services.ToolSpec
-	for _, t := range s.toolDefs(parent.TimelineScope) {
+	k := services.PolicyKey{Starter: loopStarter(kindChild, parent.TimelineScope), Tainted: gateOf(ctx).taintedBy() != ""}
+	for _, t := range s.toolDefsFor(parent.TimelineScope, k) {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
 		if len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
+			continue
+		}
+		// exec only where the profile names it.
+		if tool, ok := s.opts.Tools.Get(t.Name); ok && tool.Effect == services.EffectExec && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
 		defs = append(defs, t)

@@ -294,7 +294,7 @@ func (s *Service) fireInput(sc services.Schedule, at time.Time) string {
 func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run services.Run, input string) (string, usage, error) {
 	var defs []services.ToolSpec
 	profile, hasProfile := s.opts.Profiles[sc.Profile]
-	for _, t := range s.toolDefs(sc.TimelineScope) {
+	for _, t := range s.toolDefsFor(sc.TimelineScope, services.PolicyKey{Starter: loopStarter(kindSchedule, sc.TimelineScope)}) {
 		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}

@@ -1,0 +1,42 @@
+-- Bounded autonomy (docs/SECURITY.md): the taint of a run, the approvals
+-- that hold tool calls for the owner's decision, and the provenance of
+-- remembered items.
+
+-- +goose Up
+ALTER TABLE agent_runs ADD COLUMN tainted_by TEXT;
+
+CREATE TABLE approvals (
+    id                 BIGSERIAL PRIMARY KEY,
+    run_id             BIGINT      NOT NULL,
+    timeline_scope     TEXT        NOT NULL,
+    context_scope      TEXT        NOT NULL DEFAULT 'main',
+    trigger_message_id BIGINT,
+    call_id            TEXT        NOT NULL,
+    tool               TEXT        NOT NULL,
+    arguments          JSONB       NOT NULL,
+    effect             TEXT        NOT NULL,
+    tainted_by         TEXT,
+    state              TEXT        NOT NULL DEFAULT 'pending' CHECK (state IN
+        ('pending', 'approved', 'denied', 'timed_out', 'cancelled', 'executing', 'executed', 'interrupted')),
+    detached           BOOLEAN     NOT NULL DEFAULT false,
+    resume_run_id      BIGINT,
+    decided_by         TEXT,
+    result             TEXT,
+    created_at         TIMESTAMPTZ NOT NULL DEFAULT now(),
+    expires_at         TIMESTAMPTZ NOT NULL,
+    decided_at         TIMESTAMPTZ,
+    UNIQUE (run_id, call_id)
+);
+CREATE INDEX idx_approvals_pending ON approvals (expires_at) WHERE state = 'pending';
+CREATE INDEX idx_approvals_resume ON approvals (resume_run_id) WHERE resume_run_id IS NOT NULL;
+
+ALTER TABLE memory_items ADD COLUMN run_id BIGINT;
+ALTER TABLE memory_items ADD COLUMN origin TEXT;
+ALTER TABLE memory_items ADD COLUMN forgotten_at TIMESTAMPTZ;
+
+-- +goose Down
+ALTER TABLE memory_items DROP COLUMN forgotten_at;
+ALTER TABLE memory_items DROP COLUMN origin;
+ALTER TABLE memory_items DROP COLUMN run_id;
+DROP TABLE approvals;
+ALTER TABLE agent_runs DROP COLUMN tainted_by;
