@@ -85,6 +85,8 @@ type Options struct {
 	// Schedules backs /api/schedules (nil: it answers 503); see
 	// schedules_api.go.
 	Schedules services.Schedules
+	// Approvals backs /api/approvals and /api/policy (nil: 503).
+	Approvals services.ApprovalDecider
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
@@ -162,6 +164,7 @@ func New(opts Options) *Server {
 	api.GET("/attachments/:id", s.handleAttachment)
 	s.registerContextRoutes(api)
 	s.registerScheduleRoutes(api)
+	s.registerApprovalRoutes(api)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)

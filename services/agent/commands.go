@@ -185,6 +185,13 @@ func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string,
 			fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
 		}
 	}
+	if runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Limit: 1}); err == nil && len(runs) > 0 {
+		if by := runs[0].TaintedBy; by != "" {
+			fmt.Fprintf(&b, "Last run (%d) is tainted: it read untrusted text %s; lasting or outbound calls wait for your approval.\n", runs[0].ID, by)
+		} else {
+			fmt.Fprintf(&b, "Last run (%d) is untainted: only your words and the service's entered it.\n", runs[0].ID)
+		}
+	}
 	last, err := s.lastPromptText(ctx, msg.TimelineScope)
 	if err != nil {
 		return "", err
