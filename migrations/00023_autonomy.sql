@@ -4,6 +4,11 @@
 
 -- +goose Up
 ALTER TABLE agent_runs ADD COLUMN tainted_by TEXT;
+-- A run that resumes a waiting one answers the same trigger.
+ALTER TABLE agent_runs ADD COLUMN resumes_run_id BIGINT;
+DROP INDEX idx_agent_runs_trigger_message;
+CREATE UNIQUE INDEX idx_agent_runs_trigger_message ON agent_runs (trigger_message_id)
+    WHERE trigger_message_id IS NOT NULL AND parent_run_id IS NULL AND resumes_run_id IS NULL;
 
 CREATE TABLE approvals (
     id                 BIGSERIAL PRIMARY KEY,
@@ -39,4 +44,7 @@ ALTER TABLE memory_items DROP COLUMN forgotten_at;
 ALTER TABLE memory_items DROP COLUMN origin;
 ALTER TABLE memory_items DROP COLUMN run_id;
 DROP TABLE approvals;
+DROP INDEX idx_agent_runs_trigger_message;
+CREATE UNIQUE INDEX idx_agent_runs_trigger_message ON agent_runs (trigger_message_id) WHERE trigger_message_id IS NOT NULL AND parent_run_id IS NULL;
+ALTER TABLE agent_runs DROP COLUMN resumes_run_id;
 ALTER TABLE agent_runs DROP COLUMN tainted_by;

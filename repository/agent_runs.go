@@ -35,12 +35,12 @@ func (s *Store) CreateRun(ctx context.Context, in services.NewRun) (services.Run
 	}
 	r, err := scanRun(s.db.QueryRow(ctx, `
 		INSERT INTO agent_runs (timeline_scope, context_scope, agent_id, parent_run_id, trigger_message_id,
-			source, status, model, tainted_by)
+			source, status, model, tainted_by, resumes_run_id)
 		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
-			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8, NULLIF($9, ''))
+			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0)::bigint)
 		RETURNING `+runColumns,
 		in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
-		in.Source, status, in.Model, in.TaintedBy))
+		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID))
 	if err != nil {
 		return services.Run{}, wrapErr("create run", err)
 	}

@@ -67,6 +67,8 @@ type NewRun struct {
 	Model            string
 	// TaintedBy starts the run tainted (a resumed run keeps its taint).
 	TaintedBy string
+	// ResumesRunID is the waiting run this one resumes (same trigger).
+	ResumesRunID int64
 }
 
 // RunFinish closes a run: final status, error text and observed usage.

@@ -209,7 +209,7 @@ func (s *Service) resumeTx(ctx context.Context, tx services.Store, a services.Ap
 	}
 	run, err := tx.CreateRun(ctx, services.NewRun{TimelineScope: waiting.TimelineScope, ContextScope: s.mainScope(),
 		TriggerMessageID: waiting.TriggerMessageID, Source: waiting.Source, Status: services.RunQueued,
-		Model: s.opts.LLM.Model(), TaintedBy: waiting.TaintedBy})
+		Model: s.opts.LLM.Model(), TaintedBy: waiting.TaintedBy, ResumesRunID: waiting.ID})
 	if err != nil {
 		return nil, err
 	}
