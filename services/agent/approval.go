@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -229,6 +230,7 @@ func (s *Service) resumeTx(ctx context.Context, tx services.Store, a services.Ap
 // one gets a result saying so. interrupted (the run's worker died) runs
 // nothing.
 func (s *Service) settleApprovals(ctx context.Context, run services.Run, g *gate, interrupted bool) error {
+	ctx = context.WithValue(ctx, gateKey{}, g)
 	as, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{ResumeRunID: run.ID})
 	if err != nil {
 		return err
@@ -314,6 +316,12 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 // storeApprovalResult stores a held call's result in the waiting turn
 // (once: keyed by the approval) with its step on the resuming run.
 func (s *Service) storeApprovalResult(ctx context.Context, tx services.Store, run services.Run, a services.Approval, res tools.Result) error {
+	if g := gateOf(ctx); g != nil {
+		g.mu.Lock()
+		g.calls = append(g.calls, services.ToolCall{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments})
+		g.settled = append(g.settled, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: a.CallID, IsError: res.IsError})
+		g.mu.Unlock()
+	}
 	if _, err := tx.AppendStep(ctx, run.ID, services.StepToolResult, s.stepPayload(services.ToolResultStep{
 		ID: a.CallID, Name: a.Tool, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content),
 		StepOrigin: services.StepOrigin{TaintedBy: a.TaintedBy}})); err != nil {
@@ -527,4 +535,19 @@ func (s *Service) cmdMemory(ctx context.Context, msg services.Message, args stri
 		b.WriteString(")")
 	}
 	return b.String(), nil
+}
+
+// withSettled adds to a resumed run's request the calls it settled and
+// their results, when its prompt does not read hidden rows (scoped reads
+// off): the model sees what became of the calls it held.
+func (s *Service) withSettled(req llm.Request, g *gate) llm.Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.settled) == 0 || s.opts.Flags.ScopedRead {
+		return req
+	}
+	msgs := append([]llm.Message(nil), req.Messages...)
+	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, ToolCalls: g.calls})
+	req.Messages = append(msgs, g.settled...)
+	return req
 }

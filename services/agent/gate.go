@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -35,6 +36,9 @@ type gate struct {
 	origin string
 	hosts  map[string]bool
 	held   []heldCall
+	// settled are the held calls a resumed run settled, with their results.
+	settled []llm.Message
+	calls   []services.ToolCall
 }
 
 // heldCall is a call a main run holds for the owner's decision.

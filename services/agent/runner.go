@@ -389,7 +389,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", obs, usage{}, err
 	}
-	req := built.Request
+	req := s.withSettled(built.Request, g)
 	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
 		req = s.applyTurnRequest(req, *meta.Request)
 	}
