@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -324,6 +325,17 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {
 		return nil, err
 	}
+	// The service's own secrets: never in a prompt, refused in an outbound
+	// tool argument (the configuration adds its secret variables and the
+	// MCP values marked secret).
+	if b.Agent.Secrets == nil {
+		b.Agent.Secrets = services.NewSecrets()
+	}
+	b.Agent.Secrets.Add(o.OwnerToken, hex.EncodeToString(tokenHash), o.LLM.APIKey, o.Telegram.Token, o.Telegram.WebhookSecret,
+		o.Media.TranscribeAPIKey, hex.EncodeToString(o.Web.Metrics.ScrapeTokenHash))
+	// Tool calls that last or leave, and every approval decision, go to
+	// the hash-chained audit trail.
+	b.Agent.Audit = a.store
 	a.agent = agent.New(b.Agent)
 
 	// Channels post through the ChatService that hands new user messages
@@ -362,6 +374,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The web server, last: it reads from everything above.
 	b.Web = o.Web
 	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
+	b.Web.Approvals = a.agent
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}
@@ -411,6 +424,9 @@ func (a *App) buildExec(ctx context.Context, registry *tools.Registry) (services
 // Start starts the background work: the hub, the cross-instance event
 // listener, the queue's workers and the Telegram channel (polling, or
 // setting the webhook). It serves no HTTP; see Serve.
+// approvalSweep is how often overdue approvals are timed out.
+var approvalSweep = 15 * time.Second
+
 func (a *App) Start(ctx context.Context) error {
 	if a.started {
 		return errors.New("app: started twice")
@@ -420,8 +436,11 @@ func (a *App) Start(ctx context.Context) error {
 	// MCP servers start in the background: their tools join the registry
 	// as each one is ready.
 	a.mcp.Start(ctx)
-	a.wg.Add(2)
+	a.wg.Add(3)
 	go func() { defer a.wg.Done(); a.hub.Run(ctx) }()
+	// Approvals nobody decided in time time out (on every instance; each
+	// one exactly once).
+	go func() { defer a.wg.Done(); a.agent.SweepApprovals(ctx, approvalSweep) }()
 	// Events from every instance: /stop reaches the instance running the run.
 	go func() {
 		defer a.wg.Done()

@@ -13,14 +13,14 @@ const runColumns = `id, timeline_scope, context_scope, COALESCE(agent_id, ''), C
 	COALESCE(trigger_message_id, 0), source, status, model, started_at, finished_at, heartbeat_at,
 	COALESCE(error, ''), COALESCE(prompt_token_budget, 0), COALESCE(estimated_prompt_tokens, 0),
 	COALESCE(model_context_window, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0),
-	COALESCE(cached_tokens, 0)`
+	COALESCE(cached_tokens, 0), COALESCE(tainted_by, '')`
 
 func scanRun(row pgx.Row) (services.Run, error) {
 	var r services.Run
 	err := row.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
 		&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 		&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
-		&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens)
+		&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy)
 	return r, err
 }
 
@@ -35,12 +35,12 @@ func (s *Store) CreateRun(ctx context.Context, in services.NewRun) (services.Run
 	}
 	r, err := scanRun(s.db.QueryRow(ctx, `
 		INSERT INTO agent_runs (timeline_scope, context_scope, agent_id, parent_run_id, trigger_message_id,
-			source, status, model)
+			source, status, model, tainted_by, resumes_run_id)
 		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
-			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8)
+			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0)::bigint)
 		RETURNING `+runColumns,
 		in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
-		in.Source, status, in.Model))
+		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID))
 	if err != nil {
 		return services.Run{}, wrapErr("create run", err)
 	}
@@ -153,4 +153,10 @@ func (s *Store) SetRunContextScope(ctx context.Context, id int64, scope string) 
 		return services.Errorf(services.ENOTFOUND, "run %d not found", id)
 	}
 	return nil
+}
+
+// SetRunTaint records the first origin that tainted a run.
+func (s *Store) SetRunTaint(ctx context.Context, id int64, origin string) error {
+	_, err := s.db.Exec(ctx, `UPDATE agent_runs SET tainted_by = $2 WHERE id = $1 AND tainted_by IS NULL`, id, origin)
+	return wrapErr("set run taint", err)
 }

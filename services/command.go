@@ -28,6 +28,10 @@ var Commands = []Command{
 	{Name: "tools", Help: "the agent's tools and MCP servers"},
 	{Name: "schedules", Args: "[pause|resume|delete ID]", Help: "reminders and monitors, and their last results"},
 	{Name: "budget", Help: "today's token spend per kind of run against the daily budgets, and the last 7 days"},
+	{Name: "approve", Args: "[N]", Help: "approve a held tool call (no N: list what waits)"},
+	{Name: "deny", Args: "N", Help: "deny a held tool call"},
+	{Name: "policy", Help: "what the agent may do without asking"},
+	{Name: "memory", Args: "[forget ID]", Help: "remembered items with their origin"},
 }
 
 // KnownCommand reports whether name is one of Commands.

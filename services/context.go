@@ -73,6 +73,10 @@ type MemoryItem struct {
 	Source        string
 	Version       int
 	UpdatedAt     time.Time
+	// RunID and Origin are the run that remembered the item and the origin
+	// that had tainted it ("" for the owner's own), 0/"" when not by a run.
+	RunID  int64
+	Origin string
 }
 
 // ContextStore persists what the ContextManager compiles besides messages.
@@ -100,6 +104,9 @@ type ContextStore interface {
 	UpsertMemory(ctx context.Context, m MemoryItem) (MemoryItem, error)
 	// DeleteMemory removes an item at the given version.
 	DeleteMemory(ctx context.Context, timelineScope string, id int64, version int) error
+	// ForgetMemory keeps an item's row but out of every prompt; ENOTFOUND
+	// when the timeline has no such item.
+	ForgetMemory(ctx context.Context, timelineScope string, id int64) error
 }
 
 // SummaryCursor is the summary cursor of one (timeline, scope) with its lag:

@@ -18,6 +18,9 @@ const (
 	RunTimeout     RunStatus = "timeout"
 	RunCancelled   RunStatus = "cancelled"
 	RunInterrupted RunStatus = "interrupted"
+	// RunWaiting ended its attempt holding tool calls for the owner's
+	// approval; a run of the same trigger resumes after the decision.
+	RunWaiting RunStatus = "waiting"
 )
 
 // Run is one agent execution (agent_runs).
@@ -41,6 +44,10 @@ type Run struct {
 	PromptTokens          int
 	CompletionTokens      int
 	CachedTokens          int
+	// TaintedBy is the origin that tainted the run ("after reading
+	// http://…"), "" while only the owner's and the service's text entered
+	// its context.
+	TaintedBy string
 }
 
 // IsMain reports whether r is a run of the main agent (answering a
@@ -58,6 +65,10 @@ type NewRun struct {
 	Source           Source
 	Status           RunStatus
 	Model            string
+	// TaintedBy starts the run tainted (a resumed run keeps its taint).
+	TaintedBy string
+	// ResumesRunID is the waiting run this one resumes (same trigger).
+	ResumesRunID int64
 }
 
 // RunFinish closes a run: final status, error text and observed usage.
@@ -136,6 +147,9 @@ type RunStore interface {
 	SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error
 	// SetRunContextScope sets a run's context scope; ENOTFOUND when absent.
 	SetRunContextScope(ctx context.Context, id int64, scope string) error
+	// SetRunTaint records the origin that tainted a run; the first one
+	// stays (a run is tainted to its end).
+	SetRunTaint(ctx context.Context, id int64, origin string) error
 }
 
 // RunQueue schedules durable execution of queued runs.
@@ -214,6 +228,9 @@ type StepOrigin struct {
 	Inline bool `json:"inline,omitempty"`
 	// Schedule marks a step of a schedule's fire.
 	Schedule bool `json:"schedule,omitempty"`
+	// TaintedBy is the origin that had tainted the run when the step was
+	// recorded ("" while untainted).
+	TaintedBy string `json:"tainted_by,omitempty"`
 }
 
 // ModelCallStep is the payload of a model_call step.

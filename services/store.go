@@ -10,5 +10,6 @@ type Store interface {
 	RunStore
 	ScheduleStore
 	AttachmentStore
+	ApprovalStore
 	Transact(ctx context.Context, fn func(tx Store) error) error
 }

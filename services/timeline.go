@@ -188,6 +188,9 @@ type MessageMeta struct {
 	ModelStatus  int    `json:"model_status,omitempty"`
 	ModelTimeout bool   `json:"model_timeout,omitempty"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+	// ApprovalID is the approval a notice asks for or reports the
+	// decision of (channels may render Approve / Deny buttons).
+	ApprovalID int64 `json:"approval_id,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys
 	// stand at the top level of the JSON).
 	TelegramMeta

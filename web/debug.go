@@ -166,6 +166,8 @@ type DebugRun struct {
 	PromptTokens          int                `json:"prompt_tokens"`
 	CompletionTokens      int                `json:"completion_tokens"`
 	CachedTokens          int                `json:"cached_tokens"`
+	// TaintedBy is the origin that tainted the run ("" while untainted).
+	TaintedBy string `json:"tainted_by,omitempty"`
 }
 
 func debugRun(r services.Run) DebugRun {
@@ -174,7 +176,7 @@ func debugRun(r services.Run) DebugRun {
 		Model: r.Model, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, HeartbeatAt: r.HeartbeatAt, Error: r.Error,
 		PromptTokenBudget: r.PromptTokenBudget, EstimatedPromptTokens: r.EstimatedPromptTokens,
 		ModelContextWindow: r.ModelContextWindow, PromptTokens: r.PromptTokens,
-		CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens}
+		CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens, TaintedBy: r.TaintedBy}
 	if r.FinishedAt != nil {
 		ms := r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 		out.DurationMS = &ms

@@ -87,6 +87,8 @@ type Options struct {
 	Schedules services.Schedules
 	// Budgets backs GET /api/budget (nil: it answers 503); see budget_api.go.
 	Budgets services.Budgets
+	// Approvals backs /api/approvals and /api/policy (nil: 503).
+	Approvals services.ApprovalDecider
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
@@ -169,6 +171,7 @@ func New(opts Options) *Server {
 	s.registerContextRoutes(api)
 	s.registerScheduleRoutes(api)
 	api.GET("/budget", s.handleBudget)
+	s.registerApprovalRoutes(api)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)

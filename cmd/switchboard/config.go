@@ -119,6 +119,12 @@ type Config struct {
 	TelegramPolicy        string
 	TelegramAllowedIDs    []int64
 	TelegramGroups        []int64
+
+	Policy          *services.Policy
+	ApprovalTimeout time.Duration
+	// secrets are the values of the Secret variables set (the service's
+	// own secrets: never in a prompt, never in an outbound argument).
+	secrets []string
 }
 
 // envVar is one row of the configuration table: the README's env table and
@@ -373,6 +379,10 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.AgentMaxSteps, err = parseIntRange(v, 1, 100); return }},
 		{Name: "AGENT_RUN_TIMEOUT", Default: "10m", Help: "Time one run may take before it ends as timeout.",
 			set: func(c *Config, v string) (err error) { c.AgentRunTimeout, err = parseDuration(v); return }},
+		{Name: "POLICY", Help: `What the agent may do without the owner's approval: JSON or the path of a JSON file applied over the default table, {"table":{"owner/tainted":{"egress":"allow"}},"tools":{"web_search":{"tainted":"allow"}},"servers":{"github":{"*":"ask"}}}. Cells: STARTER[/clean|/tainted] or clean|tainted (starters owner, stranger, schedule, subagent); effects read, workspace, persist, egress, external, destructive, exec; decisions allow, ask, deny. A stranger never gets more than read and workspace. Empty: the defaults. See docs/SECURITY.md.`,
+			set: func(c *Config, v string) (err error) { c.Policy, err = services.ParsePolicy(v); return }},
+		{Name: "APPROVAL_TIMEOUT", Default: "30m", Help: "How long a tool call held for the owner's approval waits; then the model is told it timed out and carries on.",
+			set: func(c *Config, v string) (err error) { c.ApprovalTimeout, err = parseDuration(v); return }},
 		{Name: "AGENT_REQUEST_RETENTION", Default: "168h", Help: "How long the exact request of each model call is kept (gzip-compressed; shown per run and per scope on the debug page); 0 keeps none.",
 			set: func(c *Config, v string) (err error) {
 				if v == "0" {
@@ -507,6 +517,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		if err := v.set(c, val); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", v.Name, err))
+		}
+		if v.Secret && val != "" {
+			c.secrets = append(c.secrets, val)
 		}
 	}
 	if len(errs) == 0 {

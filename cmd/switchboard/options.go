@@ -112,6 +112,9 @@ func (c *Config) AgentOptions() agent.Options {
 		Profiles:         profiles,
 		SubAgents:        agent.SubAgentLimits{MaxConcurrent: c.SubAgentConcurrency, MaxDepth: c.SubAgentDepth, Timeout: c.SubAgentTimeout},
 		Fire:             agent.FireLimits{MaxSteps: c.ScheduleMaxSteps, Timeout: c.ScheduleFireTimeout, MaxTokens: c.ScheduleMaxFireTokens},
+		Policy:           c.Policy,
+		ApprovalTimeout:  c.ApprovalTimeout,
+		Secrets:          services.NewSecrets(append(c.secrets, c.MCPServers.SecretValues()...)...),
 	}
 }
 

@@ -81,6 +81,14 @@ type Options struct {
 	// Budgets reserve each model call's estimate against its kind's daily
 	// budget before the call (nil: no budgets); see budget.go.
 	Budgets services.Budgets
+	// Policy decides allow, ask or deny per call (nil: the default);
+	// ApprovalTimeout is how long a held call waits for the owner (default
+	// 30 minutes). Secrets are the service's own secrets; Audit keeps the
+	// audit trail (nil: none).
+	Policy          *services.Policy
+	ApprovalTimeout time.Duration
+	Secrets         *services.Secrets
+	Audit           services.AuditLog
 }
 
 // Service is the agent runtime.
@@ -96,9 +104,10 @@ type Service struct {
 }
 
 var (
-	_ chat.TurnHandler      = (*Service)(nil)
-	_ services.RunExecutor  = (*Service)(nil)
-	_ services.FireExecutor = (*Service)(nil)
+	_ chat.TurnHandler         = (*Service)(nil)
+	_ services.RunExecutor     = (*Service)(nil)
+	_ services.FireExecutor    = (*Service)(nil)
+	_ services.ApprovalDecider = (*Service)(nil)
 )
 
 // New returns the runtime.
@@ -114,6 +123,9 @@ func New(opts Options) *Service {
 	}
 	if opts.Tokenizer == nil {
 		opts.Tokenizer = prompt.HeuristicTokenizer{}
+	}
+	if opts.ApprovalTimeout <= 0 {
+		opts.ApprovalTimeout = 30 * time.Minute
 	}
 	opts.SubAgents.defaults()
 	opts.Fire.defaults()

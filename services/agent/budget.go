@@ -32,10 +32,10 @@ func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (ser
 	return s.opts.Budgets.Reserve(ctx, budgetKind(l), s.requestTokens(req)+s.maxOutput(req))
 }
 
-// settle replaces the reservation by the call's reported usage (estimated
+// settleBudget replaces the reservation by the call's reported usage (estimated
 // from the answer when the provider reports none; nothing for a call that
 // failed).
-func (s *Service) settle(ctx context.Context, hold services.BudgetHold, resp *llm.Response) {
+func (s *Service) settleBudget(ctx context.Context, hold services.BudgetHold, resp *llm.Response) {
 	if s.opts.Budgets == nil || hold.Day == "" {
 		return
 	}

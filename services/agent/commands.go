@@ -42,6 +42,12 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdSchedules(ctx, msg, args)
 	case "budget":
 		reply, err = s.cmdBudget(ctx)
+	case "approve", "deny":
+		reply, err = s.cmdDecide(ctx, msg, args, name == "approve")
+	case "policy":
+		reply = s.cmdPolicy()
+	case "memory":
+		reply, err = s.cmdMemory(ctx, msg, args)
 	default:
 		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}
@@ -98,8 +104,16 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 			}
 		}
 	}
-	if stopped == 0 {
+	// A run waiting for approvals stops waiting: its held calls are not run.
+	cancelled, err := s.cancelApprovals(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	if stopped == 0 && cancelled == 0 {
 		return "Nothing is running.", nil
+	}
+	if cancelled > 0 {
+		return fmt.Sprintf("Stopping %d run(s); %d call(s) waiting for approval cancelled.", stopped, cancelled), nil
 	}
 	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
 }
@@ -180,6 +194,13 @@ func (s *Service) cmdContext(ctx context.Context, msg services.Message) (string,
 			fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
 		}
 	}
+	if runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Limit: 1}); err == nil && len(runs) > 0 {
+		if by := runs[0].TaintedBy; by != "" {
+			fmt.Fprintf(&b, "Last run (%d) is tainted: it read untrusted text %s; lasting or outbound calls wait for your approval.\n", runs[0].ID, by)
+		} else {
+			fmt.Fprintf(&b, "Last run (%d) is untainted: only your words and the service's entered it.\n", runs[0].ID)
+		}
+	}
 	last, err := s.lastPromptText(ctx, msg.TimelineScope)
 	if err != nil {
 		return "", err
@@ -200,7 +221,7 @@ func layerLine(ins prompt.Inspection) string {
 
 // previewPrompt builds the next main prompt without an input.
 func (s *Service) previewPrompt(ctx context.Context, timeline string) (prompt.Inspection, error) {
-	defs, box := s.mainTools(timeline)
+	defs, box := s.mainTools(timeline, defaultKey(timeline))
 	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: defs, Deferred: box.Groups()})
 	return p.Inspection, err
 }

@@ -626,13 +626,19 @@ func (s *Service) childLoop(ctx context.Context, parent, child services.Run, sco
 		system = DefaultSubAgentPrompt
 	}
 	// A profile's tool list is its core set (and all it may use); without
-	// one, a sub-agent gets the conversation's tools the way main does.
+	// one, a sub-agent gets the conversation's tools the way main does,
+	// less what the policy denies a sub-agent.
 	var all []tools.Tool
-	for _, t := range s.offeredTools(parent.TimelineScope) {
+	k := services.PolicyKey{Starter: loopStarter(kindChild, parent.TimelineScope), Tainted: gateOf(ctx).taintedBy() != ""}
+	for _, t := range s.toolsFor(parent.TimelineScope, k) {
 		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
 		if len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
+			continue
+		}
+		// exec only where the profile names it.
+		if t.Effect == services.EffectExec && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
 		all = append(all, t)

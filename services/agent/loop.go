@@ -63,6 +63,9 @@ type loopSpec struct {
 	// stores it in the transaction that stores the answer, one commit
 	// fewer per turn.
 	lastStep *func(tx services.Store) error
+	// gate is the loop's provenance and policy state (nil: made by
+	// toolLoop from the kind and the parent's gate).
+	gate *gate
 }
 
 // cutError is a loop cut short (an error, /stop) with the text the model
@@ -100,6 +103,10 @@ func (e *stepLimitError) Error() string {
 // results back, until it answers or the steps run out.
 func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, error) {
 	var u usage
+	if l.gate == nil {
+		l.gate = s.loopGate(ctx, l)
+	}
+	ctx = context.WithValue(ctx, gateKey{}, l.gate)
 	if l.kind == kindInline {
 		// A task run inline is paid for by the run it runs in.
 		defer func() { inlineUsageOf(ctx).add(u) }()
@@ -127,7 +134,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			return "", u, &cutError{err: err, partial: partial}
 		}
 		resp, err := l.provider.Complete(callCtx, req, onDelta)
-		s.settle(ctx, hold, resp)
+		s.settleBudget(ctx, hold, resp)
 		if stream != nil {
 			stream.flush()
 		}
@@ -176,6 +183,11 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		results, bad, err := s.runCalls(ctx, l, resp.ToolCalls, recorded.ToolCalls)
 		if err != nil {
 			return "", u, &cutError{err: err, partial: partial}
+		}
+		if held := l.gate.takeHeld(); len(held) > 0 {
+			// The run ends this attempt; a run of the same trigger resumes
+			// after the owner's decision (approval.go).
+			return "", u, &waitError{held: held, taintedBy: l.gate.taintedBy()}
 		}
 		if badInARow = nextBadCount(badInARow, bad, len(results)); badInARow >= maxBadCallsInARow {
 			return "", u, &cutError{err: badCallsError(l, resp.ToolCalls), partial: partial}
@@ -226,7 +238,7 @@ func (iu *inlineUsage) total() usage {
 
 // origin marks the steps of delegated work with their kind.
 func (l loopSpec) origin() services.StepOrigin {
-	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline, Schedule: l.kind == kindSchedule}
+	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline, Schedule: l.kind == kindSchedule, TaintedBy: l.gate.taintedBy()}
 }
 
 // stepPayload is a step's stored JSON.
@@ -310,21 +322,49 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	s.publishTool(ctx, l, use)
 	started := time.Now()
 	var res tools.Result
+	var frame *services.Origin
+	t, known := s.opts.Tools.Get(call.Name)
 	switch {
 	case l.box.Deferred(call.Name) && !l.box.Loaded(call.Name):
 		// Named exactly without find_tools: loaded now, called next step.
 		l.box.Load(call.Name)
 		res = tools.LoadedOnCall(call.Name)
-	case !offered(l.req.Tools, call.Name) && !l.box.Loaded(call.Name):
+	case !known || !offered(l.req.Tools, call.Name) && !l.box.Loaded(call.Name):
 		// Only what this loop offered runs: a sub-agent profile or a
 		// conversation without a tool cannot call it by guessing its name.
 		res = tools.ErrorResult(tools.CodeUnknown, fmt.Sprintf("tool %q is not available here; use one of the tools you were given", call.Name))
 	case call.Malformed != "":
 		res = tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("the arguments of this %s call are not a JSON object: %s. Call it again with its arguments as one JSON object matching its schema.", call.Name, call.Malformed))
 	default:
-		res = s.opts.Tools.Execute(ctx, call.Name, c)
+		// Every call the model may make passes the policy (core and
+		// loaded tools alike).
+		effect, decision, refused := s.gateCall(ctx, l, t, call)
+		switch {
+		case refused != nil:
+			res = *refused
+		case decision == services.Ask && l.kind == kindMain:
+			// Held: no result now; the run waits for the owner.
+			l.gate.hold(heldCall{call: call, effect: effect})
+			use.Status = "waiting"
+			s.publishTool(ctx, l, use)
+			return llm.Message{}, false, nil
+		case decision == services.Ask:
+			res = s.askDetached(ctx, l, call, effect)
+		default:
+			res = s.opts.Tools.Execute(ctx, call.Name, c)
+			if call.Name == "fetch_url" {
+				l.gate.fetched(call.Arguments)
+			}
+			if o, ok := resultOrigin(t, call.Arguments); ok {
+				l.gate.taint(ctx, o)
+				frame = &o
+			}
+			if lasting(effect) {
+				s.auditCall(ctx, l.stepRun, l.call.TimelineScope, t.Name, call.Arguments, effect, l.gate.taintedBy(), res)
+			}
+		}
 	}
-	res.Content = chat.CleanAnswer(res.Content)
+	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	use.Status, use.DurationMS = "ok", time.Since(started).Milliseconds()
 	if res.IsError {
 		use.Status, use.Code = "error", res.ErrorCode
@@ -352,6 +392,11 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		}
 	}
 	msg := llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}
+	if frame != nil {
+		// Untrusted text is framed as data with its origin for this run's
+		// next calls; no guarantee depends on the model heeding it.
+		msg.Content = services.UntrustedFrame(*frame, msg.Content)
+	}
 	if s.opts.PassImages {
 		msg.Images = res.Images
 	}

@@ -19,8 +19,14 @@ func RegisterMemoryTool(reg *tools.Registry, store services.ContextStore) error 
 			if args.Confidence != nil {
 				conf = *args.Confidence
 			}
+			// The item records the run and the origin that had tainted it (a
+			// tainted run's remember only runs once the owner approved it).
+			origin := "the owner's conversation"
+			if by := gateOf(ctx).taintedBy(); by != "" {
+				origin = "approved by the owner, asked " + by
+			}
 			item, err := store.UpsertMemory(ctx, services.MemoryItem{TimelineScope: call.TimelineScope,
-				Key: strings.ToLower(args.Key), Value: args.Value, Confidence: conf, Source: "agent"})
+				Key: strings.ToLower(args.Key), Value: args.Value, Confidence: conf, Source: "agent", RunID: call.RunID, Origin: origin})
 			if err != nil {
 				return tools.Result{}, err
 			}

@@ -97,8 +97,11 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		CachedTokens:          u.cached,
 	}
 	var notice string
+	var waiting *waitError
 	switch {
 	case runErr == nil:
+	case errors.As(runErr, &waiting):
+		return s.finishWaiting(endCtx, run, trigger, fin, waiting)
 	case errors.Is(context.Cause(runCtx), errStopped):
 		fin.Status, fin.Error = services.RunCancelled, "stopped by the owner"
 		notice = "Stopped."
@@ -337,6 +340,10 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 	if err != nil {
 		return err
 	}
+	// Calls it had resumed get their result; none runs (again).
+	if err := s.settleApprovals(ctx, run, s.newGate(mainStarter(run.TimelineScope), run.ID, run.TaintedBy), true); err != nil {
+		return err
+	}
 	done, err := s.finish(ctx, run, services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"},
 		noticeParams(run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted))
 	if err != nil {
@@ -359,7 +366,21 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // answer text, the prompt inspection and the usage.
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
-	defs, box := s.mainTools(run.TimelineScope)
+	g := s.newGate(mainStarter(run.TimelineScope), run.ID, "")
+	if o := s.startOrigin(ctx, run, trigger); o != "" {
+		g.origin = o
+		if run.TaintedBy == "" {
+			if err := s.opts.Store.SetRunTaint(ctx, run.ID, o); err != nil {
+				return "", prompt.Inspection{}, usage{}, err
+			}
+		}
+	}
+	// A run resuming after the owner's decisions first settles the calls
+	// it held: approved ones run (once), others get a result saying why not.
+	if err := s.settleApprovals(ctx, run, g, false); err != nil {
+		return "", prompt.Inspection{}, usage{}, err
+	}
+	defs, box := s.mainTools(run.TimelineScope, services.PolicyKey{Starter: g.starter, Tainted: g.origin != ""})
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Trigger: &trigger, Tools: defs, Deferred: box.Groups(),
 	})
@@ -371,14 +392,14 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", obs, usage{}, err
 	}
-	req := built.Request
+	req := s.withSettled(built.Request, g)
 	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
 		req = s.applyTurnRequest(req, *meta.Request)
 	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
 		kind: kindMain, provider: s.opts.LLM, req: req, box: box, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
-		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep,
+		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep, gate: g,
 	})
 	return text, obs, u, err
 }
@@ -434,6 +455,24 @@ func (s *Service) offeredTools(timeline string) []tools.Tool {
 			continue
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// defaultKey is the policy key of a main run on timeline before it reads
+// anything (the owner's, or a stranger's, which is tainted from its start).
+func defaultKey(timeline string) services.PolicyKey {
+	return services.PolicyKey{Starter: mainStarter(timeline), Tainted: timeline != services.DefaultTimeline}
+}
+
+// toolsFor are the tools offered to a run of k: those the policy does not
+// deny there (a stranger is never offered a tool that lasts or leaves).
+func (s *Service) toolsFor(timeline string, k services.PolicyKey) []tools.Tool {
+	var out []tools.Tool
+	for _, t := range s.offeredTools(timeline) {
+		if s.offerable(t, k) {
+			out = append(out, t)
+		}
 	}
 	return out
 }

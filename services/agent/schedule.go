@@ -300,7 +300,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	var all []tools.Tool
 	var core []string
 	profile, hasProfile := s.opts.Profiles[sc.Profile]
-	for _, t := range s.offeredTools(sc.TimelineScope) {
+	for _, t := range s.toolsFor(sc.TimelineScope, services.PolicyKey{Starter: loopStarter(kindSchedule, sc.TimelineScope)}) {
 		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}

@@ -20,10 +20,11 @@ func (s *Service) selectTools(all []tools.Tool, core []string) ([]services.ToolS
 
 func (s *Service) toolTokens(t services.ToolSpec) int { return prompt.ToolTokens(s.opts.Tokenizer, t) }
 
-// mainTools are a main run's tools on timeline: its request's definitions,
-// its deferred tools and their one line per group for the system prompt.
-func (s *Service) mainTools(timeline string) ([]services.ToolSpec, *tools.Toolbox) {
-	return s.selectTools(s.offeredTools(timeline), nil)
+// mainTools are the tools of a main run of k on timeline: its request's
+// definitions and its deferred tools (Groups: their one line per group for
+// the system prompt), of those the policy offers it.
+func (s *Service) mainTools(timeline string, k services.PolicyKey) ([]services.ToolSpec, *tools.Toolbox) {
+	return s.selectTools(s.toolsFor(timeline, k), nil)
 }
 
 // withLoaded is the tools of a loop's next request: the first request's,

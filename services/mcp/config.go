@@ -42,6 +42,10 @@ type ServerConfig struct {
 	// nothing, whatever their annotations say: their effect class is read
 	// instead of external (docs/SECURITY.md).
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Secret names env variables and headers whose values are secrets of
+	// the service: never in a prompt, refused in an outbound tool argument
+	// (docs/SECURITY.md).
+	Secret []string `json:"secret,omitempty"`
 	// Timeout bounds one call ("30s"; default 60s).
 	Timeout Duration `json:"timeout,omitempty"`
 	// Shared offers the server's tools on every timeline; by default only
@@ -169,4 +173,21 @@ func (c ServerConfig) validate(name string) error {
 		return bad(`"type" %q does not match the %s given`, c.Type, map[bool]string{true: "command", false: "url"}[c.Command != ""])
 	}
 	return nil
+}
+
+// SecretValues are the values of the env variables and headers the
+// servers mark secret.
+func (c Config) SecretValues() []string {
+	var out []string
+	for _, srv := range c {
+		for _, name := range srv.Secret {
+			if v, ok := srv.Env[name]; ok {
+				out = append(out, v)
+			}
+			if v, ok := srv.Headers[name]; ok {
+				out = append(out, strings.TrimPrefix(v, "Bearer "))
+			}
+		}
+	}
+	return out
 }

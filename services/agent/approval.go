@@ -1,0 +1,553 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// waitError ends a main run's attempt that holds calls for the owner.
+type waitError struct {
+	held      []heldCall
+	taintedBy string
+}
+
+func (e *waitError) Error() string {
+	return fmt.Sprintf("waiting for the owner's approval of %d call(s)", len(e.held))
+}
+
+// loopStarter is who starts a loop of kind on timeline, for the policy.
+func loopStarter(kind, timeline string) services.Starter {
+	switch {
+	case timeline != services.DefaultTimeline:
+		return services.StarterStranger
+	case kind == kindSchedule:
+		return services.StarterSchedule
+	case kind == kindChild || kind == kindInline:
+		return services.StarterSubagent
+	}
+	return services.StarterOwner
+}
+
+// loopGate is the gate of a loop built without one: a delegated task's is
+// tainted when its parent is (the task was written by the parent); inline
+// work shares its parent's.
+func (s *Service) loopGate(ctx context.Context, l loopSpec) *gate {
+	parent := gateOf(ctx)
+	if l.kind == kindInline && parent != nil {
+		return parent
+	}
+	return s.newGate(loopStarter(l.kind, l.call.TimelineScope), l.stepRun, parent.taintedBy())
+}
+
+// finishWaiting ends a run's attempt holding calls: in one transaction the
+// run ends 'waiting', each held call becomes a pending approval and the
+// owner is asked on their timeline (every channel). The timeline's lock is
+// released with it: the owner can go on chatting.
+func (s *Service) finishWaiting(ctx context.Context, run services.Run, trigger services.Message, fin services.RunFinish, w *waitError) error {
+	fin.Status, fin.Error = services.RunWaiting, w.Error()
+	var posted []services.Message
+	var created []bool
+	var asked []services.Approval
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if _, err := tx.FinishRun(ctx, run.ID, fin); err != nil {
+			return err
+		}
+		for _, h := range w.held {
+			a, err := tx.CreateApproval(ctx, services.Approval{RunID: run.ID, TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
+				TriggerMessageID: trigger.ID, CallID: h.call.ID, Tool: h.call.Name, Arguments: h.call.Arguments, Effect: h.effect,
+				TaintedBy: w.taintedBy, ExpiresAt: time.Now().Add(s.opts.ApprovalTimeout)})
+			if err != nil {
+				return err
+			}
+			msg, c, err := s.opts.Chat.PostTx(ctx, tx, s.approvalNotice(a))
+			if err != nil {
+				return err
+			}
+			asked, posted, created = append(asked, a), append(posted, msg), append(created, c)
+		}
+		return nil
+	})
+	if services.IsKind(err, services.ECONFLICT) {
+		return nil // stopped meanwhile: nothing is held
+	}
+	if err != nil {
+		return err
+	}
+	for i, m := range posted {
+		s.opts.Chat.Announce(ctx, m, created[i])
+	}
+	for _, a := range asked {
+		s.auditApproval(ctx, a, "asked", "")
+	}
+	s.publishRun(ctx, run, services.RunWaiting)
+	s.log.Info("run waiting for approval", "run_id", run.ID, "approvals", len(asked))
+	return nil
+}
+
+// approvalNotice asks the owner, on their timeline, to decide a.
+func (s *Service) approvalNotice(a services.Approval) services.PostParams {
+	args := s.opts.Secrets.Mask(truncateText(string(a.Arguments), 600))
+	text := fmt.Sprintf("Approve #%d? %s %s (%s)", a.ID, a.Tool, args, a.Effect)
+	if a.TaintedBy != "" {
+		text += " — asked " + a.TaintedBy
+	}
+	text += fmt.Sprintf(". Reply /approve %d or /deny %d (it expires in %s).", a.ID, a.ID, s.opts.ApprovalTimeout.Round(time.Second))
+	return services.PostParams{
+		TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content: text, DedupeKey: fmt.Sprintf("approval:%d:ask", a.ID), NotifyOwner: true,
+		Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval"}.Encode(),
+	}
+}
+
+// askDetached holds a call of delegated work or a fire, which does not
+// wait: the approval is stored and the owner asked; an approved call runs
+// on its own and its result is posted to the owner.
+func (s *Service) askDetached(ctx context.Context, l loopSpec, call services.ToolCall, effect services.Effect) tools.Result {
+	var a services.Approval
+	var msg services.Message
+	var created bool
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		var err error
+		a, err = tx.CreateApproval(ctx, services.Approval{RunID: l.stepRun, TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
+			CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Effect: effect, TaintedBy: l.gate.taintedBy(),
+			Detached: true, ExpiresAt: time.Now().Add(s.opts.ApprovalTimeout)})
+		if err != nil {
+			return err
+		}
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, s.approvalNotice(a))
+		return err
+	})
+	if err != nil {
+		return tools.ErrorResult(tools.CodeInternal, "the approval could not be stored; the call was not run")
+	}
+	s.opts.Chat.Announce(ctx, msg, created)
+	s.auditApproval(ctx, a, "asked", "")
+	return tools.ErrorResult(CodeApprovalPending, fmt.Sprintf("%s needs the owner's approval (#%d); it was not run now. If the owner approves, it runs and its result goes to the owner. Carry on without it.", call.Name, a.ID))
+}
+
+// DecideApproval approves or denies a pending approval for the owner.
+func (s *Service) DecideApproval(ctx context.Context, id int64, approve bool, channel string) (services.Approval, error) {
+	to := services.ApprovalDenied
+	if approve {
+		to = services.ApprovalApproved
+	}
+	return s.decide(ctx, id, to, channel)
+}
+
+// ListApprovals lists approvals.
+func (s *Service) ListApprovals(ctx context.Context, q services.ApprovalQuery) ([]services.Approval, error) {
+	return s.opts.Store.ListApprovals(ctx, q)
+}
+
+// decide moves a pending approval to its decision in one transaction with
+// what follows: once the run's last held call is decided, the run that
+// resumes it is queued; the owner's timeline says what was decided. Of two
+// decisions at once exactly one wins; the other gets ECONFLICT.
+func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalState, by string) (services.Approval, error) {
+	var a services.Approval
+	var msg services.Message
+	var created bool
+	var resume *services.Run
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		var err error
+		if a, err = tx.TransitionApproval(ctx, id, services.ApprovalPending, to, by, ""); err != nil {
+			return err
+		}
+		if !a.Detached {
+			if resume, err = s.resumeTx(ctx, tx, a); err != nil {
+				return err
+			}
+		}
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, services.PostParams{
+			TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
+			Content: decisionText(a), DedupeKey: fmt.Sprintf("approval:%d:decided", a.ID), NotifyOwner: true,
+			Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_decided"}.Encode(),
+		})
+		return err
+	})
+	if err != nil {
+		return a, err
+	}
+	s.opts.Chat.Announce(ctx, msg, created)
+	s.auditApproval(ctx, a, string(to), by)
+	if resume != nil {
+		s.publishRun(ctx, *resume, services.RunQueued)
+	}
+	if a.Detached && to == services.ApprovalApproved {
+		go s.executeDetached(context.WithoutCancel(ctx), a)
+	}
+	return a, nil
+}
+
+func decisionText(a services.Approval) string {
+	how := map[services.ApprovalState]string{services.ApprovalApproved: "approved", services.ApprovalDenied: "denied",
+		services.ApprovalTimedOut: "timed out (nobody decided in time)", services.ApprovalCancelled: "cancelled (/stop)"}[a.State]
+	text := fmt.Sprintf("#%d %s: %s", a.ID, how, a.Tool)
+	if a.DecidedBy != "" && a.State != services.ApprovalTimedOut {
+		text += " (via " + a.DecidedBy + ")"
+	}
+	return text + "."
+}
+
+// resumeTx queues, once the run's last pending approval is decided, the run
+// that resumes it: same timeline and trigger, its taint kept.
+func (s *Service) resumeTx(ctx context.Context, tx services.Store, a services.Approval) (*services.Run, error) {
+	pending, err := tx.ListApprovals(ctx, services.ApprovalQuery{RunID: a.RunID, State: services.ApprovalPending})
+	if err != nil || len(pending) > 0 {
+		return nil, err
+	}
+	waiting, err := tx.GetRun(ctx, a.RunID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := tx.CreateRun(ctx, services.NewRun{TimelineScope: waiting.TimelineScope, ContextScope: s.mainScope(),
+		TriggerMessageID: waiting.TriggerMessageID, Source: waiting.Source, Status: services.RunQueued,
+		Model: s.opts.LLM.Model(), TaintedBy: waiting.TaintedBy, ResumesRunID: waiting.ID})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.SetApprovalResume(ctx, a.RunID, run.ID); err != nil {
+		return nil, err
+	}
+	if err := s.opts.Queue.EnqueueRunTx(ctx, tx, run); err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// settleApprovals gives each call a resumed run held its result before the
+// model is called again: an approved call is marked executing (committed)
+// and run once; a call found executing (the process died mid-call) is
+// never run again: the model is told so; a denied, timed-out or cancelled
+// one gets a result saying so. interrupted (the run's worker died) runs
+// nothing.
+func (s *Service) settleApprovals(ctx context.Context, run services.Run, g *gate, interrupted bool) error {
+	ctx = context.WithValue(ctx, gateKey{}, g)
+	as, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{ResumeRunID: run.ID})
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		if err := s.settle(ctx, run, g, a, interrupted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) settle(ctx context.Context, run services.Run, g *gate, a services.Approval, interrupted bool) error {
+	var content string
+	next := a.State
+	switch a.State {
+	case services.ApprovalExecuted, services.ApprovalInterrupted:
+		return nil
+	case services.ApprovalDenied:
+		content = "The owner denied this call (approval #%d); it was not run. Carry on without it."
+	case services.ApprovalTimedOut:
+		content = "Nobody approved this call in time (approval #%d timed out); it was not run. Carry on without it."
+	case services.ApprovalCancelled:
+		content = "The owner stopped the run while this call waited (approval #%d); it was not run."
+	case services.ApprovalExecuting:
+		content, next = "This approved call (#%d) was interrupted by a server restart while it ran; its effect is unknown and it was not run again.", services.ApprovalInterrupted
+	case services.ApprovalApproved:
+		if interrupted {
+			content, next = "The server restarted before this approved call (#%d) ran; it was not run.", services.ApprovalInterrupted
+			break
+		}
+		return s.executeApproved(ctx, run, g, a)
+	}
+	res := tools.ErrorResult("APPROVAL_"+strings.ToUpper(string(a.State)), fmt.Sprintf(content, a.ID))
+	return s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if next != a.State {
+			if _, err := tx.TransitionApproval(ctx, a.ID, a.State, next, "", "interrupted"); err != nil {
+				return err
+			}
+		}
+		return s.storeApprovalResult(ctx, tx, run, a, res)
+	})
+}
+
+// executeApproved runs an approved call exactly once: marked executing in
+// a committed transition first, its result and the end mark committed
+// together after.
+func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate, a services.Approval) error {
+	if _, err := s.opts.Store.TransitionApproval(ctx, a.ID, services.ApprovalApproved, services.ApprovalExecuting, "", ""); err != nil {
+		if services.IsKind(err, services.ECONFLICT) {
+			cur, gerr := s.opts.Store.GetApproval(ctx, a.ID)
+			if gerr != nil {
+				return gerr
+			}
+			return s.settle(ctx, run, g, cur, true)
+		}
+		return err
+	}
+	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
+		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID})
+	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
+	if t, ok := s.opts.Tools.Get(a.Tool); ok {
+		if a.Tool == "fetch_url" {
+			g.fetched(a.Arguments)
+		}
+		if o, ok := resultOrigin(t, a.Arguments); ok {
+			g.taint(ctx, o)
+		}
+	}
+	s.auditCall(ctx, run.ID, run.TimelineScope, a.Tool, a.Arguments, a.Effect, a.TaintedBy, res)
+	status := "ok"
+	if res.IsError {
+		status = "error: " + res.ErrorCode
+	}
+	return s.opts.Store.Transact(context.WithoutCancel(ctx), func(tx services.Store) error {
+		if _, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalExecuting, services.ApprovalExecuted, "", status); err != nil {
+			return err
+		}
+		return s.storeApprovalResult(ctx, tx, run, a, res)
+	})
+}
+
+// storeApprovalResult stores a held call's result in the waiting turn
+// (once: keyed by the approval) with its step on the resuming run.
+func (s *Service) storeApprovalResult(ctx context.Context, tx services.Store, run services.Run, a services.Approval, res tools.Result) error {
+	if g := gateOf(ctx); g != nil {
+		g.mu.Lock()
+		g.calls = append(g.calls, services.ToolCall{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments})
+		g.settled = append(g.settled, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: a.CallID, IsError: res.IsError})
+		g.mu.Unlock()
+	}
+	if _, err := tx.AppendStep(ctx, run.ID, services.StepToolResult, s.stepPayload(services.ToolResultStep{
+		ID: a.CallID, Name: a.Tool, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content),
+		StepOrigin: services.StepOrigin{TaintedBy: a.TaintedBy}})); err != nil {
+		return err
+	}
+	_, _, err := tx.InsertMessage(ctx, services.NewMessage{
+		TimelineScope: a.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool,
+		Source: services.SourceAgent, Content: res.Content, Visible: false, DedupeKey: fmt.Sprintf("approval:%d:result", a.ID),
+		TokenCount: s.opts.Tokenizer.Count(res.Content),
+		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: a.TriggerMessageID, ToolCallID: a.CallID, ToolName: a.Tool,
+			IsError: res.IsError, ApprovalID: a.ID}.Encode(),
+	})
+	return err
+}
+
+// executeDetached runs an approved call of delegated work or a fire (whose
+// run did not wait) once and posts its result to the owner.
+func (s *Service) executeDetached(ctx context.Context, a services.Approval) {
+	if _, err := s.opts.Store.TransitionApproval(ctx, a.ID, services.ApprovalApproved, services.ApprovalExecuting, "", ""); err != nil {
+		return
+	}
+	g := s.newGate(services.StarterOwner, 0, a.TaintedBy)
+	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
+		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID})
+	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
+	s.auditCall(ctx, a.RunID, a.TimelineScope, a.Tool, a.Arguments, a.Effect, a.TaintedBy, res)
+	status := "ok"
+	if res.IsError {
+		status = "error: " + res.ErrorCode
+	}
+	if _, err := s.opts.Store.TransitionApproval(ctx, a.ID, services.ApprovalExecuting, services.ApprovalExecuted, "", status); err != nil {
+		s.log.Error("mark approval executed", "approval_id", a.ID, "err", err)
+	}
+	_, _, err := s.opts.Chat.Post(ctx, services.PostParams{
+		TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content:   fmt.Sprintf("Approved #%d ran: %s → %s\n\n%s", a.ID, a.Tool, status, truncateText(res.Content, 1500)),
+		DedupeKey: fmt.Sprintf("approval:%d:ran", a.ID), NotifyOwner: true,
+		Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_ran"}.Encode(),
+	})
+	if err != nil {
+		s.log.Error("post approval result", "approval_id", a.ID, "err", err)
+	}
+}
+
+// cancelApprovals cancels the pending approvals of a timeline's waiting
+// runs (/stop): each held call gets its result now, nothing resumes.
+func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, error) {
+	pending, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range pending {
+		if a.TimelineScope != timeline {
+			continue
+		}
+		err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+			cur, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalPending, services.ApprovalCancelled, "stop", "")
+			if err != nil || cur.Detached {
+				return err
+			}
+			res := tools.ErrorResult("APPROVAL_CANCELLED", fmt.Sprintf("The owner stopped the run while this call waited (approval #%d); it was not run.", a.ID))
+			return s.storeApprovalResult(ctx, tx, services.Run{ID: a.RunID, TimelineScope: a.TimelineScope}, cur, res)
+		})
+		if services.IsKind(err, services.ECONFLICT) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		a.State = services.ApprovalCancelled
+		s.auditApproval(ctx, a, "cancelled", "stop")
+		n++
+	}
+	return n, nil
+}
+
+// ExpireApprovals times out the pending approvals past their deadline
+// (each at most once, whichever instance gets there first).
+func (s *Service) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	due, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{ExpiredBy: now})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range due {
+		if _, err := s.decide(ctx, a.ID, services.ApprovalTimedOut, "timeout"); err == nil {
+			n++
+		} else if !services.IsKind(err, services.ECONFLICT) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// SweepApprovals expires overdue approvals every interval until ctx ends.
+func (s *Service) SweepApprovals(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if _, err := s.ExpireApprovals(ctx, now); err != nil && ctx.Err() == nil {
+				s.log.Warn("expire approvals", "err", err)
+			}
+		}
+	}
+}
+
+// auditCall records a call of a lasting or outbound class and its outcome.
+func (s *Service) auditCall(ctx context.Context, runID int64, timeline, tool string, args json.RawMessage, effect services.Effect, taintedBy string, res tools.Result) {
+	status := "ok"
+	if res.IsError {
+		status = "error"
+	}
+	s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: tool, RunID: runID,
+		TimelineScope: timeline, Status: status, Detail: s.auditDetail(args, effect, taintedBy)})
+}
+
+// auditApproval records an approval asked or decided.
+func (s *Service) auditApproval(ctx context.Context, a services.Approval, status, channel string) {
+	actor := "owner"
+	if status == "asked" {
+		actor = "agent"
+	} else if channel == "timeout" {
+		actor = "service"
+	}
+	s.audit(ctx, services.AuditEntry{Actor: actor, Channel: channel, Action: services.AuditApproval,
+		Subject: fmt.Sprintf("#%d %s", a.ID, a.Tool), RunID: a.RunID, TimelineScope: a.TimelineScope, Status: status,
+		Detail: s.auditDetail(a.Arguments, a.Effect, a.TaintedBy)})
+}
+
+// cmdDecide answers /approve N and /deny N (the owner's timeline only).
+func (s *Service) cmdDecide(ctx context.Context, msg services.Message, args string, approve bool) (string, error) {
+	if msg.TimelineScope != services.DefaultTimeline {
+		return "Only the owner decides approvals.", nil
+	}
+	var id int64
+	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(args), "#"), "%d", &id); err != nil || id <= 0 {
+		pending, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending, Limit: 20})
+		if err != nil {
+			return "", err
+		}
+		if len(pending) == 0 {
+			return "Nothing waits for approval.", nil
+		}
+		var b strings.Builder
+		b.WriteString("Waiting for your decision (/approve N or /deny N):")
+		for _, a := range pending {
+			fmt.Fprintf(&b, "\n#%d %s %s (%s) %s", a.ID, a.Tool, truncateText(s.opts.Secrets.Mask(string(a.Arguments)), 200), a.Effect, a.TaintedBy)
+		}
+		return b.String(), nil
+	}
+	a, err := s.DecideApproval(ctx, id, approve, string(msg.Source))
+	if services.IsKind(err, services.ECONFLICT) || services.IsKind(err, services.ENOTFOUND) {
+		return services.ErrorMessage(err), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return decisionText(a), nil
+}
+
+// cmdPolicy answers /policy: the table in force.
+func (s *Service) cmdPolicy() string {
+	return "Policy in force (allow, ask = wait for your approval, deny), by who started the run and whether it read untrusted text:\n" + s.policy().String()
+}
+
+// cmdMemory answers /memory (the remembered items with their origin) and
+// /memory forget ID (the item leaves every prompt; its row is kept).
+func (s *Service) cmdMemory(ctx context.Context, msg services.Message, args string) (string, error) {
+	if s.opts.ContextStore == nil {
+		return "Nothing is remembered here.", nil
+	}
+	verb, rest, _ := strings.Cut(strings.TrimSpace(args), " ")
+	if verb == "forget" {
+		var id int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(rest), "#"), "%d", &id); err != nil || id <= 0 {
+			return "Usage: /memory forget ID (the ids are listed by /memory).", nil
+		}
+		if err := s.opts.ContextStore.ForgetMemory(ctx, msg.TimelineScope, id); err != nil {
+			return "", err
+		}
+		s.audit(ctx, services.AuditEntry{Actor: "owner", Channel: string(msg.Source), Action: services.AuditMemoryChange,
+			Subject: fmt.Sprintf("memory #%d", id), TimelineScope: msg.TimelineScope, Status: "forgotten"})
+		return fmt.Sprintf("Forgotten: memory #%d is no longer sent to the model (its record is kept).", id), nil
+	}
+	if verb != "" {
+		return fmt.Sprintf("Unknown /memory verb %q (want /memory or /memory forget ID).", verb), nil
+	}
+	items, err := s.opts.ContextStore.ListMemory(ctx, msg.TimelineScope)
+	if err != nil {
+		return "", err
+	}
+	if len(items) == 0 {
+		return "Nothing is remembered.", nil
+	}
+	var b strings.Builder
+	b.WriteString("Remembered (sent with every prompt; /memory forget ID removes one):")
+	for _, m := range items {
+		origin := m.Origin
+		if origin == "" {
+			origin = "source " + m.Source
+		}
+		fmt.Fprintf(&b, "\n#%d %s = %s (confidence %.1f; %s", m.ID, m.Key, truncateText(m.Value, 200), m.Confidence, origin)
+		if m.RunID != 0 {
+			fmt.Fprintf(&b, ", run %d", m.RunID)
+		}
+		b.WriteString(")")
+	}
+	return b.String(), nil
+}
+
+// withSettled adds to a resumed run's request the calls it settled and
+// their results, when its prompt does not read hidden rows (scoped reads
+// off): the model sees what became of the calls it held.
+func (s *Service) withSettled(req llm.Request, g *gate) llm.Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.settled) == 0 || s.opts.Flags.ScopedRead {
+		return req
+	}
+	msgs := append([]llm.Message(nil), req.Messages...)
+	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, ToolCalls: g.calls})
+	req.Messages = append(msgs, g.settled...)
+	return req
+}

@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
+	"github.com/switchboard/switchboard/services/tools"
+)
+
+// Error codes of calls the service refuses or holds.
+const (
+	// CodePolicyDenied: the policy denies this call in this run.
+	CodePolicyDenied = "POLICY_DENIED"
+	// CodeSecretInArguments: an outbound call's arguments hold a secret of
+	// the service.
+	CodeSecretInArguments = "SECRET_IN_ARGUMENTS"
+	// CodeApprovalPending: the call waits for the owner's decision.
+	CodeApprovalPending = "APPROVAL_PENDING"
+)
+
+// gate is one loop's provenance and policy state: who started it, the
+// origin that tainted it (sticky), the hosts it fetched, and the calls it
+// holds for approval.
+type gate struct {
+	s       *Service
+	starter services.Starter
+	runID   int64
+
+	mu     sync.Mutex
+	origin string
+	hosts  map[string]bool
+	held   []heldCall
+	// settled are the held calls a resumed run settled, with their results.
+	settled []llm.Message
+	calls   []services.ToolCall
+}
+
+// heldCall is a call a main run holds for the owner's decision.
+type heldCall struct {
+	call   services.ToolCall
+	effect services.Effect
+}
+
+type gateKey struct{}
+
+func gateOf(ctx context.Context) *gate {
+	g, _ := ctx.Value(gateKey{}).(*gate)
+	return g
+}
+
+func (s *Service) newGate(starter services.Starter, runID int64, origin string) *gate {
+	return &gate{s: s, starter: starter, runID: runID, origin: origin, hosts: map[string]bool{}}
+}
+
+// taintedBy is the origin that tainted the loop, "" when clean.
+func (g *gate) taintedBy() string {
+	if g == nil {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.origin
+}
+
+func (g *gate) key() services.PolicyKey {
+	return services.PolicyKey{Starter: g.starter, Tainted: g.taintedBy() != ""}
+}
+
+// taint marks the loop tainted by o (the first origin stays) and records it
+// on the run.
+func (g *gate) taint(ctx context.Context, o services.Origin) {
+	if o.Trusted() {
+		return
+	}
+	g.mu.Lock()
+	first := g.origin == ""
+	if first {
+		g.origin = o.String()
+	}
+	origin := g.origin
+	g.mu.Unlock()
+	if first && g.runID != 0 {
+		if err := g.s.opts.Store.SetRunTaint(context.WithoutCancel(ctx), g.runID, origin); err != nil {
+			g.s.log.Warn("record run taint", "run_id", g.runID, "err", err)
+		}
+	}
+}
+
+func (g *gate) hold(h heldCall) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = append(g.held, h)
+}
+
+func (g *gate) takeHeld() []heldCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.held
+	g.held = nil
+	return h
+}
+
+// mainStarter is who started a main run of timeline.
+func mainStarter(timeline string) services.Starter {
+	if timeline != services.DefaultTimeline {
+		return services.StarterStranger
+	}
+	return services.StarterOwner
+}
+
+// startOrigin is what taints a main run from its start: a stranger's
+// words, an attachment or a transcript, or the taint of the run it resumes.
+func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger services.Message) string {
+	if run.TaintedBy != "" {
+		return run.TaintedBy
+	}
+	if run.TimelineScope != services.DefaultTimeline {
+		return services.Origin{Kind: services.OriginStranger, Detail: "the paired stranger " + strings.TrimPrefix(run.TimelineScope, "tg:")}.String()
+	}
+	meta, _ := services.DecodeMeta(trigger.Metadata)
+	if len(meta.Files) == 0 {
+		return ""
+	}
+	files, err := s.opts.Store.AttachmentsOf(ctx, run.TimelineScope, []int64{trigger.ID})
+	if err != nil || len(files[trigger.ID]) == 0 {
+		return services.Origin{Kind: services.OriginAttachment, Detail: meta.Files[0].Name}.String()
+	}
+	f := files[trigger.ID][0]
+	if f.Kind.Transcribable() {
+		return services.Origin{Kind: services.OriginTranscript, Detail: f.DisplayName()}.String()
+	}
+	return services.Origin{Kind: services.OriginAttachment, Detail: f.DisplayName()}.String()
+}
+
+// effectOf classifies one call: the tool's declared class, except that
+// fetch_url reads (no egress) from a host this run already fetched without
+// a query string, and send_file on the owner's own timeline sends to the
+// owner (workspace).
+func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) services.Effect {
+	switch t.Name {
+	case "fetch_url":
+		var a struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(args, &a) == nil {
+			if u, err := url.Parse(a.URL); err == nil && u.RawQuery == "" && u.Host != "" {
+				g.mu.Lock()
+				seen := g.hosts[strings.ToLower(u.Host)]
+				g.mu.Unlock()
+				if seen {
+					return services.EffectRead
+				}
+			}
+		}
+	case "send_file":
+		if timeline == services.DefaultTimeline {
+			return services.EffectWorkspace
+		}
+	}
+	return t.Effect
+}
+
+// fetched records the host of a fetch_url call.
+func (g *gate) fetched(args json.RawMessage) {
+	var a struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return
+	}
+	if u, err := url.Parse(a.URL); err == nil && u.Host != "" {
+		g.mu.Lock()
+		g.hosts[strings.ToLower(u.Host)] = true
+		g.mu.Unlock()
+	}
+}
+
+// resultOrigin is the origin of a tool's result when it is not the
+// owner's or the service's text: fetched pages, search results, MCP
+// results, recalled archive items, handoffs, attachments read back.
+func resultOrigin(t tools.Tool, args json.RawMessage) (services.Origin, bool) {
+	var a struct {
+		URL     string `json:"url"`
+		Query   string `json:"query"`
+		Path    string `json:"path"`
+		AgentID string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(args, &a)
+	switch {
+	case t.Source != "":
+		return services.Origin{Kind: services.OriginMCP, Detail: t.Source + "/" + t.Name}, true
+	case t.Name == "fetch_url":
+		return services.Origin{Kind: services.OriginFetch, Detail: a.URL}, true
+	case t.Name == "web_search":
+		return services.Origin{Kind: services.OriginSearch, Detail: a.Query}, true
+	case strings.HasPrefix(t.Name, "recall_"):
+		return services.Origin{Kind: services.OriginRecall}, true
+	case t.Name == "delegate":
+		return services.Origin{Kind: services.OriginHandoff, Detail: a.AgentID}, true
+	case strings.HasPrefix(strings.TrimPrefix(a.Path, "./"), "uploads/"):
+		return services.Origin{Kind: services.OriginAttachment, Detail: a.Path}, true
+	}
+	return services.Origin{}, false
+}
+
+// outbound reports whether calls of effect send something out of the
+// machine (their arguments must not carry a secret).
+func outbound(e services.Effect) bool {
+	return e == services.EffectEgress || e == services.EffectExternal || e == services.EffectExec || e == services.EffectDestructive
+}
+
+// lasting reports whether calls of effect are audited.
+func lasting(e services.Effect) bool {
+	return e != services.EffectRead && e != services.EffectWorkspace
+}
+
+// policy is the policy in force.
+func (s *Service) policy() *services.Policy {
+	if s.opts.Policy == nil {
+		return services.DefaultPolicy()
+	}
+	return s.opts.Policy
+}
+
+// Policy returns the policy in force (services.ApprovalDecider).
+func (s *Service) Policy() *services.Policy { return s.policy() }
+
+// gateCall decides one call before it runs: a refusal (a secret in an
+// outbound argument, a denied call) as a Result, ask, or allow.
+func (s *Service) gateCall(ctx context.Context, l loopSpec, t tools.Tool, call services.ToolCall) (services.Effect, services.Decision, *tools.Result) {
+	effect := l.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
+	if outbound(effect) && s.opts.Secrets.Contains(string(call.Arguments)) {
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun,
+			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		r := tools.ErrorResult(CodeSecretInArguments, fmt.Sprintf("the arguments of %s contain a secret of the service; the call was refused and recorded", t.Name))
+		return effect, services.Deny, &r
+	}
+	d := s.policy().Decide(l.gate.key(), effect, t.Name, t.Source)
+	if d == services.Deny {
+		why := "the policy denies " + string(effect) + " calls in this conversation"
+		if by := l.gate.taintedBy(); by != "" {
+			why += " (this run read untrusted text " + by + ")"
+		}
+		r := tools.ErrorResult(CodePolicyDenied, fmt.Sprintf("%s was not run: %s.", t.Name, why))
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: t.Name, RunID: l.stepRun,
+			TimelineScope: l.call.TimelineScope, Status: "denied", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		return effect, d, &r
+	}
+	return effect, d, nil
+}
+
+// auditDetail is an audited call's particulars, secrets masked.
+func (s *Service) auditDetail(args json.RawMessage, effect services.Effect, taintedBy string) json.RawMessage {
+	masked := s.opts.Secrets.Mask(string(args))
+	if !json.Valid([]byte(masked)) {
+		masked = string(mustJSON(masked))
+	}
+	return mustJSON(map[string]any{"arguments": json.RawMessage(masked), "effect": effect, "tainted_by": taintedBy})
+}
+
+// audit appends to the audit trail (nil: none kept); a failure is logged.
+func (s *Service) audit(ctx context.Context, e services.AuditEntry) {
+	if s.opts.Audit == nil {
+		return
+	}
+	if _, err := s.opts.Audit.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("append audit", "action", e.Action, "subject", e.Subject, "err", err)
+	}
+}
+
+// offerable reports whether a tool is offered at all to a run of starter
+// (tainted as given): a tool its class denies there is not offered.
+func (s *Service) offerable(t tools.Tool, k services.PolicyKey) bool {
+	return s.policy().Decide(k, t.Effect, t.Name, t.Source) != services.Deny
+}
