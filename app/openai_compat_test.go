@@ -52,6 +52,9 @@ func TestOpenAICompatNodeSDK(t *testing.T) {
 			return llmtest.Reply{Text: "a partial answer that breaks off", CutAfter: 2, FragmentDelay: 80 * time.Millisecond}
 		case "NOT JSON":
 			return llmtest.Text("Sure! Here is your plan: go to Paris.")
+		case "SLOW STORY":
+			// Many words slowly: the client aborts after a few.
+			return llmtest.Reply{Text: strings.Repeat("word ", 400) + "THE-END", FragmentDelay: 50 * time.Millisecond}
 		}
 		return llmtest.Echo(r)
 	})
@@ -70,8 +73,32 @@ func TestOpenAICompatNodeSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the compatibility suite failed: %v", err)
 	}
-	if !strings.Contains(string(out), "image input") || !strings.Contains(string(out), "pass 13") {
-		t.Fatalf("the suite did not run its 13 cases")
+	if !strings.Contains(string(out), "image input") || !strings.Contains(string(out), "pass 14") {
+		t.Fatalf("the suite did not run its 14 cases")
+	}
+	// The aborted stream's run was stopped, not run to its end: cancelled,
+	// its partial answer kept as on /stop, never the whole text.
+	var aborted services.Run
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		runs, err := in.Store.ListRuns(context.Background(), services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if m, err := in.Store.GetMessage(context.Background(), r.TriggerMessageID); err == nil && strings.Contains(m.Content, "SLOW STORY") {
+				aborted = r
+			}
+		}
+		if aborted.Status != "" && aborted.Status != services.RunRunning && aborted.Status != services.RunQueued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the aborted stream's run: %+v", aborted)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if aborted.Status != services.RunCancelled {
+		t.Fatalf("the aborted stream's run ended %s, want cancelled", aborted.Status)
 	}
 
 	// The model's side: the image arrived as an image part, the settings

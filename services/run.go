@@ -312,3 +312,11 @@ type RunRequests interface {
 	// PruneRunRequests deletes requests stored before t; it returns how many.
 	PruneRunRequests(ctx context.Context, before time.Time) (int64, error)
 }
+
+// TurnStopper stops the run a message triggered, as /stop stops a
+// timeline's runs: a queued run ends cancelled before it starts, a running
+// one is cancelled and keeps the text it had written. The OpenAI-compatible
+// channel calls it when its only listener goes away.
+type TurnStopper interface {
+	StopTurn(ctx context.Context, timeline string, triggerID int64, why string) error
+}

@@ -525,6 +525,10 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 		// The server's history stands in for them (docs/API.md).
 		c.Response().Header().Set("X-Switchboard-Ignored-Messages", strconv.Itoa(req.Ignored))
 	}
+	// A client that goes away before its answer (an aborted stream, a
+	// closed connection) was the only listener: its run is stopped, as on
+	// /stop, instead of running to its end unread and billed.
+	defer s.stopAbandoned(c, timeline, msg.ID)
 	w := &turnWaiter{s: s, timeline: timeline, msgID: msg.ID, runs: map[int64]bool{}}
 	id := "chatcmpl-" + strconv.FormatInt(msg.ID, 10)
 	created := msg.CreatedAt.Unix()
@@ -658,6 +662,20 @@ func stripFence(s string) string {
 		t = t[nl+1:] // the info string (json)
 	}
 	return strings.TrimSpace(t)
+}
+
+// stopAbandoned stops the run of message msgID when the request's client
+// went away before the answer (the request's own context ended; a turn
+// timeout leaves the run going: its answer still reaches the timeline).
+func (s *Server) stopAbandoned(c echo.Context, timeline string, msgID int64) {
+	if s.opts.Stopper == nil || !errors.Is(c.Request().Context().Err(), context.Canceled) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
+	defer cancel()
+	if err := s.opts.Stopper.StopTurn(ctx, timeline, msgID, "the API client went away before the answer"); err != nil {
+		s.log.Warn("api: stop the run of a client that went away", "message_id", msgID, "err", err)
+	}
 }
 
 // apiWaitError answers a wait that ended without the reply (before any

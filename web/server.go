@@ -87,6 +87,9 @@ type Options struct {
 	Schedules services.Schedules
 	// Budgets backs GET /api/budget (nil: it answers 503); see budget_api.go.
 	Budgets services.Budgets
+	// Stopper stops the run of a /v1 request whose client went away (nil:
+	// the run goes on to its end).
+	Stopper services.TurnStopper
 	// Approvals backs /api/approvals and /api/policy (nil: 503).
 	Approvals services.ApprovalDecider
 	// Conns bounds connections and their idle time (zero fields: the

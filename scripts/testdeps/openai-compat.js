@@ -221,3 +221,22 @@ test('image input: an image_url part reaches the model', async () => {
   }), OpenAI.BadRequestError);
   assert.equal(err.param, 'messages[0].content[0].image_url.url');
 });
+
+test('abort: a client that aborts its stream stops the run', async () => {
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create(
+    { model, stream: true, messages: user('SLOW STORY') }, { signal: controller.signal });
+  let text = '';
+  try {
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (text.split('word').length > 4) controller.abort();
+    }
+  } catch (err) {
+    // Depending on the SDK version an aborted iteration ends or throws.
+    assert.ok(err instanceof OpenAI.APIUserAbortError || err.name === 'AbortError', `unexpected error: ${err}`);
+  }
+  assert.ok(text.includes('word word word'), 'some words arrived before the abort');
+  assert.ok(!text.includes('THE-END'), 'the stream was aborted before its end');
+  // The Go test checks that the run was cancelled.
+});

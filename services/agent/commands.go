@@ -118,6 +118,34 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
 }
 
+// StopTurn stops the run triggered by message triggerID on timeline (a
+// /v1 client that went away): queued, it ends cancelled with why; running,
+// it is cancelled on whichever instance runs it and keeps its partial
+// answer, as on /stop. A run already ended is left alone.
+func (s *Service) StopTurn(ctx context.Context, timeline string, triggerID int64, why string) error {
+	for _, status := range []services.RunStatus{services.RunQueued, services.RunRunning} {
+		runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Status: status, Limit: 100})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if r.TriggerMessageID != triggerID || !r.IsMain() {
+				continue
+			}
+			if status == services.RunQueued {
+				if _, err := s.opts.Store.FinishRun(ctx, r.ID, services.RunFinish{Status: services.RunCancelled, Error: why}); err == nil {
+					s.publishRun(ctx, r, services.RunCancelled)
+				}
+				continue
+			}
+			if !s.CancelRun(r.ID) && s.opts.Publisher != nil {
+				_ = s.opts.Publisher.Publish(ctx, services.Event{Type: EventCancel, TimelineScope: r.TimelineScope, RunID: r.ID})
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Service) lastRun(ctx context.Context, timeline string) (services.Run, bool, error) {
 	runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Limit: 20})
 	if err != nil {
