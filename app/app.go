@@ -353,7 +353,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
-		t.Media, t.Audit = a.media, a.store
+		t.Media, t.Audit, t.Approvals = a.media, a.store, a.agent
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
 			return nil, err

@@ -119,6 +119,9 @@ type Options struct {
 	// supported.
 	Media  services.Media
 	Leases Leases
+	// Approvals decides an approval when the owner presses its Approve or
+	// Deny button (nil: the buttons answer that approvals are unavailable).
+	Approvals services.ApprovalDecider
 	// Audit records pairing requests (nil: not recorded).
 	Audit  services.AuditLog
 	Queue  services.OutboundQueue
@@ -308,6 +311,9 @@ func UserTimeline(userID int64) string { return "tg:" + strconv.FormatInt(userID
 // unsupported media). Redelivering an update is harmless. An error means
 // the update should be delivered again (the database is unavailable).
 func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
+	if upd.CallbackQuery != nil {
+		return b.handleCallback(ctx, upd.CallbackQuery)
+	}
 	msg, edited := upd.Message, false
 	if msg == nil && upd.EditedMessage != nil {
 		msg, edited = upd.EditedMessage, true

@@ -33,6 +33,9 @@ type OutboundPayload struct {
 	// workspace), the text's first MaxCaptionLen characters as the first
 	// file's caption and the rest as messages.
 	Files []services.FileRef `json:"files,omitempty"`
+	// ApprovalID, for an approval request, puts Approve / Deny buttons
+	// under its last message.
+	ApprovalID int64 `json:"approval_id,omitempty"`
 }
 
 func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
@@ -72,10 +75,16 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 		}
 		chats = []int64{id}
 	}
+	var approval int64
+	if msg.TimelineScope == services.DefaultTimeline {
+		if meta, err := services.DecodeMeta(msg.Metadata); err == nil && meta.Notice == "approval" {
+			approval = meta.ApprovalID
+		}
+	}
 	for _, chat := range chats {
 		if err := enqueue(ctx, r.Queue, OutboundPayload{
 			Key: fmt.Sprintf("notify:%d:%d", msg.ID, chat), ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
-			Files: filesOf(msg),
+			Files: filesOf(msg), ApprovalID: approval,
 		}); err != nil {
 			return err
 		}
@@ -320,7 +329,8 @@ func (b *Bot) items(p OutboundPayload) []item {
 			return b.sendFile(ctx, p, f, caption, replyTo, plain)
 		}})
 	}
-	for _, ch := range Split(text, MaxMessageLen) {
+	chunks := Split(text, MaxMessageLen)
+	for ci, ch := range chunks {
 		if strings.TrimSpace(visibleText(ch.HTML)) == "" {
 			out = append(out, item{}) // Telegram rejects blank messages
 			continue
@@ -337,6 +347,9 @@ func (b *Bot) items(p OutboundPayload) []item {
 			}
 			if replyTo != 0 {
 				params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+			}
+			if p.ApprovalID != 0 && ci == len(chunks)-1 {
+				params.ReplyMarkup = approvalKeyboard(p.ApprovalID)
 			}
 			return b.send(ctx, params)
 		}})

@@ -15,7 +15,7 @@ import (
 )
 
 // allowedUpdates are the update kinds the channel asks for.
-var allowedUpdates = []string{"message", "edited_message"}
+var allowedUpdates = []string{"message", "edited_message", "callback_query"}
 
 // IsLeader reports whether this instance holds the polling lease now.
 func (b *Bot) IsLeader() bool { return b.leader.Load() }

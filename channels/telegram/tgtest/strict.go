@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,8 @@ type Strict struct {
 	URL   string
 	Token string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	strictQueries
 	changed  chan struct{} // closed and replaced when updates arrive
 	updates  []json.RawMessage
 	nextUpd  int64
@@ -48,6 +50,13 @@ type Strict struct {
 	paths map[string]string
 	// closed ends every hold when the test ends.
 	closed chan struct{}
+}
+
+// callback queries: lastQuery numbers them; queries holds each one's
+// answer (nil until answered).
+type strictQueries struct {
+	lastQuery int64
+	queries   map[string]*string
 }
 
 type strictChat struct {
@@ -71,6 +80,9 @@ type Sent struct {
 	File     []byte
 	// Edits counts the editMessageText calls that changed it.
 	Edits int
+	// Buttons are the callback_data of its inline keyboard's buttons, in
+	// order (nil: no keyboard; an edit without reply_markup removes it).
+	Buttons []string
 }
 
 // Fault is how the server answers one call instead of serving it normally.
@@ -338,6 +350,8 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return s.sendMessage(p)
 	case "editMessageText":
 		return s.editMessageText(p)
+	case "answerCallbackQuery":
+		return s.answerCallbackQuery(p)
 	case "getFile":
 		return s.getFile(p)
 	case "sendPhoto", "sendDocument":
@@ -433,7 +447,11 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 			return nil, badRequest("can't parse " + k + " JSON object")
 		}
 	}
-	id, apiErr := s.deliver(p, Sent{ChatID: chatID, Text: text, Raw: raw, ParseMode: p["parse_mode"], Method: "sendMessage"})
+	buttons, apiErr := inlineKeyboard(p["reply_markup"])
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	id, apiErr := s.deliver(p, Sent{ChatID: chatID, Text: text, Raw: raw, ParseMode: p["parse_mode"], Method: "sendMessage", Buttons: buttons})
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -465,6 +483,10 @@ func (s *Strict) editMessageText(p map[string]string) (any, *apiError) {
 	if strings.TrimSpace(text) == "" {
 		return nil, badRequest("message text is empty")
 	}
+	buttons, apiErr := inlineKeyboard(p["reply_markup"])
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.chat(chatID)
@@ -479,10 +501,10 @@ func (s *Strict) editMessageText(p map[string]string) (any, *apiError) {
 		if m.Method != "sendMessage" {
 			return nil, badRequest("there is no text in the message to edit")
 		}
-		if m.Text == text && m.Raw == raw && m.ParseMode == p["parse_mode"] {
+		if m.Text == text && m.Raw == raw && m.ParseMode == p["parse_mode"] && slices.Equal(m.Buttons, buttons) {
 			return nil, badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 		}
-		m.Text, m.Raw, m.ParseMode = text, raw, p["parse_mode"]
+		m.Text, m.Raw, m.ParseMode, m.Buttons = text, raw, p["parse_mode"], buttons
 		m.Edits++
 		return map[string]any{"message_id": id, "date": m.At.Unix(), "edit_date": time.Now().Unix(), "text": text,
 			"chat": map[string]any{"id": chatID, "type": "private"}}, nil
@@ -692,4 +714,101 @@ func parseHTML(s string) (string, error) {
 		return "", fmt.Errorf("can't find end tag corresponding to start tag %q", stack[len(stack)-1])
 	}
 	return out.String(), nil
+}
+
+// inlineKeyboard checks reply_markup as the Bot API does for an inline
+// keyboard and returns its buttons' callback_data ("" when absent).
+func inlineKeyboard(raw string) ([]string, *apiError) {
+	if raw == "" {
+		return nil, nil
+	}
+	var m struct {
+		InlineKeyboard [][]struct {
+			Text         string  `json:"text"`
+			CallbackData *string `json:"callback_data"`
+			URL          string  `json:"url"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, badRequest("can't parse reply keyboard markup JSON object")
+	}
+	var out []string
+	for _, row := range m.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == "" {
+				return nil, badRequest("text buttons are unallowed in the inline keyboard")
+			}
+			if b.CallbackData == nil && b.URL == "" {
+				return nil, badRequest("BUTTON_TYPE_INVALID")
+			}
+			if b.CallbackData != nil {
+				if n := len(*b.CallbackData); n < 1 || n > 64 {
+					return nil, badRequest("BUTTON_DATA_INVALID")
+				}
+				out = append(out, *b.CallbackData)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Press makes user u press the inline button with data under message
+// messageID of chatID, as a callback_query update, and returns the
+// query's id. The message must be one the bot sent there.
+func (s *Strict) Press(u User, chatID, messageID int64, data string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	text := ""
+	for _, m := range c.sent {
+		if m.MessageID == messageID {
+			text = m.Text
+		}
+	}
+	s.lastQuery++
+	id := strconv.FormatInt(s.lastQuery, 10) + "000"
+	if s.queries == nil {
+		s.queries = map[string]*string{}
+	}
+	s.queries[id] = nil
+	q := map[string]any{
+		"id": id, "chat_instance": "1", "data": data,
+		"from": map[string]any{"id": u.ID, "is_bot": false, "first_name": u.FirstName, "username": u.Username},
+		"message": map[string]any{"message_id": messageID, "date": time.Now().Unix(), "text": text,
+			"chat": map[string]any{"id": chatID, "type": "private"}},
+	}
+	upd, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, "callback_query": q})
+	s.nextUpd++
+	s.updates = append(s.updates, upd)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return id
+}
+
+// Answer returns the text a callback query was answered with and whether
+// it was answered.
+func (s *Strict) Answer(queryID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.queries[queryID]
+	if a == nil {
+		return "", false
+	}
+	return *a, true
+}
+
+// answerCallbackQuery answers a query once, as the Bot API does.
+func (s *Strict) answerCallbackQuery(p map[string]string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.queries[p["callback_query_id"]]
+	if !ok || a != nil {
+		return nil, badRequest("query is too old and response timeout expired or query ID is invalid")
+	}
+	if n := len([]rune(p["text"])); n > 200 {
+		return nil, badRequest("MESSAGE_TOO_LONG")
+	}
+	text := p["text"]
+	s.queries[p["callback_query_id"]] = &text
+	return true, nil
 }
