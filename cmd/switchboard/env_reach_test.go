@@ -201,6 +201,14 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"AGENT_SUBAGENT_CONCURRENCY": {"3", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("sub-agent concurrency", b.Agent.SubAgents.MaxConcurrent, 3)
 		}},
+		"POLICY": {`{"tools":{"web_search":{"tainted":"allow"}}}`, func(_ *Config, _ *app.App, b app.Options) error {
+			k := services.PolicyKey{Starter: services.StarterOwner, Tainted: true}
+			return all(want("web_search when tainted", b.Agent.Policy.Decide(k, services.EffectEgress, "web_search", ""), services.Allow),
+				want("fetch_url when tainted (default)", b.Agent.Policy.Decide(k, services.EffectEgress, "fetch_url", ""), services.Ask))
+		}},
+		"APPROVAL_TIMEOUT": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
+			return want("approval timeout", b.Agent.ApprovalTimeout, 5*time.Minute)
+		}},
 		"TOOLS_CORE": {"read_file, fs__*", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("core tools", b.Agent.ToolsCore, []string{"read_file", "fs__*"})
 		}},

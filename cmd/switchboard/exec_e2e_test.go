@@ -33,7 +33,8 @@ func TestExecKill9MidExecNotRerun(t *testing.T) {
 	model.Enqueue(llmtest.Call("exec", `{"command":"echo ran >> runs.log; sleep `+arg+`"}`))
 	const token = "exec-kill-token-0123456789"
 	env := []string{"WEB_AUTH_TOKEN=" + token, "LLM_PROVIDER=openai", "LLM_BASE_URL=" + model.OpenAIBaseURL(),
-		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-exec-test", "DATA_DIR=" + dataDir, "EXEC_ENABLED=1"}
+		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-exec-test", "DATA_DIR=" + dataDir, "EXEC_ENABLED=1",
+		"TOOLS_DEFER_OVER=0"} // exec offered at once: the scripted model calls it without find_tools
 
 	a := startProc(t, bin, db, env...)
 	ca := newOwnerClient(a.URL, token)
