@@ -91,16 +91,8 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 			return "", err
 		}
 		for _, r := range runs {
-			if status == services.RunQueued {
-				if _, err := s.opts.Store.FinishRun(ctx, r.ID, services.RunFinish{Status: services.RunCancelled, Error: "stopped by the owner before it started"}); err == nil {
-					stopped++
-					s.publishRun(ctx, r, services.RunCancelled)
-				}
-				continue
-			}
-			stopped++
-			if !s.CancelRun(r.ID) && s.opts.Publisher != nil {
-				_ = s.opts.Publisher.Publish(ctx, services.Event{Type: EventCancel, TimelineScope: r.TimelineScope, RunID: r.ID})
+			if s.stopRun(ctx, r, "stopped by the owner before it started") {
+				stopped++
 			}
 		}
 	}
@@ -129,21 +121,29 @@ func (s *Service) StopTurn(ctx context.Context, timeline string, triggerID int64
 			return err
 		}
 		for _, r := range runs {
-			if r.TriggerMessageID != triggerID || !r.IsMain() {
-				continue
-			}
-			if status == services.RunQueued {
-				if _, err := s.opts.Store.FinishRun(ctx, r.ID, services.RunFinish{Status: services.RunCancelled, Error: why}); err == nil {
-					s.publishRun(ctx, r, services.RunCancelled)
-				}
-				continue
-			}
-			if !s.CancelRun(r.ID) && s.opts.Publisher != nil {
-				_ = s.opts.Publisher.Publish(ctx, services.Event{Type: EventCancel, TimelineScope: r.TimelineScope, RunID: r.ID})
+			if r.TriggerMessageID == triggerID && r.IsMain() {
+				s.stopRun(ctx, r, why)
 			}
 		}
 	}
 	return nil
+}
+
+// stopRun stops one run listed as queued or running: a queued run ends
+// cancelled with why (false when it started meanwhile); a running one is
+// cancelled here or, through the cancel event, on the instance running it.
+func (s *Service) stopRun(ctx context.Context, r services.Run, why string) bool {
+	if r.Status == services.RunQueued {
+		if _, err := s.opts.Store.FinishRun(ctx, r.ID, services.RunFinish{Status: services.RunCancelled, Error: why}); err != nil {
+			return false
+		}
+		s.publishRun(ctx, r, services.RunCancelled)
+		return true
+	}
+	if !s.CancelRun(r.ID) && s.opts.Publisher != nil {
+		_ = s.opts.Publisher.Publish(ctx, services.Event{Type: EventCancel, TimelineScope: r.TimelineScope, RunID: r.ID})
+	}
+	return true
 }
 
 func (s *Service) lastRun(ctx context.Context, timeline string) (services.Run, bool, error) {
