@@ -423,24 +423,9 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	raw := p["text"]
-	var text string
-	switch p["parse_mode"] {
-	case "":
-		text = raw
-	case "HTML":
-		var err error
-		if text, err = parseHTML(raw); err != nil {
-			return nil, badRequest("can't parse entities: " + err.Error())
-		}
-	default:
-		return nil, badRequest("unsupported parse_mode")
-	}
-	if strings.TrimSpace(text) == "" {
-		return nil, badRequest("message text is empty")
-	}
-	if n := len(utf16.Encode([]rune(text))); n > 4096 {
-		return nil, badRequest("message is too long")
+	raw, text, apiErr := messageText(p)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	for _, k := range []string{"link_preview_options", "reply_parameters", "reply_markup"} {
 		if v, ok := p[k]; ok && !json.Valid([]byte(v)) {
@@ -459,6 +444,30 @@ func (s *Strict) sendMessage(p map[string]string) (any, *apiError) {
 		"chat": map[string]any{"id": chatID, "type": "private"}}, nil
 }
 
+// messageText is a sendMessage's or editMessageText's text as sent and as
+// shown, checked as the Bot API checks it: its parse_mode, its entities, not
+// blank, at most 4096 UTF-16 units.
+func messageText(p map[string]string) (raw, text string, _ *apiError) {
+	raw, text = p["text"], p["text"]
+	switch p["parse_mode"] {
+	case "":
+	case "HTML":
+		var err error
+		if text, err = parseHTML(raw); err != nil {
+			return "", "", badRequest("can't parse entities: " + err.Error())
+		}
+	default:
+		return "", "", badRequest("unsupported parse_mode")
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", "", badRequest("message text is empty")
+	}
+	if n := len(utf16.Encode([]rune(text))); n > 4096 {
+		return "", "", badRequest("message is too long")
+	}
+	return raw, text, nil
+}
+
 // editMessageText edits a text message the bot sent, as the Bot API does:
 // "message to edit not found" for an id the chat does not have, "message
 // can't be edited" for a message the bot did not send, "message is not
@@ -469,19 +478,9 @@ func (s *Strict) editMessageText(p map[string]string) (any, *apiError) {
 		return nil, apiErr
 	}
 	id, _ := strconv.ParseInt(p["message_id"], 10, 64)
-	raw, text := p["text"], p["text"]
-	switch p["parse_mode"] {
-	case "":
-	case "HTML":
-		var err error
-		if text, err = parseHTML(raw); err != nil {
-			return nil, badRequest("can't parse entities: " + err.Error())
-		}
-	default:
-		return nil, badRequest("unsupported parse_mode")
-	}
-	if strings.TrimSpace(text) == "" {
-		return nil, badRequest("message text is empty")
+	raw, text, apiErr := messageText(p)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	buttons, apiErr := inlineKeyboard(p["reply_markup"])
 	if apiErr != nil {
