@@ -47,6 +47,13 @@ import (
 type Options struct {
 	// DatabaseURL selects the database (a test schema through search_path).
 	DatabaseURL string
+	// FlagsByDatabase sets the rollout flags' WRITE and READ from what the
+	// database is (repository.Store.ContextDefault): on (scoped) for a
+	// database this version created, off (legacy) for one upgraded with
+	// conversations from before scopes; the other flags stay as given.
+	// Off: the flags given in Agent, Chat, Context and Web are used as they
+	// are.
+	FlagsByDatabase bool
 	// PoolSize is the connection pool's size (0: ServePoolSize of what
 	// runs) unless DatabaseURL sets pool_max_conns.
 	PoolSize int
@@ -192,6 +199,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, err
 	}
 	a.store = repository.New(a.pool)
+	if o.FlagsByDatabase {
+		if o, err = flagsByDatabase(ctx, o, a.store); err != nil {
+			return nil, err
+		}
+		a.opts = o
+	}
 	tokenHash, err := ownerToken(ctx, o, a.store)
 	if err != nil {
 		return nil, err
@@ -728,4 +741,26 @@ func WithPoolSize(dsn string, n int) string {
 		return dsn + sep + "pool_max_conns=" + strconv.Itoa(n)
 	}
 	return strings.TrimSpace(dsn) + " pool_max_conns=" + strconv.Itoa(n)
+}
+
+// flagsByDatabase gives o the rollout flags of what the database is
+// (Options.FlagsByDatabase) and checks the result.
+func flagsByDatabase(ctx context.Context, o Options, store *repository.Store) (Options, error) {
+	mode, err := store.ContextDefault(ctx)
+	if err != nil {
+		return o, err
+	}
+	f := o.Agent.Flags
+	f.ScopedWrite, f.ScopedRead, f.Origin = mode == "scoped", mode == "scoped", services.FlagsFromNewDB
+	if mode != "scoped" {
+		f.Origin = services.FlagsFromLegacyDB
+	}
+	if err := f.Validate(); err != nil {
+		return o, err
+	}
+	o.Agent.Flags, o.Web.Flags = f, f
+	o.Chat.ScopedWrite = f.ScopedWrite
+	o.Context.ScopedRead = f.ScopedRead
+	o.Context.Compaction.ScopedWrite = f.ScopedWrite
+	return o, nil
 }

@@ -19,7 +19,18 @@ type Flags struct {
 	// summary call per compaction instead of two. The global cursor then
 	// stays where it was (docs/ROLLOUT.md says what a rollback reads).
 	NoGlobalWrite bool
+	// Origin says why WRITE and READ have these values, for the owner
+	// (/status, /subagents, the debug page): set by the variables, or by
+	// what the database is when they are unset (docs/ROLLOUT.md).
+	Origin string
 }
+
+// Origins of the flags' values (Flags.Origin).
+const (
+	FlagsFromEnv      = "set by AGENT_CONTEXT_SCOPED_WRITE and AGENT_CONTEXT_SCOPED_READ"
+	FlagsFromNewDB    = "the default for a database this version created (AGENT_CONTEXT_SCOPED_WRITE and AGENT_CONTEXT_SCOPED_READ are unset)"
+	FlagsFromLegacyDB = "the default for a database holding conversations from before context scopes: set AGENT_CONTEXT_SCOPED_WRITE=1, then AGENT_CONTEXT_SCOPED_READ=1 to switch (docs/ROLLOUT.md)"
+)
 
 // Validate refuses the one combination that would read scopes nobody writes.
 func (f Flags) Validate() error {
@@ -63,6 +74,7 @@ func (f Flags) Map() map[string]string {
 		"AGENT_SUBAGENTS":            b(f.SubAgents),
 		"AGENT_CONTEXT_GLOBAL_WRITE": b(!f.NoGlobalWrite),
 		"mode":                       f.Mode(),
+		"origin":                     f.Origin,
 	}
 }
 
@@ -79,7 +91,11 @@ func (f Flags) Describe() string {
 	default:
 		ctx = "one shared context for everything"
 	}
-	return ctx + "; " + f.DelegationReason()
+	out := ctx + "; " + f.DelegationReason()
+	if f.Origin != "" {
+		out += " (mode " + f.Mode() + ": " + f.Origin + ")"
+	}
+	return out
 }
 
 // DelegationReason says where delegated tasks run, and why.
@@ -90,6 +106,6 @@ func (f Flags) DelegationReason() string {
 	case !f.SubAgents:
 		return "delegated tasks run inline in the main conversation because sub-agents are turned off"
 	default:
-		return "delegated tasks run inline in the main conversation because sub-agents need each agent's own context, which is not turned on yet"
+		return "delegated tasks run inline in the main conversation because sub-agents need each agent's own context, which is not turned on yet (AGENT_CONTEXT_SCOPED_READ=1)"
 	}
 }

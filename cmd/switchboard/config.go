@@ -37,6 +37,9 @@ type Config struct {
 	LogContent bool
 
 	Flags services.Flags
+	// FlagsByDatabase: AGENT_CONTEXT_SCOPED_WRITE and _READ are unset, so
+	// what the database is decides them at start (app.Options).
+	FlagsByDatabase bool
 
 	LLMProvider      string
 	LLMBaseURL       string
@@ -227,10 +230,10 @@ func envTable() []envVar {
 			set: func(c *Config, v string) error { return oneOf(&c.LogLevel, v, "debug", "info", "warn", "error") }},
 		{Name: "LOG_CONTENT", Default: "0", Help: "Log message text (1) or never (0).",
 			set: func(c *Config, v string) (err error) { c.LogContent, err = parseBool(v); return }},
-		{Name: "AGENT_CONTEXT_SCOPED_WRITE", Default: "0", Help: "Write explicit context scopes and dual-write summaries (global + main). See docs/ROLLOUT.md.",
-			set: func(c *Config, v string) (err error) { c.Flags.ScopedWrite, err = parseBool(v); return }},
-		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "0", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1.",
-			set: func(c *Config, v string) (err error) { c.Flags.ScopedRead, err = parseBool(v); return }},
+		{Name: "AGENT_CONTEXT_SCOPED_WRITE", Default: "by database", Help: "Write explicit context scopes and dual-write summaries (global + main). Unset with READ unset: 1 on a database this version created, 0 on one upgraded with conversations from before scopes. See docs/ROLLOUT.md.",
+			set: func(c *Config, v string) (err error) { c.Flags.ScopedWrite, err = parseFlag(v); return }},
+		{Name: "AGENT_CONTEXT_SCOPED_READ", Default: "by database", Help: "Main prompts read the main scope and its summary. Requires AGENT_CONTEXT_SCOPED_WRITE=1. Unset with WRITE unset: as WRITE.",
+			set: func(c *Config, v string) (err error) { c.Flags.ScopedRead, err = parseFlag(v); return }},
 		{Name: "AGENT_CONTEXT_GLOBAL_WRITE", Default: "1", Help: "Keep writing the legacy global summary beside main (1), or stop once main is verified (0: one summary call per compaction instead of two; needs AGENT_CONTEXT_SCOPED_WRITE=1). See docs/ROLLOUT.md.",
 			set: func(c *Config, v string) error {
 				on, err := parseBool(v)
@@ -522,7 +525,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			c.secrets = append(c.secrets, val)
 		}
 	}
-	if len(errs) == 0 {
+	// With WRITE and READ unset, the database decides them when the
+	// service starts (app.Options.FlagsByDatabase), and checks them then.
+	c.FlagsByDatabase = strings.TrimSpace(getenv("AGENT_CONTEXT_SCOPED_WRITE")) == "" && strings.TrimSpace(getenv("AGENT_CONTEXT_SCOPED_READ")) == ""
+	if !c.FlagsByDatabase {
+		c.Flags.Origin = services.FlagsFromEnv
+	}
+	if len(errs) == 0 && !c.FlagsByDatabase {
 		if err := c.Flags.Validate(); err != nil {
 			errs = append(errs, services.ErrorMessage(err))
 		}
@@ -652,4 +661,13 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a positive duration such as 30s or 2m, got %q", v)
 	}
 	return d, nil
+}
+
+// parseFlag is parseBool for a rollout flag, whose default ("by database")
+// reads as off here and is decided at start.
+func parseFlag(v string) (bool, error) {
+	if v == "by database" {
+		return false, nil
+	}
+	return parseBool(v)
 }

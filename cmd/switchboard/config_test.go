@@ -19,7 +19,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != "127.0.0.1:8080" || c.LLMProvider != "offline" || c.LocalPGPort != 55432 || c.Flags.Mode() != "legacy" || c.DataDir == "" {
+	if c.HTTPAddr != "127.0.0.1:8080" || c.LLMProvider != "offline" || c.LocalPGPort != 55432 || !c.FlagsByDatabase || c.DataDir == "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c.PublicURL != "http://127.0.0.1:8080" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository/dbtest"
 )
 
@@ -20,7 +21,7 @@ func TestInspectCommand(t *testing.T) {
 	dbtest.Exec(t, pool, `INSERT INTO chat_messages (role, source, content) VALUES ('user', 'web', 'hello'), ('user', 'telegram', '你好，世界')`)
 	dbtest.Exec(t, pool, `INSERT INTO chat_context_summaries (timeline_scope, scope, until_message_id, summary_text) VALUES ('global', 'main', 1, 'x')`)
 	dbtest.Exec(t, pool, `INSERT INTO agent_runs (source, status, prompt_token_budget, estimated_prompt_tokens) VALUES ('web', 'queued', 1000, 250)`)
-	getenv := env(map[string]string{"DATABASE_URL": dbtest.SchemaURL(dbtest.URL(t), schema), "LOG_LEVEL": "error"})
+	getenv := env(map[string]string{"DATABASE_URL": apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema)), "LOG_LEVEL": "error"})
 	ctx := context.Background()
 
 	var out, errOut strings.Builder
@@ -144,7 +145,7 @@ func TestServeExposesMetricsAndDebug(t *testing.T) {
 	if status != 200 || !strings.Contains(runs, `"status":"ok"`) {
 		t.Errorf("debug runs: %d %s", status, runs)
 	}
-	if status, flags := get("/api/debug/flags", owner); status != 200 || !strings.Contains(flags, `"AGENT_CONTEXT_SCOPED_WRITE":"0"`) {
+	if status, flags := get("/api/debug/flags", owner); status != 200 || !strings.Contains(flags, `"AGENT_CONTEXT_SCOPED_WRITE":"1"`) {
 		t.Errorf("debug flags: %d %s", status, flags)
 	}
 }

@@ -449,6 +449,9 @@ func (s *Service) cmdSubagents(ctx context.Context, msg services.Message) (strin
 		fmt.Fprintf(&b, "\n#%d %s in %s (parent #%d): %s%s", r.ID, agentID, r.ContextScope, r.ParentRunID, r.Status, dur)
 	}
 	why := s.opts.Flags.DelegationReason()
+	if f := s.opts.Flags; !f.SubAgentsOn() && f.Origin != "" {
+		why += " (mode " + f.Mode() + ": " + f.Origin + ")"
+	}
 	if n == 0 {
 		return "No delegated tasks yet: " + why + ".", nil
 	}
