@@ -55,9 +55,11 @@ if ! [ -x "$staticcheck" ]; then
 fi
 "$staticcheck" ./...
 
-# Packages run -p at a time (default 2): each package's tests hold a few
+# Packages run -p at a time (default 2), each with at most -parallel tests
+# at once (default 2, whatever the machine's cores): each test holds a few
 # PostgreSQL connections (repository/dbtest: a pool of 4 per test, schemas
-# reused), and a test server its own pool, so the suite stays within about
-# 30 connections of a shared PostgreSQL. Raise TEST_PARALLEL_PACKAGES on a
-# server of your own.
-exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-2}" -timeout 30m ./... "$@"
+# reused; an app instance app/apptest.PoolSize, idle ones let go after 2 s),
+# so the suite stays within about 30 connections of a shared PostgreSQL.
+# Raise TEST_PARALLEL_PACKAGES and TEST_PARALLEL_TESTS on a server of your
+# own.
+exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-2}" -parallel "${TEST_PARALLEL_TESTS:-2}" -timeout 30m ./... "$@"

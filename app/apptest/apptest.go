@@ -77,6 +77,20 @@ func SchemaURL(t testing.TB) string {
 	return dbtest.SchemaURL(dbtest.URL(t), dbtest.MigratedSchema(t))
 }
 
+// PoolSize is a test instance's connection pool: enough for the few
+// timelines a test runs at once (each busy timeline holds one connection
+// for its lock and uses another), small enough that two packages' tests
+// running two instances each stay within about 30 connections of a shared
+// PostgreSQL.
+const PoolSize = 8
+
+// FrugalURL is url with its pool letting idle connections go after two
+// seconds (the service's default is 30 s): a test instance gives back what
+// a burst opened instead of holding it for the rest of the test.
+func FrugalURL(url string) string {
+	return dbtest.SetParam(dbtest.SetParam(url, "pool_max_conn_idle_time", "2s"), "pool_health_check_period", "1s")
+}
+
 // Start builds, starts and serves an instance; it stops at the test's end.
 func Start(t testing.TB, o Options) *Instance {
 	t.Helper()
@@ -90,8 +104,8 @@ func Start(t testing.TB, o Options) *Instance {
 		o.Addr = "127.0.0.1:0"
 	}
 	opts := app.Options{
-		DatabaseURL:  o.DatabaseURL,
-		PoolSize:     12,
+		DatabaseURL:  FrugalURL(o.DatabaseURL),
+		PoolSize:     PoolSize,
 		Logger:       o.Logger,
 		OwnerToken:   o.Token,
 		WorkspaceDir: t.TempDir(),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 )
@@ -25,7 +26,7 @@ import (
 func TestEveryVariableReachesTheApp(t *testing.T) {
 	t.Parallel()
 	_, schema := dbtest.Schema(t)
-	dbURL := dbtest.SchemaURL(dbtest.URL(t), schema)
+	dbURL := apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 	dataDir := t.TempDir()
 	tgAPI := httptest.NewServer(http.NotFoundHandler()) // getMe fails: a warning only
 	t.Cleanup(tgAPI.Close)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository/dbtest"
 )
 
@@ -55,7 +56,7 @@ var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
 // freshDB returns the URL of a new, empty schema.
 func freshDB(t *testing.T) string {
 	_, schema := dbtest.EmptySchema(t)
-	return dbtest.SchemaURL(dbtest.URL(t), schema)
+	return apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 }
 
 // startServe runs `switchboard serve` on dbURL and returns its base URL.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -28,7 +29,7 @@ func TestRolloutAsDocumented(t *testing.T) {
 	ctx := context.Background()
 	bin := buildBinary(t)
 	pool, schema := dbtest.EmptySchema(t)
-	db := dbtest.SchemaURL(dbtest.URL(t), schema)
+	db := apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 	m, err := repository.NewMigrator(pool)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
@@ -18,7 +19,7 @@ import (
 func TestHandoffSurvivesACrashBeforeTheParentsNextStep(t *testing.T) {
 	bin := buildBinary(t)
 	pool, schema := dbtest.Schema(t)
-	db := dbtest.SchemaURL(dbtest.URL(t), schema)
+	db := apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 	model := llmtest.NewServer(t)
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		switch {

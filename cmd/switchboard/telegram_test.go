@@ -87,7 +87,7 @@ func (in *tgInstance) Stop() { in.once.Do(in.stop) }
 func schemaURL(t *testing.T) string {
 	t.Helper()
 	_, schema := dbtest.Schema(t)
-	return dbtest.SchemaURL(dbtest.URL(t), schema)
+	return apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 }
 
 func tgConfig(t *testing.T, vars map[string]string) *Config {

@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,33 @@ func URL(t testing.TB) string {
 }
 
 func resolve() (string, error) {
+	u, err := resolveServer()
+	if err != nil {
+		return "", err
+	}
+	// Connections say which test binary holds them (pg_stat_activity's
+	// application_name), so the suite's use of a shared server can be read
+	// per package.
+	return SetParam(u, "application_name", filepath.Base(os.Args[0])), nil
+}
+
+// SetParam adds a connection parameter to a URL (or key=value string)
+// that does not set it.
+func SetParam(url, key, value string) string {
+	if strings.Contains(url, key+"=") {
+		return url
+	}
+	if strings.Contains(url, "://") {
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		return url + sep + key + "=" + value
+	}
+	return strings.TrimSpace(url) + " " + key + "=" + value
+}
+
+func resolveServer() (string, error) {
 	ctx := context.Background()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -341,11 +369,7 @@ func EmptySchema(t testing.TB) (*pgxpool.Pool, string) {
 // SchemaURL returns base with search_path set to schema, for processes
 // started by a test (a second server sharing the database).
 func SchemaURL(base, schema string) string {
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	return SetParam(base, "search_path", schema)
 }
 
 // PoolFor opens a pool of PoolConns connections on url, closed at cleanup.

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/chat"
+	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/prompt"
@@ -36,6 +37,7 @@ type bundle struct {
 	model *llmtest.Server
 	ws    string
 	db    *pgxpool.Pool
+	hub   *hub.Hub
 }
 
 type setupOpts struct {
@@ -116,7 +118,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 	}
 	wsDir := t.TempDir()
 	opts := app.Options{
-		DatabaseURL: dbURL, PoolSize: 10, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
+		DatabaseURL: apptest.FrugalURL(dbURL), PoolSize: 6, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
 		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour,
@@ -151,7 +153,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		defer c()
 		a.Close(sctx)
 	})
-	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir, db: a.Pool()}
+	return &bundle{store: a.Store(), chat: a.Chat(), agent: a.Agent(), queue: a.Queue(), model: model, ws: wsDir, db: a.Pool(), hub: a.Hub()}
 }
 
 func (b *bundle) say(t *testing.T, text string) services.Message {
@@ -481,15 +483,26 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	b.model.Enqueue(llmtest.Reply{Text: "Once upon a time there was a switchboard that connected every voice in the valley", FragmentDelay: 150 * time.Millisecond})
-	q := b.say(t, "tell me a story")
-	deadline := time.Now().Add(10 * time.Second)
-	for b.runOf(t, q.ID).Status != services.RunRunning {
-		if time.Now().After(deadline) {
-			t.Fatal("run never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sub, err := b.hub.Subscribe(ctx, "global", 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond) // a few words streamed
+	b.say(t, "tell me a story")
+	// Stop once the answer has begun to stream (however slow the machine).
+	for started := false; !started; {
+		select {
+		case it, ok := <-sub.Items():
+			if !ok {
+				t.Fatal("subscription closed")
+			}
+			started = it.Event != nil && it.Event.Type == services.EventDelta
+		case <-ctx.Done():
+			t.Fatal("the answer never began to stream")
+		}
+	}
+	q := b.waitVisible(t, 1)[0]
 	b.say(t, "/stop")
 	msgs := b.waitVisible(t, 4)
 	var kept string

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,31 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.say(t, "anything new?")
-	msgs := b.waitVisible(t, 6) // question, /stop, its reply, "Stopped.", question, answer
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Messages) >= 6 { // question, /stop, its reply, "Stopped.", question, answer
+			break
+		}
+		if time.Now().After(deadline) {
+			// Say where the question is stuck: its run, and what the model
+			// was asked since the stop.
+			runs, _ := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
+			var lines []string
+			for _, r := range runs {
+				lines = append(lines, fmt.Sprintf("run %d trigger %d parent %d: %s %s", r.ID, r.TriggerMessageID, r.ParentRunID, r.Status, r.Error))
+			}
+			for i, r := range b.model.Requests() {
+				lines = append(lines, fmt.Sprintf("model request %d: child=%v last=%.80q", i+1, isChildCall(r), r.LastMessage))
+			}
+			t.Fatalf("the question after /stop was not answered (%d visible messages):\n%s", len(page.Messages), strings.Join(lines, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	msgs := b.waitVisible(t, 6)
 	if last := msgs[len(msgs)-1]; last.Content != "echo: anything new?" {
 		var got []string
 		for _, m := range msgs {
