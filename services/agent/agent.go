@@ -45,6 +45,9 @@ type Options struct {
 	Context     *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
+	// Manifests hold each timeline's context manifest (/pin, /unpin,
+	// /pins; nil: the commands say it is not configured).
+	Manifests services.ContextManifests
 	Tokenizer    prompt.Tokenizer
 	Observers    []services.RunObserver
 	Logger       *slog.Logger
