@@ -119,10 +119,10 @@ func (s *Server) handlePutManifest(c echo.Context) error {
 		Pins    []services.Pin `json:"pins"`
 	}
 	if err := decodeJSON(c.Request(), &in); err != nil {
-		return err
+		return services.CodedErrorf(services.ErrorKind(err), services.CodeManifestInvalid, "%s", services.ErrorMessage(err))
 	}
 	if in.Version == nil {
-		return services.Errorf(services.EINVALID, "field \"version\": the manifest's current version is required (0 when there is none yet)")
+		return services.CodedErrorf(services.EINVALID, services.CodeManifestInvalid, "field \"version\": the manifest's current version is required (0 when there is none yet)")
 	}
 	m, err := ms.PutContextManifest(c.Request().Context(), s.opts.OwnerTimeline, services.ContextManifest{Version: *in.Version, Pins: in.Pins})
 	if err != nil {

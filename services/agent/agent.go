@@ -48,10 +48,10 @@ type Options struct {
 	// Manifests hold each timeline's context manifest (/pin, /unpin,
 	// /pins; nil: the commands say it is not configured).
 	Manifests services.ContextManifests
-	Tokenizer    prompt.Tokenizer
-	Observers    []services.RunObserver
-	Logger       *slog.Logger
-	Flags        services.Flags
+	Tokenizer prompt.Tokenizer
+	Observers []services.RunObserver
+	Logger    *slog.Logger
+	Flags     services.Flags
 	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
 	MaxSteps   int
 	RunTimeout time.Duration

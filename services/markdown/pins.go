@@ -22,6 +22,7 @@ func ResolvePin(p services.Pin, readFile func(path string) ([]byte, error)) (Res
 	if err := p.Validate(); err != nil {
 		return ResolvedPin{}, err
 	}
+	readFile = notFoundAs(readFile)
 	if p.Block == "" && len(p.Lines) == 0 {
 		data, err := readFile(p.Path)
 		if err != nil {
@@ -44,4 +45,16 @@ func ResolvePin(p services.Pin, readFile func(path string) ([]byte, error)) (Res
 		title = p.Path + ":" + strconv.Itoa(res.StartLine) + "-" + strconv.Itoa(res.EndLine) + " (the file ends there)"
 	}
 	return ResolvedPin{Pin: p, Title: title, Text: res.Text}, nil
+}
+
+// notFoundAs words a missing file the same way for every reader: "file
+// PATH not found".
+func notFoundAs(readFile func(path string) ([]byte, error)) func(path string) ([]byte, error) {
+	return func(path string) ([]byte, error) {
+		data, err := readFile(path)
+		if services.IsKind(err, services.ENOTFOUND) {
+			return nil, &services.Error{Kind: services.ENOTFOUND, Message: "file " + path + " not found", Err: err}
+		}
+		return data, err
+	}
 }

@@ -525,7 +525,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 			ins.Layers[i].Text = texts[ins.Layers[i].Layer]
 		}
 		ins.Sources = m.sources(sourceParts{p: p, base: baseSystem, rules: rules, settings: settings, retrieved: retrieved, todo: todo,
-			trims: map[Layer]int{LayerRules: rulesTrim, LayerSettings: settingsTrim, LayerRetrieved: retrievedTrim, LayerTodo: todoTrim},
+			trims:   map[Layer]int{LayerRules: rulesTrim, LayerSettings: settingsTrim, LayerRetrieved: retrievedTrim, LayerTodo: todoTrim},
 			reasons: ins.Layers, segKept: segKept, segTrim: segTrim, turns: turns, turnTrim: turnTrim, inputTokens: inputTokens})
 	}
 	if p.TriggerID != 0 && (len(turns) == 0 || turns[len(turns)-1].msgs[0].ID != p.TriggerID) {
