@@ -279,6 +279,13 @@ func TestContextManifestPinsASection(t *testing.T) {
 	if full := commandReply(t, url, "/context full"); !strings.Contains(full, "CONTEXT_PIN_MISSING") {
 		t.Fatalf("/context full does not name the missing pin:\n%s", full)
 	}
+	// The missing pin does not block the next edit.
+	if err := os.WriteFile(filepath.Join(dir, "other.md"), []byte("other notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := commandReply(t, url, "/pin other.md"); !strings.Contains(got, "Pinned other.md") {
+		t.Fatalf("/pin beside a missing pin: %s", got)
+	}
 	m = post(t, url, "still there?")
 	if got := waitAnswer(t, url, m.ID); got != "echo: still there?" {
 		t.Fatalf("answer with a missing pin: %q", got)

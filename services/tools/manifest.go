@@ -34,25 +34,31 @@ func (s *Workspaces) ContextManifest(_ context.Context, timelineScope string) (s
 }
 
 // PutContextManifest stores m when m.Version is the stored version and
-// every pin resolves in the workspace (services.ContextManifests).
+// every pin it adds resolves in the workspace (services.ContextManifests).
+// Pins the stored manifest already has are kept as they are, so a pin
+// whose file went away (warned about each turn) does not block the next
+// edit.
 func (s *Workspaces) PutContextManifest(ctx context.Context, timelineScope string, m services.ContextManifest) (services.ContextManifest, error) {
 	if err := m.Validate(); err != nil {
 		return services.ContextManifest{}, err
 	}
-	for _, p := range m.Pins {
-		if _, err := markdown.ResolvePin(p, func(path string) ([]byte, error) { return s.ReadFile(timelineScope, path) }); err != nil {
-			return services.ContextManifest{}, services.CodedErrorf(services.EINVALID, services.CodeManifestInvalid, "pin %q: %s", p.String(), services.ErrorMessage(err))
-		}
-	}
 	manifestMu.Lock()
 	defer manifestMu.Unlock()
-	cur, err := s.storedVersion(timelineScope)
+	cur, stored, err := s.storedManifest(timelineScope)
 	if err != nil {
 		return services.ContextManifest{}, err
 	}
 	if m.Version != cur {
 		return services.ContextManifest{}, services.CodedErrorf(services.ECONFLICT, services.CodeManifestConflict,
 			"the manifest changed since version %d was read (it is at version %d); read it again and retry", m.Version, cur)
+	}
+	for _, p := range m.Pins {
+		if stored.Find(p) >= 0 {
+			continue
+		}
+		if _, err := markdown.ResolvePin(p, func(path string) ([]byte, error) { return s.ReadFile(timelineScope, path) }); err != nil {
+			return services.ContextManifest{}, services.CodedErrorf(services.EINVALID, services.CodeManifestInvalid, "pin %q: %s", p.String(), services.ErrorMessage(err))
+		}
 	}
 	m.Version = cur + 1
 	if m.Pins == nil {
@@ -72,20 +78,24 @@ func (s *Workspaces) PutContextManifest(ctx context.Context, timelineScope strin
 	return m, nil
 }
 
-// storedVersion is the version of the stored manifest: 0 when there is
-// none; the "version" field of a file that is not a valid manifest (an
-// update replaces it), or 0 when even that cannot be read.
-func (s *Workspaces) storedVersion(timelineScope string) (int, error) {
+// storedManifest is the version and the manifest stored: 0 and none when
+// there is none; for a file that is not a valid manifest, its "version"
+// field (or 0 when even that cannot be read) and no pins, so an update
+// replaces it.
+func (s *Workspaces) storedManifest(timelineScope string) (int, services.ContextManifest, error) {
 	data, err := s.ReadFile(timelineScope, services.ContextManifestFile)
 	if services.IsKind(err, services.ENOTFOUND) {
-		return 0, nil
+		return 0, services.ContextManifest{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, services.ContextManifest{}, err
+	}
+	if m, err := services.ParseContextManifest(data); err == nil {
+		return m.Version, m, nil
 	}
 	var v struct {
 		Version int `json:"version"`
 	}
 	_ = json.Unmarshal(data, &v)
-	return max(v.Version, 0), nil
+	return max(v.Version, 0), services.ContextManifest{}, nil
 }
