@@ -24,6 +24,9 @@ func (s *Service) cmdContextFull(ctx context.Context, msg services.Message) (str
 	var b strings.Builder
 	fmt.Fprintf(&b, "Next prompt (before your next message): %d of %d tokens, window %d. Nothing was sent to the model.\n", pv.TotalTokens, pv.Budget, pv.Window)
 	for _, l := range pv.Layers {
+		if l.Tokens == 0 && l.Trimmed == 0 {
+			continue
+		}
 		fmt.Fprintf(&b, "\n== %s: %d of %d tokens, %d item(s)", l.Layer, l.Tokens, l.Budget, l.Items)
 		if l.Reason != "" {
 			fmt.Fprintf(&b, "; trimmed %s", l.Reason)
