@@ -279,6 +279,9 @@ func TestContextManifestPinsASection(t *testing.T) {
 	if full := commandReply(t, url, "/context full"); !strings.Contains(full, "CONTEXT_PIN_MISSING") {
 		t.Fatalf("/context full does not name the missing pin:\n%s", full)
 	}
+	if got := commandReply(t, url, "/pins"); !strings.Contains(got, "Warning CONTEXT_PIN_MISSING: pin notes.md#Goals/This week skipped") {
+		t.Fatalf("/pins does not name the missing pin: %s", got)
+	}
 	// The missing pin does not block the next edit.
 	if err := os.WriteFile(filepath.Join(dir, "other.md"), []byte("other notes\n"), 0o600); err != nil {
 		t.Fatal(err)

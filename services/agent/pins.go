@@ -124,5 +124,13 @@ func (s *Service) cmdPins(ctx context.Context, msg services.Message) (string, er
 	for _, p := range man.Pins {
 		b.WriteString("\n- " + p.String())
 	}
+	// What the next prompt could not include of them.
+	if next, err := s.previewPrompt(ctx, msg.TimelineScope); err == nil {
+		for _, w := range next.Warnings {
+			if w.Code == prompt.CodePinMissing || w.Code == prompt.CodePinTrimmed {
+				fmt.Fprintf(&b, "\nWarning %s: %s", w.Code, w.Message)
+			}
+		}
+	}
 	return b.String(), nil
 }
