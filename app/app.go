@@ -257,6 +257,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.mcp = mcp.New(o.MCP, mcp.Options{Logger: log, Registry: registry, Observe: a.meter.MCPCallObserved})
 	b.Context = o.Context
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
+	b.Context.Manifests = a.spaces
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
 	b.Context.Attachments, b.Context.Media = a.store, a.media
@@ -330,6 +331,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
+	b.Agent.Manifests = a.spaces
 	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
 	b.Agent.Media, b.Agent.Exec = a.media, execStatus
 	if t := media.NewTranscriber(o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey); t != nil {
@@ -392,6 +394,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.Sessions = a.store
 	}
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
+	b.Web.Manifests = a.spaces
 	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
 	b.Web.ModelReadsImages = b.Agent.PassImages
 	if b.Web.MaxMessageBytes <= 0 {

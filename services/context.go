@@ -132,6 +132,10 @@ type PromptInspector interface {
 	LastPrompt(ctx context.Context, timeline string) (inspection json.RawMessage, runID int64, err error)
 	// PreviewPrompt builds the next main prompt without an input.
 	PreviewPrompt(ctx context.Context, timeline string) (json.RawMessage, error)
+	// ExplainPrompt is PreviewPrompt with each layer's text, the tokens
+	// of each source, what was trimmed and why, and the request as the
+	// model would get it (GET /api/context/preview); no model is called.
+	ExplainPrompt(ctx context.Context, timeline string) (json.RawMessage, error)
 }
 
 // InputHeaderPrefix starts the line a prompt puts before the current input

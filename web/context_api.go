@@ -15,6 +15,9 @@ import (
 func (s *Server) registerContextRoutes(api *echo.Group) {
 	g := api.Group("", s.requireContext)
 	g.GET("/context", s.handleContext)
+	g.GET("/context/preview", s.handleContextPreview)
+	g.GET("/context/manifest", s.handleGetManifest)
+	g.PUT("/context/manifest", s.handlePutManifest)
 	g.GET("/rules", s.handleListRules)
 	g.POST("/rules", s.handleCreateRule)
 	g.PUT("/rules/:id", s.handleUpdateRule)
@@ -70,6 +73,62 @@ func (s *Server) handleContext(c echo.Context) error {
 		out["last"], out["last_run_id"] = last, runID
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// handleContextPreview is the next prompt of the owner's timeline as the
+// model would get it (services.PromptInspector.ExplainPrompt); no model is
+// called.
+func (s *Server) handleContextPreview(c echo.Context) error {
+	pv, err := s.opts.Inspector.ExplainPrompt(c.Request().Context(), s.opts.OwnerTimeline)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, pv)
+}
+
+func (s *Server) manifests() (services.ContextManifests, error) {
+	if s.opts.Manifests == nil {
+		return nil, services.Errorf(services.EUNAVAILABLE, "the context manifest is not configured on this server")
+	}
+	return s.opts.Manifests, nil
+}
+
+func (s *Server) handleGetManifest(c echo.Context) error {
+	ms, err := s.manifests()
+	if err != nil {
+		return err
+	}
+	m, err := ms.ContextManifest(c.Request().Context(), s.opts.OwnerTimeline)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}
+
+// handlePutManifest replaces the manifest: the body is the manifest with
+// the version it was read at; 200 with the stored manifest (version one
+// more), 409 CONTEXT_MANIFEST_CONFLICT when it changed since, 400 naming
+// the problem for an invalid manifest or a pin the workspace lacks.
+func (s *Server) handlePutManifest(c echo.Context) error {
+	ms, err := s.manifests()
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Version *int           `json:"version"`
+		Pins    []services.Pin `json:"pins"`
+	}
+	if err := decodeJSON(c.Request(), &in); err != nil {
+		return services.CodedErrorf(services.ErrorKind(err), services.CodeManifestInvalid, "%s", services.ErrorMessage(err))
+	}
+	if in.Version == nil {
+		return services.CodedErrorf(services.EINVALID, services.CodeManifestInvalid, "field \"version\": the manifest's current version is required (0 when there is none yet)")
+	}
+	m, err := ms.PutContextManifest(c.Request().Context(), s.opts.OwnerTimeline, services.ContextManifest{Version: *in.Version, Pins: in.Pins})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
 }
 
 func pathID(c echo.Context) (int64, error) {

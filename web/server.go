@@ -50,6 +50,9 @@ type Options struct {
 	// ContextStore and Inspector back the rules, memory and prompt
 	// inspection API (optional).
 	ContextStore services.ContextStore
+	// Manifests hold the owner's context manifest (GET/PUT
+	// /api/context/manifest; nil: 503).
+	Manifests services.ContextManifests
 	// Tools lists the agent's tools and MCP servers (GET /api/tools).
 	Tools services.ToolCatalog
 	// Model and Provider name the model in use (the page says when it is

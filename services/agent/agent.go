@@ -45,10 +45,13 @@ type Options struct {
 	Context     *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
-	Tokenizer    prompt.Tokenizer
-	Observers    []services.RunObserver
-	Logger       *slog.Logger
-	Flags        services.Flags
+	// Manifests hold each timeline's context manifest (/pin, /unpin,
+	// /pins; nil: the commands say it is not configured).
+	Manifests services.ContextManifests
+	Tokenizer prompt.Tokenizer
+	Observers []services.RunObserver
+	Logger    *slog.Logger
+	Flags     services.Flags
 	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
 	MaxSteps   int
 	RunTimeout time.Duration

@@ -31,7 +31,17 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	case "status":
 		reply, err = s.cmdStatus(ctx, msg)
 	case "context":
-		reply, err = s.cmdContext(ctx, msg)
+		if strings.EqualFold(strings.TrimSpace(args), "full") {
+			reply, err = s.cmdContextFull(ctx, msg)
+		} else {
+			reply, err = s.cmdContext(ctx, msg)
+		}
+	case "pin":
+		reply, err = s.cmdPin(ctx, msg, args, true)
+	case "unpin":
+		reply, err = s.cmdPin(ctx, msg, args, false)
+	case "pins":
+		reply, err = s.cmdPins(ctx, msg)
 	case "rules":
 		reply, err = s.cmdRules(ctx, msg, args)
 	case "subagents":
@@ -252,6 +262,23 @@ func (s *Service) previewPrompt(ctx context.Context, timeline string) (prompt.In
 	defs, box := s.mainTools(timeline, defaultKey(timeline))
 	p, err := s.opts.Context.Build(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: defs, Deferred: box.Groups()})
 	return p.Inspection, err
+}
+
+// explainPrompt previews the next main prompt with its texts and sources.
+func (s *Service) explainPrompt(ctx context.Context, timeline string) (prompt.Preview, error) {
+	defs, box := s.mainTools(timeline, defaultKey(timeline))
+	return s.opts.Context.Preview(ctx, prompt.BuildParams{TimelineScope: timeline, ContextScope: services.MainScope, Tools: defs, Deferred: box.Groups()})
+}
+
+// ExplainPrompt is the preview of the next main prompt: every layer's
+// text, tokens per layer and source, trims and warnings, and the request
+// (GET /api/context/preview). It calls no model.
+func (s *Service) ExplainPrompt(ctx context.Context, timeline string) (json.RawMessage, error) {
+	pv, err := s.explainPrompt(ctx, timeline)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(pv)
 }
 
 // PreviewPrompt is the inspection of the next main prompt, built without an

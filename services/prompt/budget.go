@@ -29,6 +29,15 @@ const (
 	// CodeSummaryTimeout: the summary call of a compaction did not answer
 	// within CompactionOptions.Timeout; nothing moved.
 	CodeSummaryTimeout = "CONTEXT_SUMMARY_TIMEOUT"
+	// CodePinMissing: a pin of the context manifest names a file or section
+	// the workspace does not have (or lines past its end); it was skipped.
+	CodePinMissing = "CONTEXT_PIN_MISSING"
+	// CodePinTrimmed: a pin did not fit the retrieved layer's budget and
+	// was left out of this prompt.
+	CodePinTrimmed = "CONTEXT_PIN_TRIMMED"
+	// CodeManifestInvalid: the context manifest could not be read (not
+	// valid JSON of its shape); its pins were skipped.
+	CodeManifestInvalid = services.CodeManifestInvalid
 )
 
 // CodeKind returns the services error kind for a ContextManager code, and
@@ -49,15 +58,22 @@ func CodeKind(code string) string {
 		return services.ECONFLICT
 	case CodeSummaryTimeout:
 		return services.EUNAVAILABLE
+	case CodePinMissing:
+		return services.ENOTFOUND
+	case CodePinTrimmed:
+		return services.ETOOLARGE
+	case CodeManifestInvalid:
+		return services.EINVALID
 	}
 	return services.EINTERNAL
 }
 
 // Warning is a non-fatal finding of budget allocation or prompt compilation.
-// Message contains numbers and layer names only, never message text.
+// Message contains numbers, layer names and workspace paths only, never
+// message text.
 type Warning struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Err returns the warning as a *services.Error whose kind follows CodeKind,

@@ -27,9 +27,16 @@ const maxRulesFileBytes = 64 << 10
 type textLayer struct {
 	heading string
 	items   []string
+	// sources name each item's origin (the inspection's sources).
+	sources []string
 	// cuttable: when even the first item does not fit, its text is cut
 	// (rules); otherwise whole items are dropped.
 	cuttable bool
+}
+
+func (l *textLayer) add(item, source string) {
+	l.items = append(l.items, item)
+	l.sources = append(l.sources, source)
 }
 
 func (l textLayer) text(n int) string {
@@ -81,7 +88,7 @@ func (l textLayer) fit(tok Tokenizer, budget int) (string, int) {
 func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, error) {
 	l := textLayer{heading: "## Rules (always follow these)", cuttable: true}
 	for _, f := range m.rulesFiles(timeline) {
-		l.items = append(l.items, fmt.Sprintf("From %s:\n%s", f.Name, f.Text))
+		l.add(fmt.Sprintf("From %s:\n%s", f.Name, f.Text), "rules file "+f.Name)
 	}
 	if m.opts.Context != nil {
 		cs, err := m.opts.Context.ListConstraints(ctx, timeline)
@@ -97,7 +104,7 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, e
 			if c.Hard {
 				kind = "hard"
 			}
-			l.items = append(l.items, fmt.Sprintf("- [%s] %s", kind, c.Text))
+			l.add(fmt.Sprintf("- [%s] %s", kind, c.Text), fmt.Sprintf("rule #%d (%s)", c.ID, kind))
 		}
 	}
 	return l, nil
@@ -194,7 +201,7 @@ func (m *Manager) settingsLayer(ctx context.Context, timeline string) (textLayer
 		if it.TimelineScope != timeline {
 			continue
 		}
-		l.items = append(l.items, fmt.Sprintf("- %s: %s (confidence %.2f)", it.Key, it.Value, it.Confidence))
+		l.add(fmt.Sprintf("- %s: %s (confidence %.2f)", it.Key, it.Value, it.Confidence), "setting "+it.Key)
 	}
 	return l, nil
 }
@@ -228,6 +235,7 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 				Text: "(invalid reference: " + bad.Reason + ")", Score: 0.4})
 		}
 	}
+	items = append(items, m.pinItems(ctx, p, warns)...)
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Score > items[j].Score })
 	for _, it := range items {
 		if it.TimelineScope != p.TimelineScope {
@@ -235,9 +243,44 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 			warns.add(CodeScopeViolation, "a %s of another conversation was refused", it.Kind)
 			continue
 		}
-		l.items = append(l.items, fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text))
+		l.add(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title)
 	}
 	return l, nil
+}
+
+// pinScore ranks pins in the retrieved layer: below the current input's
+// own references (1), above everything retrieved by relevance.
+const pinScore = 0.9
+
+// KindPin is the RetrievedItem kind of a pin of the context manifest.
+const KindPin = "pin"
+
+// pinItems resolves the context manifest of the timeline for a main
+// prompt: one item per pin, in the manifest's order. A manifest that
+// cannot be read, and each pin that does not resolve, is skipped with a
+// warning naming it (CONTEXT_MANIFEST_INVALID, CONTEXT_PIN_MISSING); the
+// prompt is built without it.
+func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet) []RetrievedItem {
+	if m.opts.Manifests == nil || m.opts.Workspace == nil || p.ContextScope != services.MainScope {
+		return nil
+	}
+	man, err := m.opts.Manifests.ContextManifest(ctx, p.TimelineScope)
+	if err != nil {
+		warns.add(CodeManifestInvalid, "%s skipped: %s", services.ContextManifestFile, services.ErrorMessage(err))
+		return nil
+	}
+	var out []RetrievedItem
+	for i, pin := range man.Pins {
+		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) { return m.opts.Workspace.ReadFile(p.TimelineScope, path) })
+		if err != nil {
+			warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			continue
+		}
+		// Earlier pins rank a little higher, so the last ones are left out first.
+		out = append(out, RetrievedItem{TimelineScope: p.TimelineScope, Kind: KindPin, Title: res.Title,
+			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6})
+	}
+	return out
 }
 
 // maxRetrievedHandoffs bounds the handoffs one prompt retrieves.
@@ -332,7 +375,7 @@ func (m *Manager) todoLayer(timeline string) textLayer {
 			}
 			for _, ln := range lines {
 				if strings.TrimSpace(ln) != "" {
-					l.items = append(l.items, ln)
+					l.add(ln, n)
 				}
 			}
 			return l

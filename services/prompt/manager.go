@@ -36,6 +36,9 @@ type Options struct {
 	Context services.ContextStore
 	// Workspace gives the rules file, references and todo list (nil: none).
 	Workspace Workspace
+	// Manifests read each timeline's context manifest, whose pins main
+	// prompts include in the retrieved layer (nil: none).
+	Manifests services.ContextManifests
 	// Tokenizer counts tokens of text not counted when stored.
 	Tokenizer Tokenizer
 	// SystemPrompt defaults to DefaultSystemPrompt.
@@ -168,6 +171,8 @@ type BuildParams struct {
 	// Retrieved are extra items for the retrieved layer (handoffs), each
 	// with a score; lowest scores are trimmed first.
 	Retrieved []RetrievedItem
+	// Explain fills the inspection's layer texts and sources (the preview).
+	Explain bool
 }
 
 // RetrievedItem is one entry of the retrieved layer.
@@ -187,6 +192,19 @@ type LayerReport struct {
 	Items   int    `json:"items"`
 	Trimmed int    `json:"trimmed,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Text is what the layer put in the prompt (only when explained).
+	Text string `json:"text,omitempty"`
+}
+
+// SourceReport is one source of a layer in an explained inspection: a
+// tool, a rule, a setting, a pin, a handoff, a reference, the summaries, a
+// turn; its tokens, and whether it made it into the prompt and why not.
+type SourceReport struct {
+	Layer    Layer  `json:"layer"`
+	Source   string `json:"source"`
+	Tokens   int    `json:"tokens"`
+	Included bool   `json:"included"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Inspection explains a built prompt.
@@ -209,6 +227,8 @@ type Inspection struct {
 	HistoryTurnTokens int `json:"history_turn_tokens,omitempty"`
 	HistoryTurns      int `json:"history_turns,omitempty"`
 	HistoryTrimmed    int `json:"history_trimmed,omitempty"`
+	// Sources break each layer down by source (only when explained).
+	Sources []SourceReport `json:"sources,omitempty"`
 }
 
 // Prompt is a provider-ready request plus its inspection record.
@@ -366,6 +386,12 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	settingsText, settingsTrim := settings.fit(tok, alloc[LayerSettings])
 	retrievedText, retrievedTrim := retrieved.fit(tok, alloc[LayerRetrieved])
 	todoText, todoTrim := todo.fit(tok, alloc[LayerTodo])
+	for i := len(retrieved.items) - retrievedTrim; i < len(retrieved.items); i++ {
+		if src := retrieved.sources[i]; strings.HasPrefix(src, KindPin+": ") {
+			warns.add(CodePinTrimmed, "%s (%d tokens) left out: the retrieved layer's budget is %d tokens",
+				src, tok.Count(retrieved.items[i]), alloc[LayerRetrieved])
+		}
+	}
 	used := func(text string) int {
 		if text == "" {
 			return 0
@@ -472,6 +498,36 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	}
 	ins.TotalTokens = total
 	ins.Warnings = warns.list
+	if p.Explain {
+		texts := map[Layer]string{LayerSystem: baseSystem, LayerRules: rulesText, LayerSettings: settingsText,
+			LayerRetrieved: retrievedText, LayerTodo: todoText}
+		if p.TriggerID != 0 {
+			texts[LayerInput] = inputText
+		}
+		var hb strings.Builder
+		hb.WriteString(systemContext)
+		for i, t := range turns {
+			if p.TriggerID != 0 && i == len(turns)-1 {
+				break
+			}
+			for _, msg := range t.render(false, m.historyRule) {
+				if hb.Len() > 0 {
+					hb.WriteString("\n\n")
+				}
+				hb.WriteString("[" + string(msg.Role) + "] " + msg.Content)
+				for _, c := range msg.ToolCalls {
+					hb.WriteString("\n(tool call " + c.Name + " " + string(c.Arguments) + ")")
+				}
+			}
+		}
+		texts[LayerHistory] = hb.String()
+		for i := range ins.Layers {
+			ins.Layers[i].Text = texts[ins.Layers[i].Layer]
+		}
+		ins.Sources = m.sources(sourceParts{p: p, base: baseSystem, rules: rules, settings: settings, retrieved: retrieved, todo: todo,
+			trims:   map[Layer]int{LayerRules: rulesTrim, LayerSettings: settingsTrim, LayerRetrieved: retrievedTrim, LayerTodo: todoTrim},
+			reasons: ins.Layers, segKept: segKept, segTrim: segTrim, turns: turns, turnTrim: turnTrim, inputTokens: inputTokens})
+	}
 	if p.TriggerID != 0 && (len(turns) == 0 || turns[len(turns)-1].msgs[0].ID != p.TriggerID) {
 		return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
 			"the message is too long for the model's context window (%d tokens of budget left)", historyBudget)
