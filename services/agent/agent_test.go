@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -188,10 +190,21 @@ func (b *bundle) waitVisibleFor(t *testing.T, n int, d time.Duration) []services
 			for _, m := range page.Messages {
 				got = append(got, string(m.Role)+"/"+string(m.Source)+": "+m.Content)
 			}
-			t.Fatalf("timeline has %d visible messages, want %d:\n%s", len(page.Messages), n, strings.Join(got, "\n"))
+			t.Fatalf("timeline has %d visible messages, want %d:\n%s\n%s", len(page.Messages), n, strings.Join(got, "\n"), b.diagnose())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// diagnose says what the instance is doing when a wait timed out: its
+// pool's use and every goroutine's stack (a run stuck on a lock, a
+// connection or the model shows there).
+func (b *bundle) diagnose() string {
+	st := b.db.Stat()
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return fmt.Sprintf("pool: %d/%d acquired, %d idle, %d acquires had to wait (%s in all)\ngoroutines:\n%s",
+		st.AcquiredConns(), st.MaxConns(), st.IdleConns(), st.EmptyAcquireCount(), st.EmptyAcquireWaitTime(), buf)
 }
 
 func (b *bundle) runOf(t *testing.T, trigger int64) services.Run {

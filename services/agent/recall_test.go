@@ -30,7 +30,7 @@ func (b *bundle) waitRunEnd(t *testing.T, id int64) services.Run {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("the run answering message %d did not end", id)
+	t.Fatalf("the run answering message %d did not end\n%s", id, b.diagnose())
 	return services.Run{}
 }
 

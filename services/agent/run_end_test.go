@@ -146,7 +146,7 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 			for i, r := range b.model.Requests() {
 				lines = append(lines, fmt.Sprintf("model request %d: child=%v last=%.80q", i+1, isChildCall(r), r.LastMessage))
 			}
-			t.Fatalf("the question after /stop was not answered (%d visible messages):\n%s", len(page.Messages), strings.Join(lines, "\n"))
+			t.Fatalf("the question after /stop was not answered (%d visible messages):\n%s\n%s", len(page.Messages), strings.Join(lines, "\n"), b.diagnose())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
