@@ -120,7 +120,7 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 	}
 	wsDir := t.TempDir()
 	opts := app.Options{
-		DatabaseURL: apptest.FrugalURL(dbURL), PoolSize: 6, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
+		DatabaseURL: apptest.FrugalURL(dbURL), PoolSize: apptest.PoolSize, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
 		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour,
