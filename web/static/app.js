@@ -485,12 +485,23 @@ async function sendFiles(text) {
 }
 
 async function send(text) {
-  if (pendingFiles.length) return sendFiles(text);
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > maxBytes) {
-    showError("This message is " + bytes.toLocaleString() + " bytes; the limit is " + maxBytes.toLocaleString() + " bytes. Shorten it or split it.");
-    return false;
+    // A paste longer than a message may be goes as a text file the agent
+    // reads from its workspace, with a line saying so, instead of being
+    // refused.
+    if (pendingFiles.length >= MAX_FILES) {
+      showError("This message is " + bytes.toLocaleString() + " bytes, over the " + maxBytes.toLocaleString() + " bytes of a message, and " + MAX_FILES + " files already wait: send them first.");
+      return false;
+    }
+    const name = "pasted-" + new Date().toISOString().replace(/[:.]/g, "-") + ".txt";
+    const file = new File([text], name, { type: "text/plain" });
+    pendingFiles.push(file);
+    const ok = await sendFiles("(A long paste of " + bytes.toLocaleString() + " bytes is attached as " + name + ".)");
+    if (!ok) { pendingFiles = pendingFiles.filter((f) => f !== file); showFiles(); }
+    return ok;
   }
+  if (pendingFiles.length) return sendFiles(text);
   showError("");
   const item = { key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), text: text, at: new Date().toISOString() };
   for (let attempt = 0; attempt < 3; attempt++) {
