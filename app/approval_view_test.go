@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,7 +18,8 @@ import (
 // one of the service's secrets (a tainted run's remember of the owner
 // token) is shown masked everywhere the owner reads it: GET /api/approvals
 // (arguments and the request's text) and the approval the timeline gives
-// its notice; the stored row keeps the call as made.
+// its notice; the stored row keeps the call as made. A decision naming a
+// client that is not one is refused, naming it, and decides nothing.
 func TestApprovalsAreShownWithSecretsMasked(t *testing.T) {
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
@@ -63,5 +65,20 @@ func TestApprovalsAreShownWithSecretsMasked(t *testing.T) {
 		if err := json.Unmarshal(a.Arguments, &args); err != nil || args["value"] != "[secret]" || !strings.HasPrefix(a.Request, "Approve #") {
 			t.Fatalf("the approval as shown: %+v (%v)", a, err)
 		}
+	}
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/approvals/%d", in.URL, held.ID), strings.NewReader(`{"decision":"approve","source":"telegram"}`))
+	req.Header.Set("Authorization", "Bearer "+in.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `source \"telegram\"`) {
+		t.Fatalf("a decision from an unknown client: %s %s", res.Status, body)
+	}
+	if got, _ := in.Store.GetApproval(ctx, held.ID); got.State != services.ApprovalPending {
+		t.Fatalf("the refused decision decided: %s", got.State)
 	}
 }
