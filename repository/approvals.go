@@ -65,6 +65,9 @@ func (s *Store) ListApprovals(ctx context.Context, q services.ApprovalQuery) ([]
 	if q.State != "" {
 		add("state = $%d", q.State)
 	}
+	if len(q.IDs) > 0 {
+		add("id = ANY($%d)", q.IDs)
+	}
 	if q.RunID != 0 {
 		add("run_id = $%d", q.RunID)
 	}

@@ -185,3 +185,16 @@ func (s *TelegramStore) MarkChunkSent(ctx context.Context, outboundKey string, i
 		WHERE telegram_sent_chunks.message_id IS NULL`, outboundKey, index, messageID)
 	return wrapErr("mark telegram chunk sent", err)
 }
+
+// LastSentMessage is the message id of the last chunk of an outbound
+// delivery that reached Telegram (0 when none did).
+func (s *TelegramStore) LastSentMessage(ctx context.Context, outboundKey string) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT message_id FROM telegram_sent_chunks WHERE outbound_key = $1 AND message_id > 0
+		ORDER BY chunk_index DESC LIMIT 1`, outboundKey).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return id, wrapErr("last sent telegram message", err)
+}

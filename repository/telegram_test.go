@@ -102,6 +102,16 @@ func TestTelegramSentChunks(t *testing.T) {
 	if err != nil || len(sent) != 2 || !sent[0] || !sent[2] {
 		t.Fatalf("sent: %v %v", sent, err)
 	}
+	// The last chunk that reached the chat (a chunk given up on is
+	// recorded with id 0 and is not one).
+	if err := s.MarkChunkSent(ctx, "reply:1", 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]int64{"reply:1": 102, "reply:2": 0} {
+		if id, err := s.LastSentMessage(ctx, key); err != nil || id != want {
+			t.Fatalf("last sent message of %s: %d %v, want %d", key, id, err, want)
+		}
+	}
 }
 
 // TestLeaseTakeover: one holder at a time; when the holder's connection is

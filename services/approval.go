@@ -43,18 +43,23 @@ type Approval struct {
 	// Detached: the run that asked did not wait (a sub-agent's or a fire's
 	// call); an approved call runs on its own and its result is posted to
 	// the owner.
-	Detached    bool       `json:"detached,omitempty"`
-	ResumeRunID int64      `json:"resume_run_id,omitempty"`
-	DecidedBy   string     `json:"decided_by,omitempty"`
-	Result      string     `json:"result,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	Detached    bool   `json:"detached,omitempty"`
+	ResumeRunID int64  `json:"resume_run_id,omitempty"`
+	DecidedBy   string `json:"decided_by,omitempty"`
+	Result      string `json:"result,omitempty"`
+	// Request is the text the owner was asked with (secrets masked), as
+	// the agent lists an approval; not stored.
+	Request   string     `json:"request,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
 }
 
 // ApprovalQuery lists approvals, oldest first.
 type ApprovalQuery struct {
-	State       ApprovalState
+	State ApprovalState
+	// IDs lists only these approvals (a page's requests and decisions).
+	IDs         []int64
 	RunID       int64
 	ResumeRunID int64
 	// ExpiredBy lists pending approvals whose deadline is at or before it.

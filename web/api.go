@@ -52,7 +52,8 @@ func withoutRequest(meta json.RawMessage) json.RawMessage {
 func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Message {
 	out := make([]wire.Message, len(msgs))
 	runs := make([]int64, len(msgs))
-	var ids []int64
+	approvals := make([]int64, len(msgs))
+	var ids, approvalIDs []int64
 	for i, m := range msgs {
 		out[i] = toJSON(m)
 		if m.Role != services.RoleAssistant {
@@ -65,8 +66,13 @@ func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Me
 			runs[i] = meta.RunID
 			ids = append(ids, meta.RunID)
 		}
+		if meta.ApprovalID != 0 && m.Source == services.SourceSystem {
+			approvals[i] = meta.ApprovalID
+			approvalIDs = append(approvalIDs, meta.ApprovalID)
+		}
 	}
 	s.presentFiles(ctx, msgs, out)
+	s.presentApprovals(ctx, approvals, approvalIDs, out)
 	if len(ids) == 0 || s.opts.Activity == nil {
 		return out
 	}
@@ -81,6 +87,30 @@ func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Me
 		}
 	}
 	return out
+}
+
+// presentApprovals gives each approval notice (approvals[i] != 0) the
+// approval as it stands now (one query for the whole list): the page shows
+// its buttons while it is pending, and its decision after.
+func (s *Server) presentApprovals(ctx context.Context, approvals, ids []int64, out []wire.Message) {
+	if len(ids) == 0 || s.opts.Approvals == nil {
+		return
+	}
+	list, err := s.opts.Approvals.ListApprovals(ctx, services.ApprovalQuery{IDs: ids})
+	if err != nil {
+		s.log.Warn("approvals unavailable", "err", err)
+		return
+	}
+	byID := make(map[int64]*wire.Approval, len(list))
+	for _, a := range list {
+		byID[a.ID] = &wire.Approval{ID: a.ID, CallID: a.CallID, Tool: a.Tool, Arguments: string(a.Arguments), Effect: string(a.Effect),
+			TaintedBy: a.TaintedBy, State: string(a.State), DecidedBy: a.DecidedBy}
+	}
+	for i, id := range approvals {
+		if a := byID[id]; a != nil {
+			out[i].Approval = a
+		}
+	}
 }
 
 // decodeJSON reads a JSON body into v, naming what is wrong with a bad one.

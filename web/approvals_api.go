@@ -50,6 +50,9 @@ func (s *Server) handleListApprovals(c echo.Context) error {
 
 type decisionBody struct {
 	Decision string `json:"decision"`
+	// Source is the client that decides: the chat page says web, the
+	// TUI tui; empty: api.
+	Source string `json:"source"`
 }
 
 // handleDecideApproval decides one approval; 409 when it was already decided.
@@ -69,7 +72,15 @@ func (s *Server) handleDecideApproval(c echo.Context) error {
 	if body.Decision != "approve" && body.Decision != "deny" {
 		return services.Errorf(services.EINVALID, "decision %q: want approve or deny", body.Decision)
 	}
-	a, err := ap.DecideApproval(c.Request().Context(), id, body.Decision == "approve", string(services.SourceAPI))
+	channel := services.SourceAPI
+	switch services.Source(body.Source) {
+	case "":
+	case services.SourceWeb, services.SourceTUI:
+		channel = services.Source(body.Source)
+	default:
+		return services.Errorf(services.EINVALID, "source %q: want web, tui or none", body.Source)
+	}
+	a, err := ap.DecideApproval(c.Request().Context(), id, body.Decision == "approve", string(channel))
 	if err != nil {
 		return err
 	}

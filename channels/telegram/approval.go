@@ -2,9 +2,11 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -89,6 +91,72 @@ func (b *Bot) showDecision(ctx context.Context, q *models.CallbackQuery, outcome
 	if _, err := b.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.Chat.ID, MessageID: m.ID, Text: truncateRunes(text, MaxMessageLen)}); err != nil {
 		b.log.Warn("telegram: show an approval's decision", "err", err)
 	}
+}
+
+// showDecided edits the request of approval p.Decided in p's chat to show
+// how it was decided (p.Text, the decision's notice), without its buttons,
+// whichever channel decided: a request decided on the page, the API or
+// with /approve no longer offers buttons that would only say it was
+// decided. Editing it again (a retried delivery, or after the owner's
+// press edited it) is harmless. A request never delivered here, or one
+// Telegram will not edit any more, is left alone; an error means the
+// delivery should be tried again.
+func (b *Bot) showDecided(ctx context.Context, p OutboundPayload) error {
+	if b.opts.Approvals == nil {
+		return nil
+	}
+	id, err := b.opts.Store.LastSentMessage(ctx, approvalKey(p.Decided, p.ChatID))
+	if err != nil || id == 0 {
+		return err
+	}
+	as, err := b.opts.Approvals.ListApprovals(ctx, services.ApprovalQuery{IDs: []int64{p.Decided}})
+	if err != nil || len(as) == 0 {
+		return err
+	}
+	var request, decision string
+	if cs := Split(as[0].Request, MaxMessageLen); len(cs) > 0 {
+		request = cs[len(cs)-1].HTML
+	}
+	if cs := Split(p.Text, MaxMessageLen); len(cs) > 0 {
+		decision = cs[0].HTML
+	}
+	text := strings.TrimSpace(request + "\n\n" + decision)
+	if len([]rune(visibleText(text))) > MaxMessageLen {
+		text = decision
+	}
+	if strings.TrimSpace(visibleText(text)) == "" {
+		return nil
+	}
+	edit := func(plain bool) (outcome, error) {
+		params := &bot.EditMessageTextParams{ChatID: p.ChatID, MessageID: int(id), Text: text, ParseMode: models.ParseModeHTML,
+			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()}}
+		if plain {
+			params.Text, params.ParseMode = visibleText(text), ""
+		}
+		_, oc, err := b.call(ctx, func(ctx context.Context) (*models.Message, error) {
+			_, err := b.api.EditMessageText(ctx, params)
+			return nil, err
+		})
+		return oc, err
+	}
+	oc, err := edit(false)
+	if oc == refused && errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities") {
+		oc, err = edit(true)
+	}
+	switch {
+	case oc == sent:
+		return nil
+	case oc != refused:
+		return fmt.Errorf("telegram: show the decision of approval #%d: %w", p.Decided, err)
+	}
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
+	}
+	if !strings.Contains(err.Error(), "message is not modified") {
+		b.log.Warn("telegram: the request of a decided approval was not edited", "approval_id", p.Decided, "chat_id", p.ChatID, "err", err)
+	}
+	return nil
 }
 
 func truncateRunes(s string, n int) string {

@@ -71,6 +71,9 @@ type Store interface {
 	AbortChunk(ctx context.Context, outboundKey string, index int) error
 	// MarkChunkSent records a chunk as sent.
 	MarkChunkSent(ctx context.Context, outboundKey string, index int, messageID int64) error
+	// LastSentMessage is the Telegram message id of the last chunk of an
+	// outbound delivery that reached the chat (0: none did).
+	LastSentMessage(ctx context.Context, outboundKey string) (int64, error)
 }
 
 // Lease is held by the one instance that long-polls.

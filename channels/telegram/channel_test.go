@@ -93,8 +93,9 @@ func (f *fakes) SentChunks(_ context.Context, key string) (map[int]bool, error) 
 	}
 	return m, nil
 }
-func (f *fakes) BeginChunk(context.Context, string, int) (int, error) { return 1, nil }
-func (f *fakes) AbortChunk(context.Context, string, int) error        { return nil }
+func (f *fakes) LastSentMessage(context.Context, string) (int64, error) { return 0, nil }
+func (f *fakes) BeginChunk(context.Context, string, int) (int, error)   { return 1, nil }
+func (f *fakes) AbortChunk(context.Context, string, int) error          { return nil }
 func (f *fakes) MarkChunkSent(_ context.Context, key string, i int, _ int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -34,8 +34,18 @@ type OutboundPayload struct {
 	// file's caption and the rest as messages.
 	Files []services.FileRef `json:"files,omitempty"`
 	// ApprovalID, for an approval request, puts Approve / Deny buttons
-	// under its last message.
+	// under its last message; the request is delivered under the key
+	// approvalKey(ApprovalID, ChatID).
 	ApprovalID int64 `json:"approval_id,omitempty"`
+	// Decided, for the notice of an approval's decision, is that approval:
+	// its request is edited to show the decision, without its buttons,
+	// before the notice is sent.
+	Decided int64 `json:"decided,omitempty"`
+}
+
+// approvalKey is the delivery key of approval id's request to chat.
+func approvalKey(id, chat int64) string {
+	return fmt.Sprintf("approval:%d:%d", id, chat)
 }
 
 func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
@@ -75,16 +85,25 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 		}
 		chats = []int64{id}
 	}
-	var approval int64
+	var approval, decided int64
 	if msg.TimelineScope == services.DefaultTimeline {
-		if meta, err := services.DecodeMeta(msg.Metadata); err == nil && meta.Notice == "approval" {
-			approval = meta.ApprovalID
+		if meta, err := services.DecodeMeta(msg.Metadata); err == nil {
+			switch meta.Notice {
+			case "approval":
+				approval = meta.ApprovalID
+			case "approval_decided":
+				decided = meta.ApprovalID
+			}
 		}
 	}
 	for _, chat := range chats {
+		key := fmt.Sprintf("notify:%d:%d", msg.ID, chat)
+		if approval != 0 {
+			key = approvalKey(approval, chat)
+		}
 		if err := enqueue(ctx, r.Queue, OutboundPayload{
-			Key: fmt.Sprintf("notify:%d:%d", msg.ID, chat), ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
-			Files: filesOf(msg), ApprovalID: approval,
+			Key: key, ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
+			Files: filesOf(msg), ApprovalID: approval, Decided: decided,
 		}); err != nil {
 			return err
 		}
@@ -130,6 +149,11 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 	if err := json.Unmarshal(payload, &p); err != nil {
 		b.log.Error("telegram delivery: bad payload", "err", err)
 		return nil
+	}
+	if p.Decided != 0 {
+		if err := b.showDecided(ctx, p); err != nil {
+			return err
+		}
 	}
 	done, err := b.opts.Store.SentChunks(ctx, p.Key)
 	if err != nil {

@@ -239,6 +239,12 @@ func toolLines(tools []wire.ToolUse) string {
 			out = toolOK.Render("ok")
 		case "error":
 			out = warnStyle.Render(strings.TrimSpace("error " + u.Code))
+		case "waiting", "held:pending":
+			out = warnStyle.Render("waiting for your approval")
+		default:
+			if w, ok := approvalWords[strings.TrimPrefix(u.Status, "held:")]; ok && strings.HasPrefix(u.Status, "held:") {
+				out = w
+			}
 		}
 		if u.Status != "running" && u.MS > 0 {
 			out += dimStyle.Render(fmt.Sprintf(" %d ms", u.MS))

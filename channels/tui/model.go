@@ -425,6 +425,12 @@ func (m *Model) addMessage(msg wire.Message) {
 		m.outbox[0].stored = true
 	}
 	md := meta(msg)
+	if msg.Approval != nil && md.Notice != "approval" {
+		// A decision, made on any channel: the request shows it.
+		for _, id := range m.tl.decided(*msg.Approval) {
+			delete(m.rendered, id)
+		}
+	}
 	if md.RunID > 0 && msg.Role != "user" && md.Kind != "handoff" {
 		// The final answer replaces the streamed bubble of its run.
 		delete(m.streams, md.RunID)

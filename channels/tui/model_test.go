@@ -476,3 +476,39 @@ func TestModelStoredCopyOvertakesThePostAnswer(t *testing.T) {
 		t.Fatalf("shown %d times while the POST answer is on its way:\n%s", n, screen(m))
 	}
 }
+
+// TestModelApprovalShowsItsDecision: an approval's request shows its held
+// call and what to type; the notice of a decision made on another channel
+// (here Telegram) updates the request, which no longer asks; an older
+// state arriving late does not take it back.
+func TestModelApprovalShowsItsDecision(t *testing.T) {
+	t.Parallel()
+	req := msgAt(3, "system", "assistant", "Approve #7? fetch_url {} (egress)")
+	req.Metadata = json.RawMessage(`{"notice":"approval","approval_id":7,"run_id":2}`)
+	req.Tools = []wire.ToolUse{{ID: "c1", Name: "fetch_url", Arg: "example.test/?q=1", Status: "running"}}
+	pending := wire.Approval{ID: 7, CallID: "c1", Tool: "fetch_url", Arguments: `{}`, Effect: "egress", State: "pending"}
+	req.Approval = &pending
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{req}}, 100, 20)
+	v := screen(m)
+	if !strings.Contains(v, "⚙ fetch_url example.test/?q=1 · waiting for your approval") || !strings.Contains(v, "⏸ waiting for your decision: /approve 7 or /deny 7") {
+		t.Fatalf("the request:\n%s", v)
+	}
+	decided := msgAt(4, "system", "assistant", "#7 denied: fetch_url (via telegram).")
+	decided.Metadata = json.RawMessage(`{"notice":"approval_decided","approval_id":7,"run_id":2}`)
+	decided.Tools = req.Tools
+	denied := pending
+	denied.State, denied.DecidedBy = "denied", "telegram"
+	decided.Approval = &denied
+	send(t, m, MessageMsg{Message: decided})
+	v = screen(m)
+	if !strings.Contains(v, "✗ denied via telegram") || strings.Contains(v, "waiting for your") || strings.Count(v, "⚙ fetch_url") != 1 {
+		t.Fatalf("after the decision:\n%s", v)
+	}
+	late := msgAt(5, "system", "assistant", "an old copy")
+	late.Metadata = json.RawMessage(`{"notice":"approval_decided","approval_id":7}`)
+	late.Approval = &pending
+	send(t, m, MessageMsg{Message: late})
+	if v = screen(m); !strings.Contains(v, "✗ denied via telegram") || strings.Contains(v, "waiting for your decision") {
+		t.Fatalf("a late older state took the decision back:\n%s", v)
+	}
+}

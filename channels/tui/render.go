@@ -136,14 +136,63 @@ func renderMessage(m wire.Message, width int, now time.Time, loc *time.Location,
 	header := ts + " " + label(m.Source) + " " + roleStyle.Render(m.Role+":")
 	if m.Role == "assistant" {
 		// Answers are Markdown: rendered for the terminal, with the tool
-		// calls of the run under them.
-		content = markdown(m.Content) + toolLines(m.Tools)
+		// calls of the run under them. An approval's request shows its
+		// held call and how it stands; a decision's notice only its text.
+		switch {
+		case m.Approval != nil && md.Notice == "approval":
+			content = markdown(m.Content) + toolLines(heldTools(m.Tools, *m.Approval)) + approvalLine(*m.Approval)
+		case m.Approval != nil:
+			content = markdown(m.Content)
+		default:
+			content = markdown(m.Content) + toolLines(m.Tools)
+		}
 	}
 	files := attachmentLines(m.Attachments, base)
 	if strings.TrimSpace(content) == "" {
 		files = strings.TrimPrefix(files, "\n")
 	}
 	return entry(header, content+files, width)
+}
+
+// approvalWords say how an approval stands.
+var approvalWords = map[string]string{"approved": "approved", "executing": "approved · running", "executed": "approved · ran",
+	"interrupted": "approved · interrupted by a restart, not run again", "denied": "denied",
+	"timed_out": "timed out (nobody decided in time)", "cancelled": "cancelled (/stop)"}
+
+// heldTools are a request's tool calls with the held one (the run has no
+// result for it) marked with the approval's state.
+func heldTools(tools []wire.ToolUse, a wire.Approval) []wire.ToolUse {
+	out := append([]wire.ToolUse(nil), tools...)
+	found := false
+	for i := range out {
+		if out[i].ID == a.CallID {
+			out[i].Status, found = "held:"+a.State, true
+		}
+	}
+	if !found {
+		out = append(out, wire.ToolUse{ID: a.CallID, Name: a.Tool, Status: "held:" + a.State})
+	}
+	return out
+}
+
+// approvalLine says, under its request, how an approval stands: what to
+// type while it waits, then its decision and the channel that made it.
+func approvalLine(a wire.Approval) string {
+	if a.State == "pending" {
+		return "\n" + warnStyle.Render(fmt.Sprintf("⏸ waiting for your decision: /approve %d or /deny %d", a.ID, a.ID))
+	}
+	word, ok := approvalWords[a.State]
+	if !ok {
+		word = sanitize(a.State)
+	}
+	mark := toolOK.Render("✓ ")
+	if approvalRank[a.State] == 1 && a.State != "approved" || a.State == "interrupted" {
+		mark = warnStyle.Render("✗ ")
+	}
+	if a.DecidedBy != "" && a.State != "timed_out" && a.DecidedBy != "stop" {
+		word += " via " + sanitize(a.DecidedBy)
+	}
+	return "\n" + mark + word
 }
 
 // attachmentLines are a message's files, one line each: name, kind and

@@ -45,6 +45,27 @@ func (t *timeline) replace(m wire.Message) bool {
 	return true
 }
 
+// approvalRank orders an approval's states: a request never goes back to
+// an older one (a notice presented before a newer state was known).
+var approvalRank = map[string]int{"pending": 0, "approved": 1, "denied": 1, "timed_out": 1, "cancelled": 1,
+	"executing": 2, "executed": 3, "interrupted": 3}
+
+// decided gives the request held here for approval a (the notice that
+// asked) a's newer state, and returns the ids of the messages it changed.
+func (t *timeline) decided(a wire.Approval) []int64 {
+	var changed []int64
+	for i := range t.msgs {
+		old := t.msgs[i].Approval
+		if old == nil || old.ID != a.ID || *old == a || approvalRank[a.State] < approvalRank[old.State] {
+			continue
+		}
+		cp := a
+		t.msgs[i].Approval = &cp
+		changed = append(changed, t.msgs[i].ID)
+	}
+	return changed
+}
+
 // oldest is the smallest id held, 0 when empty.
 func (t *timeline) oldest() int64 {
 	if len(t.msgs) == 0 {

@@ -139,12 +139,36 @@ func (s *Service) DecideApproval(ctx context.Context, id int64, approve bool, ch
 	if approve {
 		to = services.ApprovalApproved
 	}
-	return s.decide(ctx, id, to, channel)
+	a, err := s.decide(ctx, id, to, channel)
+	return s.shown(a), err
 }
 
-// ListApprovals lists approvals.
+// ListApprovals lists approvals as the owner is shown them: arguments with
+// the service's secrets masked, and the request's text.
 func (s *Service) ListApprovals(ctx context.Context, q services.ApprovalQuery) ([]services.Approval, error) {
-	return s.opts.Store.ListApprovals(ctx, q)
+	as, err := s.opts.Store.ListApprovals(ctx, q)
+	for i := range as {
+		as[i] = s.shown(as[i])
+	}
+	return as, err
+}
+
+// shown is a as the owner's channels show it: its arguments with secrets
+// masked (still JSON: a JSON string of the masked text when masking broke
+// it) and the text that asked for it.
+func (s *Service) shown(a services.Approval) services.Approval {
+	if a.ID == 0 {
+		return a
+	}
+	if m := s.opts.Secrets.Mask(string(a.Arguments)); m != string(a.Arguments) {
+		if json.Valid([]byte(m)) {
+			a.Arguments = json.RawMessage(m)
+		} else {
+			a.Arguments, _ = json.Marshal(m)
+		}
+	}
+	a.Request = s.approvalNotice(a).Content
+	return a
 }
 
 // decide moves a pending approval to its decision in one transaction with
@@ -166,11 +190,7 @@ func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalStat
 				return err
 			}
 		}
-		msg, created, err = s.opts.Chat.PostTx(ctx, tx, services.PostParams{
-			TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
-			Content: decisionText(a), DedupeKey: fmt.Sprintf("approval:%d:decided", a.ID), NotifyOwner: true,
-			Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_decided"}.Encode(),
-		})
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(a))
 		return err
 	})
 	if err != nil {
@@ -187,11 +207,21 @@ func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalStat
 	return a, nil
 }
 
+// decidedNotice tells the owner, on their timeline (every channel), how a
+// was decided: the page and Telegram update the request with it.
+func decidedNotice(a services.Approval) services.PostParams {
+	return services.PostParams{
+		TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
+		Content: decisionText(a), DedupeKey: fmt.Sprintf("approval:%d:decided", a.ID), NotifyOwner: true,
+		Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_decided"}.Encode(),
+	}
+}
+
 func decisionText(a services.Approval) string {
 	how := map[services.ApprovalState]string{services.ApprovalApproved: "approved", services.ApprovalDenied: "denied",
 		services.ApprovalTimedOut: "timed out (nobody decided in time)", services.ApprovalCancelled: "cancelled (/stop)"}[a.State]
 	text := fmt.Sprintf("#%d %s: %s", a.ID, how, a.Tool)
-	if a.DecidedBy != "" && a.State != services.ApprovalTimedOut {
+	if a.DecidedBy != "" && a.State != services.ApprovalTimedOut && a.State != services.ApprovalCancelled {
 		text += " (via " + a.DecidedBy + ")"
 	}
 	return text + "."
@@ -378,9 +408,14 @@ func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, er
 		if a.TimelineScope != timeline {
 			continue
 		}
+		var msg services.Message
+		var created bool
 		err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
 			cur, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalPending, services.ApprovalCancelled, "stop", "")
-			if err != nil || cur.Detached {
+			if err != nil {
+				return err
+			}
+			if msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(cur)); err != nil || cur.Detached {
 				return err
 			}
 			res := tools.ErrorResult("APPROVAL_CANCELLED", fmt.Sprintf("The owner stopped the run while this call waited (approval #%d); it was not run.", a.ID))
@@ -392,6 +427,7 @@ func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, er
 		if err != nil {
 			return n, err
 		}
+		s.opts.Chat.Announce(ctx, msg, created)
 		a.State = services.ApprovalCancelled
 		s.auditApproval(ctx, a, "cancelled", "stop")
 		n++

@@ -8,7 +8,9 @@
 // client key, when the connection is back: stored once. Files (the attach
 // button, or dropped on the page) go with the next message as a multipart
 // upload; attachments show as thumbnails, audio players with their
-// transcript, or download links.
+// transcript, or download links. A tool call held for the owner's approval
+// shows in its run's tool activity with Approve and Deny buttons; a
+// decision made anywhere reaches the page as the notice that reports it.
 import { $, el, icon, request } from "/static/lib.js";
 
 const list = $("timeline");
@@ -50,8 +52,8 @@ function toolLine(u) {
   li.dataset.call = u.id;
   li.append(el("span", { class: "tname" }, u.name));
   if (u.arg) li.append(el("span", { class: "targ" }, u.arg));
-  let out = u.status === "running" ? "running…" : (u.status === "ok" ? "ok" : "error" + (u.code ? " " + u.code : ""));
-  if (u.status !== "running" && u.ms !== undefined) out += " · " + (u.ms < 1000 ? u.ms + " ms" : (u.ms / 1000).toFixed(1) + " s");
+  let out = u.status === "running" ? "running…" : u.status === "waiting" ? "waiting for your approval" : (u.status === "ok" ? "ok" : "error" + (u.code ? " " + u.code : ""));
+  if (u.status !== "running" && u.status !== "waiting" && u.ms !== undefined) out += " · " + (u.ms < 1000 ? u.ms + " ms" : (u.ms / 1000).toFixed(1) + " s");
   li.append(el("span", { class: "tout" }, out));
   return li;
 }
@@ -132,8 +134,99 @@ function render(m) {
   if (!m.content) body.hidden = true;
   if (sched) scheduleIcon(body);
   if (m.attachments && m.attachments.length) body.after(attachmentsBox(m.attachments));
-  setTools(li, m.tools, false);
+  if (m.approval && m.metadata && m.metadata.notice === "approval") {
+    setTools(li, m.tools, false);
+    askApproval(li, m.approval);
+  } else if (m.approval) {
+    // A decision (or a detached call's result): the request shown above
+    // takes its state; the notice itself shows no tool activity again.
+    updateApproval(m.approval);
+  } else {
+    setTools(li, m.tools, false);
+  }
   return li;
+}
+
+// Approvals. STATE_ORDER keeps a card from going back (a notice presented
+// before a newer answer of the API); STATE_WORDS says each state.
+const STATE_ORDER = { pending: 0, approved: 1, denied: 1, timed_out: 1, cancelled: 1, executing: 2, executed: 3, interrupted: 3 };
+const STATE_WORDS = { approved: "Approved", executing: "Approved", executed: "Approved", interrupted: "Approved",
+  denied: "Denied", timed_out: "Timed out (nobody decided in time)", cancelled: "Cancelled (/stop)" };
+const STATE_AFTER = { executing: " · running", executed: " · ran", interrupted: " · interrupted by a restart, not run again" };
+
+// prettyArgs shows a call's JSON arguments indented (as sent when not JSON).
+function prettyArgs(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
+}
+
+// askApproval puts approval a into the tool activity of li (the notice
+// that asks for it): the held call, its arguments, its effect class, the
+// origin that tainted the run, and the buttons while it is pending.
+function askApproval(li, a) {
+  li.dataset.approval = a.id;
+  if (!li.querySelector("details.tools")) setTools(li, [{ id: a.call_id, name: a.tool, status: "waiting" }], false);
+  const box = li.querySelector("details.tools");
+  const ol = box.querySelector("ol");
+  if (![...ol.children].some((n) => n.dataset.call === a.call_id)) ol.append(toolLine({ id: a.call_id, name: a.tool, status: "waiting" }));
+  const card = el("div", { class: "approval", "data-approval": String(a.id) });
+  card.dataset.state = "";
+  card.append(el("div", { class: "ahead" }, "Approval #" + a.id + ": ", el("span", { class: "tname" }, a.tool), " ",
+    el("span", { class: "effect", title: "effect class" }, a.effect)));
+  card.append(el("pre", { class: "aargs" }, prettyArgs(a.arguments)));
+  if (a.tainted_by) card.append(el("div", { class: "aorigin" }, "Asked " + a.tainted_by));
+  const actions = el("div", { class: "aactions" });
+  const yes = el("button", { class: "approve", type: "button" }, "Approve");
+  const no = el("button", { class: "deny", type: "button" }, "Deny");
+  yes.addEventListener("click", () => decide(a.id, "approve"));
+  no.addEventListener("click", () => decide(a.id, "deny"));
+  actions.append(yes, no);
+  card.append(actions, el("div", { class: "astate", role: "status" }));
+  box.append(card);
+  showApproval(card, a);
+}
+
+// showApproval shows a's state on card (never going back) and on the held
+// call's line; a pending request keeps its tool activity open.
+function showApproval(card, a) {
+  const prev = card.dataset.state;
+  if (prev && (STATE_ORDER[a.state] ?? 0) < (STATE_ORDER[prev] ?? 0)) return;
+  card.dataset.state = a.state;
+  card.className = "approval " + a.state;
+  const pending = a.state === "pending";
+  card.querySelector(".aactions").hidden = !pending;
+  card.querySelectorAll(".aactions button").forEach((b) => { b.disabled = false; });
+  const by = a.decided_by && a.state !== "timed_out" && a.decided_by !== "stop" ? " via " + a.decided_by : "";
+  const word = (STATE_WORDS[a.state] || a.state) + by + (STATE_AFTER[a.state] || "");
+  card.querySelector(".astate").textContent = pending ? "Waiting for your decision." : word + ".";
+  const box = card.closest("details.tools");
+  if (!box) return;
+  if (pending) box.open = true;
+  const line = [...box.querySelectorAll("li.tool")].find((n) => n.dataset.call === a.call_id);
+  if (line) {
+    line.className = "tool " + (pending ? "waiting" : a.state);
+    line.querySelector(".tout").textContent = pending ? "waiting for your approval" : word.toLowerCase();
+  }
+}
+
+// updateApproval shows a decision on the request shown for it.
+function updateApproval(a) {
+  list.querySelectorAll('.approval[data-approval="' + a.id + '"]').forEach((card) => showApproval(card, a));
+}
+
+// decide posts the owner's decision; the answer (or, when another channel
+// was first, the notice of that decision) updates the request.
+async function decide(id, decision) {
+  const cards = list.querySelectorAll('.approval[data-approval="' + id + '"]');
+  cards.forEach((c) => c.querySelectorAll(".aactions button").forEach((b) => { b.disabled = true; }));
+  try {
+    const r = await request("POST", "/api/approvals/" + id, { decision: decision, source: "web" });
+    if (r.ok) { showError(""); updateApproval(r.body); return; }
+    showError(r.body.error || "The decision was not taken (HTTP " + r.status + ").");
+    if (r.status === 409) return; // decided elsewhere: its notice follows
+  } catch (e) {
+    showError("The decision was not sent: the server could not be reached. Try again.");
+  }
+  cards.forEach((c) => c.querySelectorAll(".aactions button").forEach((b) => { b.disabled = false; }));
 }
 
 // scheduleIcon draws the clock a schedule's notification starts with ("⏰ ")

@@ -62,6 +62,26 @@ type Message struct {
 	// Attachments are the files that came with the message (or that the
 	// agent sent), each with its download URL.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Approval is the approval a notice asks for or reports the decision
+	// of, as it stands when the message is sent.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is a tool call held for the owner's decision: decide it with
+// POST /api/approvals/{id} {"decision":"approve"|"deny"}.
+type Approval struct {
+	ID     int64  `json:"id"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Arguments are the call's JSON arguments, the service's secrets masked.
+	Arguments string `json:"arguments"`
+	Effect    string `json:"effect"`
+	// TaintedBy is the origin that tainted the run ("after reading …").
+	TaintedBy string `json:"tainted_by,omitempty"`
+	// State is pending, approved, denied, timed_out, cancelled, executing,
+	// executed or interrupted; DecidedBy the channel that decided.
+	State     string `json:"state"`
+	DecidedBy string `json:"decided_by,omitempty"`
 }
 
 // Attachment is a file of a message. URL downloads it (owner only).
