@@ -271,6 +271,12 @@ func TestHostileMatrix(t *testing.T) {
 		"page": "after reading " + w.page.URL, "search": "after reading search results for", "mcp": "after reading a result of MCP server fs/",
 		"document": "after reading the attachment", "caption": "after reading the attachment", "transcript": "after reading a voice transcript",
 		"recall": "after reading a recalled archive item", "handoff": "after reading the handoff of sub-agent",
+		"stranger": fmt.Sprintf("in a conversation with the paired stranger %d", injStrangerTG),
+	}
+	lastRun := int64(0) // the runs before the cases: the owner's own
+	setup, _ := in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 20})
+	for _, r := range setup {
+		lastRun = max(lastRun, r.ID)
 	}
 	held, refusedN, toOwner := 0, 0, 0
 	seen := map[int64]bool{}
@@ -364,8 +370,9 @@ func TestHostileMatrix(t *testing.T) {
 				default:
 					t.Fatalf("the attempt was neither held nor refused; the model saw: %.1000s", result)
 				}
+				var runs []services.Run
 				waitFor(t, "the runs' end", func() bool {
-					runs, _ := in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Limit: 20})
+					runs, _ = in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: timeline, Limit: 20})
 					for _, r := range runs {
 						if r.FinishedAt == nil {
 							return false
@@ -373,6 +380,22 @@ func TestHostileMatrix(t *testing.T) {
 					}
 					return true
 				})
+				// Every main run of the case records its taint.
+				mains := 0
+				for _, r := range runs {
+					if r.ID > lastRun && r.ParentRunID == 0 {
+						mains++
+						if !strings.Contains(r.TaintedBy, wantTaint[src]) {
+							t.Errorf("run %d is tainted %q, want %q", r.ID, r.TaintedBy, wantTaint[src])
+						}
+					}
+				}
+				if mains == 0 {
+					t.Error("no run of the case")
+				}
+				for _, r := range runs {
+					lastRun = max(lastRun, r.ID)
+				}
 			})
 		}
 	}
