@@ -497,3 +497,79 @@ func TestHostileMatrix(t *testing.T) {
 		t.Errorf("the owner's own run asked: %d approvals", len(as)-held)
 	}
 }
+
+// TestSendFileToAGroupIsEgress: send_file on the owner's timeline sends to
+// the chat the run answers. When the owner wrote in a Telegram group, its
+// other members get the file too, so there it is egress: held in a run a
+// fetched page tainted (before: sent at once, as to the owner alone), and
+// allowed in the owner's untainted run.
+func TestSendFileToAGroupIsEgress(t *testing.T) {
+	w := newInjWorld(t)
+	in, _, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+		o.Fetch.Allow = []string{"127.0.0.1"}
+	})
+	ctx := context.Background()
+	inGroup := func(text string) services.Message {
+		t.Helper()
+		m, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceTelegram, Content: text,
+			Metadata: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: -100123, ChatType: "supergroup", MessageID: 5, FromID: ownerTG}}.Encode()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	runOf := func(msg services.Message) services.Run {
+		t.Helper()
+		var run services.Run
+		waitFor(t, "the run's end", func() bool {
+			runs, _ := in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 10})
+			for _, r := range runs {
+				if r.TriggerMessageID == msg.ID && r.FinishedAt != nil {
+					run = r
+					return true
+				}
+			}
+			return false
+		})
+		return run
+	}
+	sentFiles := func() int {
+		page, _ := in.Chat.Timeline(ctx, services.DefaultTimeline, 0, 0, 500)
+		n := 0
+		for _, m := range page.Messages {
+			if meta, _ := services.DecodeMeta(m.Metadata); meta.Kind == services.MetaFileSent {
+				n++
+			}
+		}
+		return n
+	}
+
+	model.Enqueue(
+		llmtest.Call("write_file", `{"path":"notes.txt","content":"the owner's private notes: `+injPrivate+`"}`),
+		llmtest.Call("fetch_url", `{"url":"`+w.page.URL+`/sendfile"}`),
+		llmtest.Call("send_file", `{"path":"notes.txt"}`),
+		llmtest.Text("done"))
+	run := runOf(inGroup("@bot summarise this page for the group"))
+	as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID})
+	if run.Status != services.RunWaiting || len(as) != 1 || as[0].Tool != "send_file" || as[0].Effect != services.EffectEgress {
+		t.Fatalf("run %s, approvals %+v", run.Status, as)
+	}
+	if n := sentFiles(); n != 0 {
+		t.Fatalf("%d files sent before the owner's decision", n)
+	}
+	if _, err := in.App.Agent().DecideApproval(ctx, as[0].ID, false, "web"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the model told of the denial", func() bool {
+		reqs := model.Requests()
+		return len(reqs) == 4 && strings.Contains(reqs[3].LastMessage, "denied this call")
+	})
+
+	// The owner's own request in the group, untainted: sent.
+	model.Enqueue(llmtest.Call("send_file", `{"path":"notes.txt"}`), llmtest.Text("sent"))
+	run = runOf(inGroup("@bot send my notes here"))
+	if as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID}); run.Status != services.RunOK || len(as) != 0 {
+		t.Fatalf("the owner's run: %s, %d approvals", run.Status, len(as))
+	}
+	waitFor(t, "the file sent", func() bool { return sentFiles() == 1 })
+}
