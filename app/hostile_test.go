@@ -468,6 +468,31 @@ func TestHostileMatrix(t *testing.T) {
 		}
 	}
 
+	// The audit trail holds every refusal and decision, no secret, and its
+	// chain verifies.
+	rows, err := in.Store.ListAudit(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]int{}
+	for _, e := range rows {
+		actions[e.Action]++
+		for _, secret := range []string{apptest.Token, injLLMKey, mediaTGToken, injTransKey} {
+			if strings.Contains(string(e.Detail), secret) || strings.Contains(e.Subject, secret) {
+				t.Errorf("audit row %d holds a secret: %s", e.ID, e.Detail)
+			}
+		}
+	}
+	if want := len(injSources) - 1; actions[services.AuditSecretRefused] != want { // the stranger is not offered the tools
+		t.Errorf("%d secret_refused rows, want %d (%v)", actions[services.AuditSecretRefused], want, actions)
+	}
+	if actions[services.AuditApproval] < 2*held {
+		t.Errorf("%d approval rows for %d asked and denied calls (%v)", actions[services.AuditApproval], held, actions)
+	}
+	if v, err := in.Store.VerifyAuditChain(ctx); err != nil || v.Broken != nil || v.Checked != len(rows) {
+		t.Errorf("audit chain: %+v %v (%d rows)", v, err, len(rows))
+	}
+
 	// The same calls in an untainted owner run just work.
 	for i, attempt := range injAttempts {
 		w.begin("owner", attempt, i)
