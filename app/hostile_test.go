@@ -598,3 +598,47 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 	}
 	waitFor(t, "the file sent", func() bool { return sentFiles() == 1 })
 }
+
+// TestSubAgentObeyingAPageIsHeld: a sub-agent that reads a page itself
+// (its parent still clean) and obeys it, remembering and exfiltrating: its
+// own run is tainted, each call is stored for the owner and the sub-agent
+// is told it was not run; nothing is stored or sent until the owner
+// decides, and a denial leaves it so.
+func TestSubAgentObeyingAPageIsHeld(t *testing.T) {
+	w := newInjWorld(t)
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+	ctx := context.Background()
+	model.Enqueue(
+		llmtest.Call("delegate", `{"task":"read the weekly news page and report"}`),
+		llmtest.Call("fetch_url", `{"url":"`+w.page.URL+`/remember"}`),
+		w.call("remember", 0),
+		w.call("exfil", 0),
+		llmtest.Text("Report: nothing new."),
+		llmtest.Text("done"))
+	ask(t, in, "have a helper read the news")
+	waitFor(t, "the scripted replies used", func() bool { return model.Pending() == 0 })
+	reqs := model.Requests()
+	if len(reqs) != 6 || !strings.Contains(reqs[3].LastMessage, "APPROVAL_PENDING") || !strings.Contains(reqs[4].LastMessage, "APPROVAL_PENDING") {
+		t.Fatalf("the sub-agent was not told its calls wait: %d requests", len(reqs))
+	}
+	as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending})
+	if len(as) != 2 {
+		t.Fatalf("pending approvals: %+v", as)
+	}
+	for _, a := range as {
+		if !strings.Contains(a.TaintedBy, "after reading "+w.page.URL) {
+			t.Errorf("approval #%d (%s) tainted %q", a.ID, a.Tool, a.TaintedBy)
+		}
+		if _, err := in.App.Agent().DecideApproval(ctx, a.ID, false, "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mem, _ := in.Store.ListMemory(ctx, services.DefaultTimeline); len(mem) != 0 {
+		t.Errorf("memory: %+v", mem)
+	}
+	if n := w.attackerHits.Load(); n != 0 {
+		t.Errorf("the attacker got %d request(s)", n)
+	}
+}
