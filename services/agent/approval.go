@@ -44,7 +44,11 @@ func (s *Service) loopGate(ctx context.Context, l loopSpec) *gate {
 	if l.kind == kindInline && parent != nil {
 		return parent
 	}
-	return s.newGate(loopStarter(l.kind, l.call.TimelineScope), l.stepRun, parent.taintedBy())
+	g := s.newGate(loopStarter(l.kind, l.call.TimelineScope), l.stepRun, parent.taintedBy())
+	if parent != nil {
+		g.group = parent.group
+	}
+	return g
 }
 
 // finishWaiting ends a run's attempt holding calls: in one transaction the

@@ -32,6 +32,10 @@ type gate struct {
 	starter services.Starter
 	runID   int64
 
+	// group: the run answers a Telegram group, whose members are not all
+	// the owner (what it sends there leaves the owner's hands).
+	group bool
+
 	mu     sync.Mutex
 	origin string
 	hosts  map[string]bool
@@ -106,6 +110,12 @@ func (g *gate) takeHeld() []heldCall {
 	return h
 }
 
+// inGroup reports whether a message came from a Telegram group chat.
+func inGroup(m services.Message) bool {
+	meta, _ := services.DecodeMeta(m.Metadata)
+	return meta.ChatType == "group" || meta.ChatType == "supergroup"
+}
+
 // mainStarter is who started a main run of timeline.
 func mainStarter(timeline string) services.Starter {
 	if timeline != services.DefaultTimeline {
@@ -141,7 +151,7 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 // effectOf classifies one call: the tool's declared class, except that
 // fetch_url reads (no egress) from a host this run already fetched without
 // a query string, and send_file on the owner's own timeline sends to the
-// owner (workspace).
+// owner (workspace) unless the run answers a group.
 func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) services.Effect {
 	switch t.Name {
 	case "fetch_url":
@@ -159,7 +169,7 @@ func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) ser
 			}
 		}
 	case "send_file":
-		if timeline == services.DefaultTimeline {
+		if timeline == services.DefaultTimeline && !g.group {
 			return services.EffectWorkspace
 		}
 	}

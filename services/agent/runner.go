@@ -367,6 +367,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
 	g := s.newGate(mainStarter(run.TimelineScope), run.ID, "")
+	g.group = inGroup(trigger)
 	if o := s.startOrigin(ctx, run, trigger); o != "" {
 		g.origin = o
 		if run.TaintedBy == "" {
