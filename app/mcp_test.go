@@ -21,6 +21,33 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// TestModelToldWhileMCPServersStart: right after a start, a server still
+// starting has no tools in the model's list; the model is told which
+// servers are starting (so it can tell the owner instead of doing without
+// them silently), and /tools shows the state.
+func TestModelToldWhileMCPServersStart(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) {
+			// A server that never answers its handshake stays "starting"
+			// for the 30 s the handshake may take.
+			o.MCP = mcp.Config{"slowfs": {Command: "sleep", Args: []string{"120"}}}
+		}})
+	model.Enqueue(llmtest.Text("Those tools are starting; ask again in a moment."))
+	ask(t, in, "list the files of my drive")
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests, want 1", len(reqs))
+	}
+	if body := string(reqs[0].Body); !strings.Contains(body, "Tools still starting") || !strings.Contains(body, "slowfs") {
+		t.Fatalf("the model was not told that slowfs is starting:\n%.2000s", body)
+	}
+	if _, servers := in.App.Tools().ToolCatalog(); len(servers) != 1 || servers[0].State != "starting" {
+		t.Fatalf("servers: %+v", servers)
+	}
+}
+
 // TestMCPToolInAConversation: with server-everything configured, the
 // model is offered everything__echo, calls it, and the server's answer
 // reaches the model; GET /api/tools and /tools list the server's tools; a
@@ -47,6 +74,9 @@ func TestMCPToolInAConversation(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[0].Body), `"everything__echo"`) {
 		t.Fatal("the model was not offered everything__echo")
+	}
+	if strings.Contains(string(reqs[0].Body), "Tools still starting") {
+		t.Fatal("the model was told servers are starting when one is ready and one down")
 	}
 	if !reqs[1].LastIsToolResult || !strings.Contains(reqs[1].LastMessage, "pinged through MCP") {
 		t.Fatalf("the tool result the model got: %q", reqs[1].LastMessage)

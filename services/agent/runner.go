@@ -397,12 +397,35 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
 		req = s.applyTurnRequest(req, *meta.Request)
 	}
+	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{
 		kind: kindMain, provider: s.opts.LLM, req: req, box: box, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
 		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep, gate: g,
 	})
 	return text, obs, u, err
+}
+
+// startingNote tells the model which MCP servers are still starting (right
+// after the service starts, npx servers take seconds): their tools are
+// missing from its list for now, and it should say so rather than do
+// without them silently. Empty when every server is up or down for good.
+func (s *Service) startingNote() string {
+	if s.opts.Catalog == nil {
+		return ""
+	}
+	_, servers := s.opts.Catalog.ToolCatalog()
+	var starting []string
+	for _, sv := range servers {
+		if sv.State == "starting" {
+			starting = append(starting, sv.Name)
+		}
+	}
+	if len(starting) == 0 {
+		return ""
+	}
+	return "\n\n## Tools still starting\n\nThe tool servers " + strings.Join(starting, ", ") +
+		" are still starting, so their tools are not in your list yet. If the owner asks for something only they can do, say that these tools are starting and to ask again in a moment; /tools shows when they are up."
 }
 
 // applyTurnRequest applies what the trigger asks of its turn (an API
