@@ -12,26 +12,42 @@ import (
 )
 
 type scheduleArgs struct {
-	Task     string `json:"task" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
-	Name     string `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
-	At       string `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
-	Every    string `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
-	Cron     string `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
-	Notify   string `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
-	Timezone string `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
-	Profile  string `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
+	Task     string     `json:"task,omitempty" jsonschema:"Required unless watch is given. What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
+	Name     string     `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
+	At       string     `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
+	Every    string     `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
+	Cron     string     `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
+	Notify   string     `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
+	Timezone string     `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
+	Profile  string     `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
+	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"Use when the owner asks to watch or monitor a page or to be told when something on it changes: each fire first reads the page without you and, when it is unchanged, ends at no cost; only a change (or the first look) runs the task, with the previous and new content."`
+}
+
+type watchArgs struct {
+	URL      string   `json:"url" jsonschema:"The http or https URL of the page to watch."`
+	Selector string   `json:"selector,omitempty" jsonschema:"A CSS selector picking the part of the page that matters (e.g. '#tickets', 'table.prices'). Default: the whole page."`
+	Pattern  string   `json:"pattern,omitempty" jsonschema:"A regular expression picking the text that matters (each match counts). Default: all the text."`
+	Ignore   []string `json:"ignore,omitempty" jsonschema:"Regular expressions of text to ignore when comparing: counters, timestamps, 'updated 5 minutes ago'."`
+}
+
+func (w *watchArgs) request() *services.Watch {
+	if w == nil {
+		return nil
+	}
+	return &services.Watch{URL: w.URL, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
 }
 
 type updateScheduleArgs struct {
-	ID       int64  `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
-	Task     string `json:"task,omitempty" jsonschema:"A new task text."`
-	Name     string `json:"name,omitempty" jsonschema:"A new name."`
-	At       string `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
-	Every    string `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
-	Cron     string `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
-	Notify   string `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
-	Timezone string `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
-	State    string `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
+	ID       int64      `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
+	Task     string     `json:"task,omitempty" jsonschema:"A new task text."`
+	Name     string     `json:"name,omitempty" jsonschema:"A new name."`
+	At       string     `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
+	Every    string     `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
+	Cron     string     `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
+	Notify   string     `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
+	Timezone string     `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
+	State    string     `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
+	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"A new page to watch (replaces the watch); a watch with an empty url removes it."`
 }
 
 type scheduleIDArgs struct {
@@ -47,7 +63,9 @@ func (s *Service) registerScheduleTools(reg *tools.Registry) error {
 	for _, t := range []tools.Tool{
 		tools.Func("schedule", services.EffectPersist, "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
 			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
-			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise.", s.toolSchedule),
+			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise. "+
+			"When the owner asks to watch or monitor a page, or to be told when something on it changes, give watch (the URL, optionally a selector or pattern, and ignore patterns for counters and timestamps): "+
+			"fires whose page did not change then cost no model call.", s.toolSchedule),
 		tools.Func("update_schedule", services.EffectPersist, "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
 		tools.Func("cancel_schedule", services.EffectDestructive, "Delete a schedule: it never fires again.", s.toolCancelSchedule),
 		tools.Func("list_schedules", services.EffectRead, "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
@@ -67,10 +85,13 @@ func optional(v string) *string {
 }
 
 func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleArgs) (tools.Result, error) {
-	task := a.Task
+	task := &a.Task
+	if a.Task == "" && a.Watch != nil {
+		task = nil // the watch's default task: tell what changed
+	}
 	sc, err := s.opts.Schedules.Create(ctx, call.TimelineScope, services.ScheduleRequest{
-		Task: &task, Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
-		Notify: optional(a.Notify), Timezone: optional(a.Timezone), Profile: optional(a.Profile),
+		Task: task, Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), Profile: optional(a.Profile), Watch: a.Watch.request(),
 	})
 	if err != nil {
 		return tools.Result{}, err
@@ -81,7 +102,7 @@ func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleA
 func (s *Service) toolUpdateSchedule(ctx context.Context, call tools.Call, a updateScheduleArgs) (tools.Result, error) {
 	sc, err := s.opts.Schedules.Update(ctx, call.TimelineScope, a.ID, 0, services.ScheduleRequest{
 		Task: optional(a.Task), Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
-		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State), Watch: a.Watch.request(),
 	})
 	if err != nil {
 		return tools.Result{}, err
@@ -106,7 +127,8 @@ func (s *Service) toolListSchedules(ctx context.Context, call tools.Call, _ noAr
 	for _, w := range list {
 		v := s.scheduleView(w.Schedule)
 		if len(w.Fires) > 0 {
-			v["last_fire"] = map[string]any{"status": w.Fires[0].Status, "notified": w.Fires[0].Notified, "at": s.localTime(w.Schedule, w.Fires[0].FireAt)}
+			receipt, why := w.Fires[0].Receipt()
+			v["last_fire"] = map[string]any{"receipt": receipt, "why": why, "tokens": w.Fires[0].Tokens, "notified": w.Fires[0].Notified, "at": s.localTime(w.Schedule, w.Fires[0].FireAt)}
 		}
 		out = append(out, v)
 	}
@@ -122,6 +144,9 @@ func (s *Service) scheduleView(sc services.Schedule) map[string]any {
 	}
 	if sc.StateReason != "" {
 		v["state_reason"] = sc.StateReason
+	}
+	if sc.Watch != nil {
+		v["watch"] = sc.Watch
 	}
 	return v
 }
@@ -174,8 +199,30 @@ func (s *Service) cmdSchedules(ctx context.Context, msg services.Message, args s
 	return fmt.Sprintf("Resumed schedule #%d %q%s.", sc.ID, sc.Name, next), nil
 }
 
+// receiptsShown is how many of each schedule's last fires /schedules shows.
+const receiptsShown = 5
+
+// receiptLine is one fire's receipt as /schedules shows it: when, how it
+// ended (and why), the model calls and tokens it spent, whether it told
+// the owner.
+func (s *Service) receiptLine(sc services.Schedule, f services.ScheduleFire) string {
+	receipt, why := f.Receipt()
+	line := s.localTime(sc, f.FireAt) + " " + receipt
+	if f.Missed > 0 {
+		line += fmt.Sprintf(" (for %d missed)", f.Missed)
+	}
+	if why != "" {
+		line += ": " + truncateText(why, 200)
+	}
+	line += fmt.Sprintf(" — %d model calls, %d tokens", f.ModelCalls, f.Tokens)
+	if f.Notified {
+		line += ", told you"
+	}
+	return line
+}
+
 func (s *Service) listSchedulesText(ctx context.Context, timeline string) (string, error) {
-	list, err := s.opts.Schedules.List(ctx, timeline, 1)
+	list, err := s.opts.Schedules.List(ctx, timeline, receiptsShown)
 	if err != nil {
 		return "", err
 	}
@@ -187,18 +234,17 @@ func (s *Service) listSchedulesText(ctx context.Context, timeline string) (strin
 	for _, w := range list {
 		sc := w.Schedule
 		fmt.Fprintf(&b, "\n#%d %s — %s %s, notify %s, %s", sc.ID, sc.Name, sc.Kind, sc.Spec, sc.Notify, sc.State)
+		if sc.Watch != nil {
+			fmt.Fprintf(&b, ", watching %s", sc.Watch.URL)
+		}
 		if sc.NextFireAt != nil {
 			fmt.Fprintf(&b, ", next %s", s.localTime(sc, *sc.NextFireAt))
 		}
-		if len(w.Fires) > 0 {
-			f := w.Fires[0]
-			fmt.Fprintf(&b, ", last %s %s", s.localTime(sc, f.FireAt), f.Status)
-			if f.Notified {
-				b.WriteString(" (told you)")
-			}
-		}
 		if sc.StateReason != "" && sc.State == services.SchedulePaused {
 			fmt.Fprintf(&b, " — %s", sc.StateReason)
+		}
+		for _, f := range w.Fires {
+			b.WriteString("\n   " + s.receiptLine(sc, f))
 		}
 	}
 	b.WriteString("\n/schedules pause|resume|delete ID changes one.")
