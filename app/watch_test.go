@@ -1,0 +1,222 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+// fireNow makes the waiting fire job of schedule id available at once
+// (its schedule fires every hour): River's worker takes it as it would at
+// its time, and the fire runs early, once, on the schedule's grid.
+func fireNow(t *testing.T, in *apptest.Instance, id int64) {
+	t.Helper()
+	var n int
+	waitFor(t, "the next fire's job", func() bool {
+		tag, err := in.App.Pool().Exec(context.Background(), `UPDATE river_job SET state = 'available', scheduled_at = now()
+			WHERE kind = 'schedule_fire' AND state = 'scheduled' AND (args->>'schedule_id')::bigint = $1`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = int(tag.RowsAffected())
+		return n > 0
+	})
+}
+
+// fireAndWait fires schedule id now and waits until it has n finished fires.
+func fireAndWait(t *testing.T, in *apptest.Instance, id int64, n int) services.ScheduleFire {
+	t.Helper()
+	fireNow(t, in, id)
+	var last services.ScheduleFire
+	waitFor(t, fmt.Sprintf("fire %d to finish", n), func() bool {
+		fires, err := in.Store.ListFires(context.Background(), id, 100)
+		if err != nil || len(fires) < n || fires[0].Status == services.FireRunning {
+			return false
+		}
+		last = fires[0]
+		return len(fires) == n
+	})
+	return last
+}
+
+// fireReceipt is a fire as GET /api/schedules/{id} shows it.
+type fireReceipt struct {
+	Receipt    string `json:"receipt"`
+	Why        string `json:"why"`
+	Tokens     int    `json:"tokens"`
+	ModelCalls int    `json:"model_calls"`
+	Notified   bool   `json:"notified"`
+}
+
+// TestWatchMonitorCallsTheModelOnlyOnChange: the owner asks to be told when
+// a page changes; the agent's schedule tool creates a watch. The page (a
+// local test server) shows a new "Updated at" timestamp on every request,
+// which the watch ignores: 10 fires over the unchanged page make exactly 1
+// model call (the first look, which is not news); the tickets appearing
+// make exactly 1 more call and exactly 1 notification; later fires, the
+// timestamp still moving, make none. The fires' receipts (API and
+// /schedules) say ran or unchanged with the model calls and tokens spent.
+func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	var open atomic.Bool
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := hits.Add(1)
+		state := "No tickets yet."
+		if open.Load() {
+			state = "<b>Tickets available</b> from today."
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<html><body><h1>Box office</h1><p>%s</p><footer>Updated at 12:%02d:%02d</footer></body></html>`, state, n/60, n%60)
+	}))
+	t.Cleanup(page.Close)
+	url := page.URL + "/tickets"
+
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		fire := strings.Contains(string(r.Body), fireMarker)
+		switch {
+		case fire && strings.Contains(r.LastMessage, "Tickets available"):
+			return llmtest.Text(`{"news": true, "message": "Tickets are available now at ` + url + `"}`)
+		case fire:
+			return llmtest.Text(`{"news": false, "message": ""}`)
+		case r.LastIsToolResult:
+			return llmtest.Text("Done: I will tell you when tickets appear.")
+		}
+		return llmtest.Echo(r)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+
+	model.Enqueue(llmtest.Call("schedule", `{"name":"Tickets","task":"Tell me when tickets are available","every":"1h",
+		"watch":{"url":"`+url+`","ignore":["Updated at [0-9:]+"]}}`))
+	if reply := ask(t, in, "Watch the box office page and tell me when tickets appear"); !strings.Contains(reply, "I will tell you") {
+		t.Fatalf("answer: %q", reply)
+	}
+	// The tool's schema offers watch and says when to use it.
+	described := false
+	for _, r := range model.Requests() {
+		described = described || strings.Contains(string(r.Body), "watch or monitor a page") && strings.Contains(string(r.Body), "counters and timestamps")
+	}
+	if !described {
+		t.Fatal("no request describes the schedule tool's watch")
+	}
+	list, err := in.Store.ListSchedules(context.Background(), services.DefaultTimeline, false)
+	if err != nil || len(list) != 1 || list[0].Watch == nil || list[0].Watch.URL != url || len(list[0].Watch.Ignore) != 1 {
+		t.Fatalf("schedules: %+v (%v)", list, err)
+	}
+	id := list[0].ID
+
+	fireCalls := func() int {
+		n := 0
+		for _, r := range model.Requests() {
+			if strings.Contains(string(r.Body), fireMarker) {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 1; i <= 10; i++ {
+		f := fireAndWait(t, in, id, i)
+		want := services.FireUnchanged
+		if i == 1 {
+			want = services.FireOK
+		}
+		if f.Status != want {
+			t.Fatalf("fire %d: %+v, want %s", i, f, want)
+		}
+	}
+	if n := fireCalls(); n != 1 {
+		t.Fatalf("10 fires over an unchanged page made %d model calls, want 1", n)
+	}
+	if hits.Load() != 10 {
+		t.Fatalf("the page was read %d times in 10 fires", hits.Load())
+	}
+	if notes := visibleFrom(t, in, services.SourceSchedule); len(notes) != 0 {
+		t.Fatalf("the first look told the owner: %+v", notes)
+	}
+
+	// The tickets appear: one model call, one notification; then the
+	// timestamp alone moves and nothing more happens.
+	open.Store(true)
+	if f := fireAndWait(t, in, id, 11); f.Status != services.FireOK || !f.Notified || f.ModelCalls != 1 || f.Tokens == 0 {
+		t.Fatalf("the change's fire: %+v", f)
+	}
+	for i := 12; i <= 14; i++ {
+		if f := fireAndWait(t, in, id, i); f.Status != services.FireUnchanged {
+			t.Fatalf("fire %d after the change: %+v", i, f)
+		}
+	}
+	if n := fireCalls(); n != 2 {
+		t.Fatalf("model calls after the change: %d, want 2", n)
+	}
+	notes := visibleFrom(t, in, services.SourceSchedule)
+	if len(notes) != 1 || !strings.Contains(notes[0].Content, "Tickets are available now") || !strings.Contains(notes[0].Content, "**Tickets**") {
+		t.Fatalf("notifications: %+v", notes)
+	}
+	// The change's fire read the previous and the new content and a diff,
+	// marked as a page's data.
+	var changed llmtest.Request
+	for _, r := range model.Requests() {
+		if strings.Contains(string(r.Body), fireMarker) {
+			changed = r
+		}
+	}
+	for _, want := range []string{"Previous content:", "No tickets yet", "New content:", "+ **Tickets available** from today.", "- No tickets yet.", "untrusted data after reading " + url} {
+		if !strings.Contains(changed.LastMessage, want) {
+			t.Fatalf("the change's input lacks %q: %s", want, changed.LastMessage)
+		}
+	}
+	if strings.Contains(changed.LastMessage, "Updated at") {
+		t.Fatalf("the ignored timestamp reached the model: %s", changed.LastMessage)
+	}
+	// No run for an unchanged fire; both runs are tainted by the page.
+	var runs, tainted int
+	if err := in.App.Pool().QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE tainted_by LIKE '%'||$1||'%')
+		FROM agent_runs WHERE agent_id = 'schedule'`, url).Scan(&runs, &tainted); err != nil || runs != 2 || tainted != 2 {
+		t.Fatalf("schedule runs %d, tainted %d (%v)", runs, tainted, err)
+	}
+
+	// Receipts: the API and /schedules.
+	var got struct {
+		ID    int64         `json:"id"`
+		Fires []fireReceipt `json:"fires"`
+	}
+	if code := apiCall(t, in, "GET", fmt.Sprintf("/api/schedules/%d?fires=20", id), "", &got); code != http.StatusOK || len(got.Fires) != 14 {
+		t.Fatalf("GET: %d %+v", code, got)
+	}
+	count := map[string]int{}
+	for i, f := range got.Fires {
+		count[f.Receipt]++
+		switch f.Receipt {
+		case services.ReceiptUnchanged:
+			if f.ModelCalls != 0 || f.Tokens != 0 || f.Notified {
+				t.Fatalf("unchanged receipt %d: %+v", i, f)
+			}
+		case services.ReceiptRan:
+			if f.ModelCalls != 1 || f.Tokens == 0 {
+				t.Fatalf("ran receipt %d: %+v", i, f)
+			}
+		}
+	}
+	if count[services.ReceiptRan] != 2 || count[services.ReceiptUnchanged] != 12 || !got.Fires[3].Notified {
+		t.Fatalf("receipts: %v %+v", count, got.Fires)
+	}
+	reply := ask(t, in, "/schedules")
+	if !strings.Contains(reply, "watching "+url) || strings.Count(reply, "unchanged — 0 model calls, 0 tokens") != 4 || !strings.Contains(reply, "ran — 1 model calls") || !strings.Contains(reply, "told you") {
+		t.Fatalf("/schedules: %s", reply)
+	}
+	if raw, _ := json.Marshal(got); !strings.Contains(string(raw), `"receipt":"unchanged"`) {
+		t.Fatalf("receipt JSON: %s", raw)
+	}
+}
