@@ -127,12 +127,12 @@ func lineDiff(old, new string) string {
 		switch {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			out = append(out, "+ "+b[j])
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			out = append(out, "- "+a[i])
 			i++
+		default:
+			out = append(out, "+ "+b[j])
+			j++
 		}
 	}
 	return strings.Join(out, "\n")
