@@ -219,4 +219,18 @@ func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
 	if raw, _ := json.Marshal(got); !strings.Contains(string(raw), `"receipt":"unchanged"`) {
 		t.Fatalf("receipt JSON: %s", raw)
 	}
+
+	// A bad watch is refused naming its part.
+	type errBody struct{ Error string }
+	for _, c := range []struct{ body, want string }{
+		{`{"every":"1h","watch":{"url":"` + url + `","selector":"div[["}}`, `watch.selector "div[[" is not a CSS selector`},
+		{`{"every":"1h","watch":{"url":"file:///etc/passwd"}}`, `watch.url "file:///etc/passwd" is not an absolute http or https URL`},
+		{`{"every":"1h","watch":{"url":"` + url + `","ignore":["(x"]}}`, `watch.ignore "(x" is not a regular expression`},
+		{`{"task":"x","every":"1h","watch":{"selector":"#x"}}`, "watch.url is missing"},
+	} {
+		var e errBody
+		if code := apiCall(t, in, "POST", "/api/schedules", c.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, c.want) {
+			t.Errorf("POST %s: %d %q, want 400 naming %q", c.body, code, e.Error, c.want)
+		}
+	}
 }
