@@ -558,12 +558,14 @@ func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f 
 //
 // A watch fire is decided by its content and the model's structured
 // verdict, not by the wording of its answer: an unchanged fire never
-// tells; a changed one tells when the model said it is news (always and
-// on_finding alike; on_change does not compare the wording with the last
-// message, since the content itself changed).
+// tells, nor does a failed one; a changed one tells when the model said it
+// is news (always and on_finding alike; on_change does not compare the
+// wording with the last message, since the content itself changed).
 func Decide(sc services.Schedule, r services.FireResult) (bool, string) {
 	answer := strings.TrimSpace(r.Answer)
-	if sc.Watch != nil && r.Status != services.FireError {
+	if sc.Watch != nil {
+		// Failures are on the receipt, and pause the schedule after too
+		// many in a row (with a notice of their own).
 		return r.Status == services.FireOK && r.News && answer != "", answer
 	}
 	nothing := answer == "" || IsNothingNew(answer)
