@@ -10,10 +10,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/mcp"
 )
 
 // fireNow makes the waiting fire job of schedule id available at once
@@ -232,5 +235,107 @@ func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
 		if code := apiCall(t, in, "POST", "/api/schedules", c.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, c.want) {
 			t.Errorf("POST %s: %d %q, want 400 naming %q", c.body, code, e.Error, c.want)
 		}
+	}
+}
+
+type stockArgs struct {
+	Item string `json:"item" jsonschema:"the item"`
+}
+
+// TestWatchMCPToolResult: a watch over a read-only MCP tool (an in-process
+// MCP server over streamable HTTP) called with fixed arguments: fires whose
+// result only changes its "checked" counter (ignored) make no model call;
+// the stock changing makes one and one notification; the run is tainted by
+// the MCP result. A watch over a tool that is not read-only fails its fire
+// with the reason and never calls the tool.
+func TestWatchMCPToolResult(t *testing.T) {
+	t.Parallel()
+	var calls, writes atomic.Int64
+	var inStock atomic.Bool
+	srv := sdk.NewServer(&sdk.Implementation{Name: "shop", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "stock", Description: "Stock of an item."}, func(_ context.Context, _ *sdk.CallToolRequest, a stockArgs) (*sdk.CallToolResult, any, error) {
+		n := calls.Add(1)
+		state := "sold out"
+		if inStock.Load() {
+			state = "3 in stock"
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%s: %s (checked %d times)", a.Item, state, n)}}}, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "order", Description: "Orders an item."}, func(_ context.Context, _ *sdk.CallToolRequest, a stockArgs) (*sdk.CallToolResult, any, error) {
+		writes.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ordered"}}}, nil, nil
+	})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case !strings.Contains(string(r.Body), fireMarker):
+			return llmtest.Echo(r)
+		case strings.Contains(r.LastMessage, "3 in stock"):
+			return llmtest.Text(`{"news": true, "message": "The lamp is back in stock"}`)
+		}
+		return llmtest.Text(`{"news": false, "message": ""}`)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
+		Configure: func(o *app.Options) {
+			o.MCP = mcp.Config{"shop": {URL: hs.URL, ReadOnly: []string{"stock"}}}
+		}})
+	waitFor(t, "the shop's tools", func() bool {
+		list, _ := in.App.Tools().ToolCatalog()
+		for _, ti := range list {
+			if ti.Name == "shop__stock" {
+				return true
+			}
+		}
+		return false
+	})
+	var sc services.Schedule
+	body := `{"name":"Lamp","task":"Tell me when the lamp is in stock","every":"1h",
+		"watch":{"tool":"shop__stock","arguments":{"item":"lamp"},"ignore":["\\(checked \\d+ times\\)"]}}`
+	if code := apiCall(t, in, "POST", "/api/schedules", body, &sc); code != http.StatusCreated || sc.Watch == nil || sc.Watch.Tool != "shop__stock" {
+		t.Fatalf("POST: %d %+v", code, sc)
+	}
+	fireCalls := func() int {
+		n := 0
+		for _, r := range model.Requests() {
+			if strings.Contains(string(r.Body), fireMarker) {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 1; i <= 5; i++ {
+		fireAndWait(t, in, sc.ID, i)
+	}
+	if n := fireCalls(); n != 1 || calls.Load() != 5 {
+		t.Fatalf("5 fires over an unchanged result: %d model calls (want 1), %d tool calls", n, calls.Load())
+	}
+	inStock.Store(true)
+	if f := fireAndWait(t, in, sc.ID, 6); f.Status != services.FireOK || !f.Notified {
+		t.Fatalf("the change's fire: %+v", f)
+	}
+	fireAndWait(t, in, sc.ID, 7)
+	if n := fireCalls(); n != 2 {
+		t.Fatalf("model calls: %d, want 2", n)
+	}
+	if notes := visibleFrom(t, in, services.SourceSchedule); len(notes) != 1 || !strings.Contains(notes[0].Content, "back in stock") {
+		t.Fatalf("notifications: %+v", notes)
+	}
+	var tainted int
+	if err := in.App.Pool().QueryRow(context.Background(), `SELECT count(*) FROM agent_runs WHERE agent_id = 'schedule'
+		AND tainted_by = 'after reading a result of MCP server shop__stock'`).Scan(&tainted); err != nil || tainted != 2 {
+		t.Fatalf("tainted runs: %d (%v)", tainted, err)
+	}
+
+	// A tool that is not read-only is never called by a watch.
+	var bad services.Schedule
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"task":"x","every":"1h","watch":{"tool":"shop__order","arguments":{"item":"lamp"}}}`, &bad); code != http.StatusCreated {
+		t.Fatalf("POST order watch: %d", code)
+	}
+	f := fireAndWait(t, in, bad.ID, 1)
+	if r, why := f.Receipt(); r != services.ReceiptFailed || !strings.Contains(why, `watch.tool "shop__order" is not read-only`) || writes.Load() != 0 {
+		t.Fatalf("order watch: %s %q, %d orders", r, why, writes.Load())
 	}
 }

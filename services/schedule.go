@@ -129,10 +129,15 @@ const (
 )
 
 // Watch is what a monitor checks before its model runs: a page (URL),
-// optionally narrowed to the elements a CSS selector picks or to the text
-// a pattern matches, with ignore patterns removed (counters, timestamps).
+// optionally narrowed to the elements a CSS selector picks, or a read-only
+// MCP tool called with fixed arguments; optionally narrowed to the text a
+// pattern matches, with ignore patterns removed (counters, timestamps).
 type Watch struct {
-	URL string `json:"url"`
+	URL string `json:"url,omitempty"`
+	// Tool is a read-only MCP tool (its registry name, "server__tool")
+	// called with Arguments instead of fetching a URL.
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Selector is a CSS selector: only the matching elements count.
 	Selector string `json:"selector,omitempty"`
 	// Pattern is a regular expression (RE2): only the text it matches
@@ -158,8 +163,22 @@ type WatchContent struct {
 type Watcher interface {
 	// ValidateWatch checks a watch; EINVALID names what is wrong.
 	ValidateWatch(w Watch) error
-	// ReadWatch fetches and normalises a watch's content.
+	// ReadWatch fetches and normalises a URL watch's content.
 	ReadWatch(ctx context.Context, w Watch) (WatchContent, error)
+	// NormaliseWatch normalises text read for w from source (a tool
+	// watch's result) as ReadWatch does a page's.
+	NormaliseWatch(w Watch, source, text string) (WatchContent, error)
+}
+
+// Target names what a watch reads: its URL, or its tool and arguments.
+func (w Watch) Target() string {
+	if w.Tool == "" {
+		return w.URL
+	}
+	if len(w.Arguments) == 0 {
+		return w.Tool + "()"
+	}
+	return w.Tool + "(" + string(w.Arguments) + ")"
 }
 
 // ScheduleFire is one due fire of a schedule (schedule_fires): at most one

@@ -94,7 +94,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 			return s.endFire(ctx, sc, fire, run, started, usage{}, services.FireResult{Status: services.FireUnchanged, Watch: &content}, false)
 		}
 		watched = &content
-		origin := services.Origin{Kind: services.OriginFetch, Detail: content.URL}.String()
+		origin := watchOrigin(*sc.Watch, content).String()
 		input = s.watchInput(sc, at, content)
 		err := s.retryConflict(ctx, func(tx services.Store) error {
 			f := fire

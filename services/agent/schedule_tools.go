@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,17 +25,23 @@ type scheduleArgs struct {
 }
 
 type watchArgs struct {
-	URL      string   `json:"url" jsonschema:"The http or https URL of the page to watch."`
-	Selector string   `json:"selector,omitempty" jsonschema:"A CSS selector picking the part of the page that matters (e.g. '#tickets', 'table.prices'). Default: the whole page."`
-	Pattern  string   `json:"pattern,omitempty" jsonschema:"A regular expression picking the text that matters (each match counts). Default: all the text."`
-	Ignore   []string `json:"ignore,omitempty" jsonschema:"Regular expressions of text to ignore when comparing: counters, timestamps, 'updated 5 minutes ago'."`
+	URL       string         `json:"url,omitempty" jsonschema:"The http or https URL of the page to watch."`
+	Tool      string         `json:"tool,omitempty" jsonschema:"Instead of url: a read-only MCP tool (its full name) whose result to watch, called with arguments."`
+	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"The tool's fixed arguments."`
+	Selector  string         `json:"selector,omitempty" jsonschema:"A CSS selector picking the part of the page that matters (e.g. '#tickets', 'table.prices'). Default: the whole page."`
+	Pattern   string         `json:"pattern,omitempty" jsonschema:"A regular expression picking the text that matters (each match counts). Default: all the text."`
+	Ignore    []string       `json:"ignore,omitempty" jsonschema:"Regular expressions of text to ignore when comparing: counters, timestamps, 'updated 5 minutes ago'."`
 }
 
 func (w *watchArgs) request() *services.Watch {
 	if w == nil {
 		return nil
 	}
-	return &services.Watch{URL: w.URL, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
+	out := &services.Watch{URL: w.URL, Tool: w.Tool, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
+	if len(w.Arguments) > 0 {
+		out.Arguments, _ = json.Marshal(w.Arguments)
+	}
+	return out
 }
 
 type updateScheduleArgs struct {
@@ -235,7 +242,7 @@ func (s *Service) listSchedulesText(ctx context.Context, timeline string) (strin
 		sc := w.Schedule
 		fmt.Fprintf(&b, "\n#%d %s — %s %s, notify %s, %s", sc.ID, sc.Name, sc.Kind, sc.Spec, sc.Notify, sc.State)
 		if sc.Watch != nil {
-			fmt.Fprintf(&b, ", watching %s", sc.Watch.URL)
+			fmt.Fprintf(&b, ", watching %s", sc.Watch.Target())
 		}
 		if sc.NextFireAt != nil {
 			fmt.Fprintf(&b, ", next %s", s.localTime(sc, *sc.NextFireAt))

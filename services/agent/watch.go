@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/tools"
 )
 
 // Bounds of what a watch fire's input carries of the content.
@@ -19,12 +20,46 @@ const (
 	watchDiffCells = 250_000
 )
 
-// readWatch reads a watch schedule's content without the model.
+// readWatch reads a watch schedule's content without the model: its page,
+// or the result of its read-only MCP tool called with its fixed arguments.
 func (s *Service) readWatch(ctx context.Context, sc services.Schedule) (services.WatchContent, error) {
 	if s.opts.Watcher == nil {
 		return services.WatchContent{}, services.Errorf(services.EUNAVAILABLE, "this server cannot watch pages")
 	}
-	return s.opts.Watcher.ReadWatch(ctx, *sc.Watch)
+	w := *sc.Watch
+	if w.Tool == "" {
+		return s.opts.Watcher.ReadWatch(ctx, w)
+	}
+	var t tools.Tool
+	ok := false
+	if s.opts.Tools != nil {
+		t, ok = s.opts.Tools.Get(w.Tool)
+	}
+	switch {
+	case !ok:
+		return services.WatchContent{}, services.Errorf(services.ENOTFOUND, "watch.tool %q is not a tool of this server now (is its MCP server running?)", w.Tool)
+	case t.Source == "":
+		return services.WatchContent{}, services.Errorf(services.EINVALID, "watch.tool %q is not an MCP server's tool", w.Tool)
+	case t.Effect != services.EffectRead:
+		return services.WatchContent{}, services.Errorf(services.EINVALID, "watch.tool %q is not read-only (its effect is %s); a watch calls only read-only tools (MCP_SERVERS read_only lists tools known to change nothing)", w.Tool, t.Effect)
+	}
+	args := w.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res := s.opts.Tools.Execute(ctx, w.Tool, tools.Call{TimelineScope: sc.TimelineScope, ContextScope: sc.Scope(), Arguments: args})
+	if res.IsError {
+		return services.WatchContent{}, services.Errorf(services.EUNAVAILABLE, "watch.tool %q answered an error: %s", w.Tool, truncateText(res.Content, 300))
+	}
+	return s.opts.Watcher.NormaliseWatch(w, w.Target(), res.Content)
+}
+
+// watchOrigin is the provenance of a watch's content.
+func watchOrigin(w services.Watch, c services.WatchContent) services.Origin {
+	if w.Tool != "" {
+		return services.Origin{Kind: services.OriginMCP, Detail: w.Tool}
+	}
+	return services.Origin{Kind: services.OriginFetch, Detail: c.URL}
 }
 
 // watchInput is a watch fire's input: the task, the previous and new
@@ -33,13 +68,13 @@ func (s *Service) readWatch(ctx context.Context, sc services.Schedule) (services
 func (s *Service) watchInput(sc services.Schedule, at time.Time, c services.WatchContent) string {
 	loc := s.opts.Fires.Location(sc)
 	w := *sc.Watch
-	origin := services.Origin{Kind: services.OriginFetch, Detail: c.URL}
+	origin := watchOrigin(w, c)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Scheduled task %q (schedule #%d), due %s; it is now %s.\n", sc.Name, sc.ID,
 		at.In(loc).Format("Mon 2006-01-02 15:04 MST"), time.Now().In(loc).Format("Mon 2006-01-02 15:04 MST"))
 	b.WriteString("The owner does not see this conversation; your final answer decides what they hear.\n\n")
 	b.WriteString("Task: " + sc.Task + "\n\n")
-	b.WriteString("Watched: " + w.URL)
+	b.WriteString("Watched: " + w.Target())
 	if w.Selector != "" {
 		b.WriteString(" (the elements matching `" + w.Selector + "`)")
 	}

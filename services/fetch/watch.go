@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"strings"
@@ -35,14 +36,32 @@ func (f *Fetcher) ValidateWatch(w services.Watch) error {
 }
 
 func compileWatch(w services.Watch) (cascadia.Sel, []*regexp.Regexp, error) {
-	u, err := url.Parse(strings.TrimSpace(w.URL))
 	switch {
-	case len(w.URL) > maxWatchURL:
-		return nil, nil, services.Errorf(services.EINVALID, "watch.url is %d bytes; the limit is %d", len(w.URL), maxWatchURL)
-	case err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https":
-		return nil, nil, services.Errorf(services.EINVALID, "watch.url %q is not an absolute http or https URL", w.URL)
+	case w.URL != "" && w.Tool != "":
+		return nil, nil, services.Errorf(services.EINVALID, "give watch.url or watch.tool, not both")
+	case w.Tool != "":
+		if len(w.Tool) > 64 || strings.ContainsAny(w.Tool, " \n\t") {
+			return nil, nil, services.Errorf(services.EINVALID, "watch.tool %q is not a tool name", w.Tool)
+		}
+		if a := strings.TrimSpace(string(w.Arguments)); a != "" && (!json.Valid([]byte(a)) || !strings.HasPrefix(a, "{")) {
+			return nil, nil, services.Errorf(services.EINVALID, "watch.arguments is not a JSON object")
+		}
+		if strings.TrimSpace(w.Selector) != "" {
+			return nil, nil, services.Errorf(services.EINVALID, "watch.selector is for a page; use watch.pattern on a tool's result")
+		}
+	default:
+		u, err := url.Parse(strings.TrimSpace(w.URL))
+		switch {
+		case w.URL == "":
+			return nil, nil, services.Errorf(services.EINVALID, "watch.url is missing: say which page to watch (or give watch.tool)")
+		case len(w.URL) > maxWatchURL:
+			return nil, nil, services.Errorf(services.EINVALID, "watch.url is %d bytes; the limit is %d", len(w.URL), maxWatchURL)
+		case err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https":
+			return nil, nil, services.Errorf(services.EINVALID, "watch.url %q is not an absolute http or https URL", w.URL)
+		}
 	}
 	var sel cascadia.Sel
+	var err error
 	if s := strings.TrimSpace(w.Selector); s != "" {
 		if len(s) > maxWatchPattern {
 			return nil, nil, services.Errorf(services.EINVALID, "watch.selector is %d bytes; the limit is %d", len(s), maxWatchPattern)
@@ -87,6 +106,9 @@ func (f *Fetcher) ReadWatch(ctx context.Context, w services.Watch) (services.Wat
 	if err != nil {
 		return services.WatchContent{}, err
 	}
+	if w.Tool != "" {
+		return services.WatchContent{}, services.Errorf(services.EINVALID, "watch.tool %q is read by the agent, not fetched", w.Tool)
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
 	page, kind, body, err := f.get(ctx, w.URL)
@@ -108,13 +130,27 @@ func (f *Fetcher) ReadWatch(ctx context.Context, w services.Watch) (services.Wat
 	if err != nil {
 		return services.WatchContent{}, err
 	}
-	text = normaliseWatch(text, res[0], res[1:])
+	return f.content(page.URL, normaliseWatch(text, res[0], res[1:])), nil
+}
+
+// NormaliseWatch normalises a tool watch's result text as ReadWatch does a
+// page's readable text (pattern, ignore patterns, spacing) and hashes it.
+func (f *Fetcher) NormaliseWatch(w services.Watch, source, text string) (services.WatchContent, error) {
+	_, res, err := compileWatch(w)
+	if err != nil {
+		return services.WatchContent{}, err
+	}
+	return f.content(source, normaliseWatch(strings.ToValidUTF8(text, "\uFFFD"), res[0], res[1:])), nil
+}
+
+// content hashes normalised text and bounds what is kept of it.
+func (f *Fetcher) content(source, text string) services.WatchContent {
 	sum := sha256.Sum256([]byte(text))
-	out := services.WatchContent{URL: page.URL, Text: text, Hash: hex.EncodeToString(sum[:])}
+	out := services.WatchContent{URL: source, Text: text, Hash: hex.EncodeToString(sum[:])}
 	if utf8.RuneCountInString(out.Text) > f.o.MaxChars {
 		out.Text, out.Truncated = string([]rune(out.Text)[:f.o.MaxChars]), true
 	}
-	return out, nil
+	return out
 }
 
 // selectHTML renders the elements sel matches, in document order.

@@ -80,6 +80,10 @@ func TestValidateWatch(t *testing.T) {
 		{services.Watch{URL: "https://example.org", Pattern: "(unclosed"}, `watch.pattern "(unclosed" is not a regular expression`},
 		{services.Watch{URL: "https://example.org", Ignore: []string{"a", "*b"}}, `watch.ignore "*b" is not a regular expression`},
 		{services.Watch{URL: "https://example.org", Ignore: []string{" "}}, "watch.ignore has an empty pattern"},
+		{services.Watch{URL: "https://example.org", Tool: "shop__stock"}, "give watch.url or watch.tool, not both"},
+		{services.Watch{Tool: "shop__stock", Arguments: []byte(`[1]`)}, "watch.arguments is not a JSON object"},
+		{services.Watch{Tool: "shop__stock", Selector: "#x"}, "watch.selector is for a page"},
+		{services.Watch{Pattern: "x"}, "watch.url is missing"},
 	} {
 		err := f.ValidateWatch(c.w)
 		if !services.IsKind(err, services.EINVALID) || !strings.Contains(err.Error(), c.want) {
@@ -88,5 +92,8 @@ func TestValidateWatch(t *testing.T) {
 	}
 	if err := f.ValidateWatch(services.Watch{URL: "https://example.org/a", Selector: "table.prices td:nth-child(2)", Pattern: `\d+`, Ignore: []string{`\d\d:\d\d`}}); err != nil {
 		t.Fatalf("a good watch: %v", err)
+	}
+	if err := f.ValidateWatch(services.Watch{Tool: "shop__stock", Arguments: []byte(`{"item":"lamp"}`), Pattern: `\d+ in stock`}); err != nil {
+		t.Fatalf("a good tool watch: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -96,9 +97,12 @@ var notifyPolicies = map[string]services.NotifyPolicy{
 // apply validates r onto sc (a new schedule, or a copy of the stored one)
 // and reports whether the time rule changed.
 func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creating bool) (timing bool, err error) {
-	if r.Task == nil && creating && r.Watch != nil && strings.TrimSpace(r.Watch.URL) != "" {
+	if r.Task == nil && creating && r.Watch != nil && (strings.TrimSpace(r.Watch.URL) != "" || strings.TrimSpace(r.Watch.Tool) != "") {
 		// A watch alone: the fire reports what changed.
-		t := "Tell me what changed at " + strings.TrimSpace(r.Watch.URL) + "."
+		t := "Tell me what changed at " + strings.TrimSpace(r.Watch.Target()) + "."
+		if r.Watch.Tool != "" {
+			t = "Tell me what changed in the result of " + strings.TrimSpace(r.Watch.Target()) + "."
+		}
 		r.Task = &t
 	}
 	if r.Task != nil {
@@ -210,10 +214,13 @@ const MaxIgnore = 20
 // applyWatch validates w onto sc: a new or changed watch starts from no
 // content (its next fire is a first look); an empty URL removes it.
 func (s *Service) applyWatch(sc *services.Schedule, w services.Watch) error {
-	w.URL, w.Selector, w.Pattern = strings.TrimSpace(w.URL), strings.TrimSpace(w.Selector), strings.TrimSpace(w.Pattern)
-	if w.URL == "" {
-		if w.Selector != "" || w.Pattern != "" || len(w.Ignore) > 0 {
-			return services.Errorf(services.EINVALID, "watch.url is missing: say which page to watch")
+	w.URL, w.Selector, w.Pattern, w.Tool = strings.TrimSpace(w.URL), strings.TrimSpace(w.Selector), strings.TrimSpace(w.Pattern), strings.TrimSpace(w.Tool)
+	if a := strings.TrimSpace(string(w.Arguments)); a == "" || a == "null" {
+		w.Arguments = nil
+	}
+	if w.URL == "" && w.Tool == "" {
+		if w.Selector != "" || w.Pattern != "" || len(w.Ignore) > 0 || w.Arguments != nil {
+			return services.Errorf(services.EINVALID, "watch.url is missing: say which page to watch (or give watch.tool)")
 		}
 		sc.Watch, sc.WatchHash, sc.WatchText = nil, "", ""
 		return nil
@@ -235,7 +242,19 @@ func (s *Service) applyWatch(sc *services.Schedule, w services.Watch) error {
 }
 
 func sameWatch(a, b services.Watch) bool {
-	return a.URL == b.URL && a.Selector == b.Selector && a.Pattern == b.Pattern && strings.Join(a.Ignore, "\x00") == strings.Join(b.Ignore, "\x00")
+	return a.URL == b.URL && a.Tool == b.Tool && canonicalJSON(a.Arguments) == canonicalJSON(b.Arguments) && a.Selector == b.Selector &&
+		a.Pattern == b.Pattern && strings.Join(a.Ignore, "\x00") == strings.Join(b.Ignore, "\x00")
+}
+
+// canonicalJSON is raw re-encoded (keys sorted, no spacing), as stored
+// JSON comes back in another spacing.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // defaultName is the first words of the task.

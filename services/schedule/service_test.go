@@ -143,6 +143,10 @@ func (stubWatcher) ReadWatch(context.Context, services.Watch) (services.WatchCon
 	return services.WatchContent{}, nil
 }
 
+func (stubWatcher) NormaliseWatch(services.Watch, string, string) (services.WatchContent, error) {
+	return services.WatchContent{}, nil
+}
+
 // TestWatchLedger: a watch schedule is validated (and refused where
 // nothing can watch); its ledger keeps the content the last fire that ran
 // or found it unchanged judged (a failed fire leaves it, so the change is
