@@ -109,7 +109,7 @@ func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
 	// The tool's schema offers watch and says when to use it.
 	described := false
 	for _, r := range model.Requests() {
-		described = described || strings.Contains(string(r.Body), "watch or monitor a page") && strings.Contains(string(r.Body), "counters and timestamps")
+		described = described || strings.Contains(string(r.Body), "To watch or monitor a page") && strings.Contains(string(r.Body), "Regexps to ignore: timestamps")
 	}
 	if !described {
 		t.Fatal("no request describes the schedule tool's watch")

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 )
 
 type scheduleArgs struct {
-	Task     string     `json:"task,omitempty" jsonschema:"Required unless watch is given. What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
+	Task     string     `json:"task,omitempty" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Tell me whether tickets are available'. Optional with watch."`
 	Name     string     `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
 	At       string     `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
 	Every    string     `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
@@ -21,40 +20,33 @@ type scheduleArgs struct {
 	Notify   string     `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
 	Timezone string     `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
 	Profile  string     `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
-	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"Use when the owner asks to watch or monitor a page or to be told when something on it changes: each fire first reads the page without you and, when it is unchanged, ends at no cost; only a change (or the first look) runs the task, with the previous and new content."`
+	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"To watch or monitor a page: read first without you; no change, no cost."`
 }
 
 type watchArgs struct {
-	URL       string         `json:"url,omitempty" jsonschema:"The http or https URL of the page to watch."`
-	Tool      string         `json:"tool,omitempty" jsonschema:"Instead of url: a read-only MCP tool (its full name) whose result to watch, called with arguments."`
-	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"The tool's fixed arguments."`
-	Selector  string         `json:"selector,omitempty" jsonschema:"A CSS selector picking the part of the page that matters (e.g. '#tickets', 'table.prices'). Default: the whole page."`
-	Pattern   string         `json:"pattern,omitempty" jsonschema:"A regular expression picking the text that matters (each match counts). Default: all the text."`
-	Ignore    []string       `json:"ignore,omitempty" jsonschema:"Regular expressions of text to ignore when comparing: counters, timestamps, 'updated 5 minutes ago'."`
+	URL      string   `json:"url" jsonschema:"Page URL."`
+	Selector string   `json:"selector,omitempty" jsonschema:"CSS selector of the part that matters."`
+	Pattern  string   `json:"pattern,omitempty" jsonschema:"Regexp of the text that matters."`
+	Ignore   []string `json:"ignore,omitempty" jsonschema:"Regexps to ignore: timestamps, counters."`
 }
 
 func (w *watchArgs) request() *services.Watch {
 	if w == nil {
 		return nil
 	}
-	out := &services.Watch{URL: w.URL, Tool: w.Tool, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
-	if len(w.Arguments) > 0 {
-		out.Arguments, _ = json.Marshal(w.Arguments)
-	}
-	return out
+	return &services.Watch{URL: w.URL, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
 }
 
 type updateScheduleArgs struct {
-	ID       int64      `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
-	Task     string     `json:"task,omitempty" jsonschema:"A new task text."`
-	Name     string     `json:"name,omitempty" jsonschema:"A new name."`
-	At       string     `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
-	Every    string     `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
-	Cron     string     `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
-	Notify   string     `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
-	Timezone string     `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
-	State    string     `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
-	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"A new page to watch (replaces the watch); a watch with an empty url removes it."`
+	ID       int64  `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
+	Task     string `json:"task,omitempty" jsonschema:"A new task text."`
+	Name     string `json:"name,omitempty" jsonschema:"A new name."`
+	At       string `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
+	Every    string `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
+	Cron     string `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
+	Notify   string `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
+	Timezone string `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
+	State    string `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
 }
 
 type scheduleIDArgs struct {
@@ -71,8 +63,7 @@ func (s *Service) registerScheduleTools(reg *tools.Registry) error {
 		tools.Func("schedule", services.EffectPersist, "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
 			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
 			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise. "+
-			"When the owner asks to watch or monitor a page, or to be told when something on it changes, give watch (the URL, optionally a selector or pattern, and ignore patterns for counters and timestamps): "+
-			"fires whose page did not change then cost no model call.", s.toolSchedule),
+			"To watch or monitor a page (tell me when it changes), give watch.", s.toolSchedule),
 		tools.Func("update_schedule", services.EffectPersist, "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
 		tools.Func("cancel_schedule", services.EffectDestructive, "Delete a schedule: it never fires again.", s.toolCancelSchedule),
 		tools.Func("list_schedules", services.EffectRead, "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
@@ -109,7 +100,7 @@ func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleA
 func (s *Service) toolUpdateSchedule(ctx context.Context, call tools.Call, a updateScheduleArgs) (tools.Result, error) {
 	sc, err := s.opts.Schedules.Update(ctx, call.TimelineScope, a.ID, 0, services.ScheduleRequest{
 		Task: optional(a.Task), Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
-		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State), Watch: a.Watch.request(),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State),
 	})
 	if err != nil {
 		return tools.Result{}, err
