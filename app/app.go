@@ -242,6 +242,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := fetch.Register(registry, o.Fetch); err != nil {
 		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
 	}
+	// Watch schedules read their page through the same guard, without
+	// the model.
+	watcher, err := fetch.New(o.Fetch)
+	if err != nil {
+		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
+	}
 	b.Search = o.Search
 	if err := fetch.RegisterSearch(registry, o.Search); err != nil {
 		return nil, err
@@ -315,7 +321,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// the fires.
 	b.Schedule = o.Schedule
 	scheduler := schedule.New(schedule.Options{Store: a.store, Queue: enqueuer, Location: o.Schedule.Location, Limits: o.Schedule.Limits,
-		Profiles: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
+		Profiles: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }, Watcher: watcher})
 
 	// Daily budgets per kind of run, in the owner's zone; the 80 % notice
 	// goes to the owner's timeline and channels.
@@ -327,7 +333,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// of their own (same server and key).
 	b.Agent = o.Agent
 	b.Agent.Budgets = budgets
-	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved = scheduler, scheduler, a.meter.FireObserved
+	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved, b.Agent.Watcher = scheduler, scheduler, a.meter.FireObserved, watcher
 	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
 	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
 	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store

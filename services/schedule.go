@@ -2,7 +2,9 @@ package services
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,28 +60,36 @@ const NothingNew = "NOTHING_NEW"
 
 // Schedule is a task the agent runs on its own time (schedules).
 type Schedule struct {
-	ID            int64         `json:"id"`
-	TimelineScope string        `json:"-"`
-	Name          string        `json:"name"`
-	Task          string        `json:"task"`
-	Kind          ScheduleKind  `json:"kind"`
-	Spec          string        `json:"spec"`
-	Timezone      string        `json:"timezone"`
-	Notify        NotifyPolicy  `json:"notify"`
-	Profile       string        `json:"profile,omitempty"`
-	State         ScheduleState `json:"state"`
+	ID            int64        `json:"id"`
+	TimelineScope string       `json:"-"`
+	Name          string       `json:"name"`
+	Task          string       `json:"task"`
+	Kind          ScheduleKind `json:"kind"`
+	Spec          string       `json:"spec"`
+	Timezone      string       `json:"timezone"`
+	Notify        NotifyPolicy `json:"notify"`
+	Profile       string       `json:"profile,omitempty"`
+	// Watch, when set, is the content each fire checks without the model
+	// first: an unchanged fire ends without a model call.
+	Watch *Watch        `json:"watch,omitempty"`
+	State ScheduleState `json:"state"`
 	// StateReason says why a schedule was paused by the service.
 	StateReason string     `json:"state_reason,omitempty"`
 	NextFireAt  *time.Time `json:"next_fire_at"`
 	LastFireAt  *time.Time `json:"last_fire_at"`
 	// LastStatus is how the last fire ended; LastNotified is the last
 	// message posted to the owner (what on_change compares with).
-	LastStatus   string    `json:"last_status,omitempty"`
-	LastNotified string    `json:"last_notified,omitempty"`
-	Failures     int       `json:"consecutive_failures"`
-	Version      int       `json:"version"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	LastStatus   string `json:"last_status,omitempty"`
+	LastNotified string `json:"last_notified,omitempty"`
+	Failures     int    `json:"consecutive_failures"`
+	// WatchHash is the hash of the watched content the last fire that ran
+	// the model (or found it unchanged) saw; WatchText that content
+	// (normalised, bounded), the "previous" of the next change.
+	WatchHash string    `json:"watch_hash,omitempty"`
+	WatchText string    `json:"-"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Scope is the context scope the schedule's fires run in.
@@ -100,7 +110,76 @@ const (
 	// FireSkipped: the fire did not run its task (a daily budget refused
 	// its model call); not a failure.
 	FireSkipped FireStatus = "skipped"
+	// FireUnchanged: a watch fire found its content as the last fire saw
+	// it and ended without a model call.
+	FireUnchanged FireStatus = "unchanged"
 )
+
+// Fire receipts: how a fire ended, as the owner reads it (/schedules, the
+// API): ran the model, found the watched content unchanged, ran once for
+// fire times missed while the service was down, was skipped (and why), or
+// failed (and why).
+const (
+	ReceiptRan       = "ran"
+	ReceiptUnchanged = "unchanged"
+	ReceiptCaughtUp  = "caught_up"
+	ReceiptSkipped   = "skipped"
+	ReceiptFailed    = "failed"
+	ReceiptRunning   = "running"
+)
+
+// Watch is what a monitor checks before its model runs: a page (URL),
+// optionally narrowed to the elements a CSS selector picks, or a read-only
+// MCP tool called with fixed arguments; optionally narrowed to the text a
+// pattern matches, with ignore patterns removed (counters, timestamps).
+type Watch struct {
+	URL string `json:"url,omitempty"`
+	// Tool is a read-only MCP tool (its registry name, "server__tool")
+	// called with Arguments instead of fetching a URL.
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Selector is a CSS selector: only the matching elements count.
+	Selector string `json:"selector,omitempty"`
+	// Pattern is a regular expression (RE2): only the text it matches
+	// counts, every match on a line of its own.
+	Pattern string `json:"pattern,omitempty"`
+	// Ignore are regular expressions whose matches are removed before the
+	// content is compared.
+	Ignore []string `json:"ignore,omitempty"`
+}
+
+// WatchContent is a watch's content as read by a fire: normalised text
+// (readable text, spacing, ignore patterns) and its hash.
+type WatchContent struct {
+	URL  string
+	Text string
+	Hash string
+	// Truncated: Text was cut to the reader's limit (Hash covers it all).
+	Truncated bool
+}
+
+// Watcher reads watched content without the model, through the fetch
+// guard (services/fetch).
+type Watcher interface {
+	// ValidateWatch checks a watch; EINVALID names what is wrong.
+	ValidateWatch(w Watch) error
+	// ReadWatch fetches and normalises a URL watch's content.
+	ReadWatch(ctx context.Context, w Watch) (WatchContent, error)
+	// NormaliseWatch normalises text read for w from source (a tool
+	// watch's result) as ReadWatch does a page's.
+	NormaliseWatch(w Watch, source, text string) (WatchContent, error)
+}
+
+// Target names what a watch reads: its URL, or its tool and arguments.
+func (w Watch) Target() string {
+	if w.Tool == "" {
+		return w.URL
+	}
+	if len(w.Arguments) == 0 {
+		return w.Tool + "()"
+	}
+	return w.Tool + "(" + string(w.Arguments) + ")"
+}
 
 // ScheduleFire is one due fire of a schedule (schedule_fires): at most one
 // row per (schedule, fire time), which is what makes a fire run once.
@@ -118,6 +197,44 @@ type ScheduleFire struct {
 	Error      string     `json:"error,omitempty"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Tokens (prompt and completion) and ModelCalls the fire spent.
+	Tokens     int `json:"tokens"`
+	ModelCalls int `json:"model_calls"`
+	// Missed is how many fire times passed while this fire waited (the
+	// service was down): it ran once for them.
+	Missed int `json:"missed,omitempty"`
+	// ContentHash is the watched content's hash this fire read.
+	ContentHash string `json:"content_hash,omitempty"`
+}
+
+// Receipt is how the fire ended for the owner (Receipt* constants) and,
+// for a skipped or failed one, why.
+func (f ScheduleFire) Receipt() (receipt, why string) {
+	switch f.Status {
+	case FireRunning:
+		return ReceiptRunning, ""
+	case FireUnchanged:
+		return ReceiptUnchanged, ""
+	case FireSkipped:
+		return ReceiptSkipped, strings.TrimPrefix(f.Error, "skipped: ")
+	case FireOK:
+		if f.Missed > 0 {
+			return ReceiptCaughtUp, ""
+		}
+		return ReceiptRan, ""
+	}
+	return ReceiptFailed, f.Error
+}
+
+// MarshalJSON adds the receipt and its why to a fire's fields.
+func (f ScheduleFire) MarshalJSON() ([]byte, error) {
+	type plain ScheduleFire
+	r, why := f.Receipt()
+	return json.Marshal(struct {
+		plain
+		Receipt string `json:"receipt"`
+		Why     string `json:"why,omitempty"`
+	}{plain(f), r, why})
 }
 
 // ScheduleStore persists schedules and their fires.
@@ -182,6 +299,9 @@ type ScheduleRequest struct {
 	Notify   *string `json:"notify,omitempty"`
 	Timezone *string `json:"timezone,omitempty"`
 	Profile  *string `json:"profile,omitempty"`
+	// Watch sets what each fire checks before its model runs; on update a
+	// watch with an empty URL removes it.
+	Watch *Watch `json:"watch,omitempty"`
 	// State pauses ("paused") or resumes ("active") on update.
 	State *string `json:"state,omitempty"`
 }
@@ -212,6 +332,9 @@ type Schedules interface {
 	// Get returns one schedule of timeline; ENOTFOUND for another
 	// timeline's.
 	Get(ctx context.Context, timeline string, id int64) (Schedule, error)
+	// GetWithFires returns one schedule of timeline with up to fires of
+	// its last fires (their receipts).
+	GetWithFires(ctx context.Context, timeline string, id int64, fires int) (ScheduleWithFires, error)
 }
 
 // FireResult is how a fire's run ended, for the schedule's ledger.
@@ -223,6 +346,12 @@ type FireResult struct {
 	Answer string
 	// Error says why a failed fire failed.
 	Error string
+	// Tokens and ModelCalls the fire spent.
+	Tokens, ModelCalls int
+	// Watch is the content a watch fire read (nil: no watch, or it could
+	// not be read); News is the model's structured verdict on its change.
+	Watch *WatchContent
+	News  bool
 }
 
 // FireDecision is what the ledger decided at a fire's end.

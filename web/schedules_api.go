@@ -51,11 +51,9 @@ func (s *Server) handleListSchedules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fires := 5
-	if v := c.QueryParam("fires"); v != "" {
-		if fires, err = strconv.Atoi(v); err != nil || fires < 0 || fires > 100 {
-			return services.Errorf(services.EINVALID, "fires %q: want a number from 0 to 100", v)
-		}
+	fires, err := fireCount(c, 5)
+	if err != nil {
+		return err
 	}
 	list, err := sch.List(c.Request().Context(), s.opts.OwnerTimeline, fires)
 	if err != nil {
@@ -84,12 +82,31 @@ func (s *Server) handleCreateSchedule(c echo.Context) error {
 	return c.JSON(http.StatusCreated, sc)
 }
 
+// fireCount reads ?fires=N (default def, 0 to 100).
+func fireCount(c echo.Context, def int) (int, error) {
+	v := c.QueryParam("fires")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 100 {
+		return 0, services.Errorf(services.EINVALID, "fires %q: want a number from 0 to 100", v)
+	}
+	return n, nil
+}
+
+// handleGetSchedule answers one schedule with its last fires' receipts
+// (?fires=N, default 20).
 func (s *Server) handleGetSchedule(c echo.Context) error {
 	sch, id, err := s.scheduleTarget(c)
 	if err != nil {
 		return err
 	}
-	sc, err := sch.Get(c.Request().Context(), s.opts.OwnerTimeline, id)
+	fires, err := fireCount(c, 20)
+	if err != nil {
+		return err
+	}
+	sc, err := sch.GetWithFires(c.Request().Context(), s.opts.OwnerTimeline, id, fires)
 	if err != nil {
 		return err
 	}
@@ -133,7 +150,7 @@ func (s *Server) handleDeleteSchedule(c echo.Context) error {
 // when the request only changes the state.
 func scheduleChange(r services.ScheduleRequest) string {
 	if r.State != nil && r.Name == nil && r.Task == nil && r.At == nil && r.Every == nil && r.Cron == nil &&
-		r.Notify == nil && r.Timezone == nil && r.Profile == nil {
+		r.Notify == nil && r.Timezone == nil && r.Profile == nil && r.Watch == nil {
 		if *r.State == string(services.SchedulePaused) {
 			return "paused"
 		}

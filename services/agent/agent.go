@@ -63,11 +63,13 @@ type Options struct {
 	// Schedules are the owner's schedules (their tools and /schedules) and
 	// Fires their ledger; nil: no schedules. Fire bounds one fire;
 	// FireObserved counts fires by result (ok, notified, error,
-	// interrupted).
+	// interrupted, unchanged, skipped). Watcher reads a watch schedule's
+	// content before its model runs (nil: watch fires fail, saying so).
 	Schedules    services.Schedules
 	Fires        services.ScheduleFires
 	Fire         FireLimits
 	FireObserved func(result string)
+	Watcher      services.Watcher
 	// Requests keeps each model call's exact request for RequestRetention
 	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
 	Requests         services.RunRequests

@@ -46,7 +46,7 @@ func openAIMessages(t *testing.T, r llmtest.Request) []map[string]any {
 // stays within its budget, and no tool call is separated from its result.
 func TestLongConversationCompacts(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 4000, keepTurns: 3, flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
+	b := setup(t, setupOpts{window: 4400, keepTurns: 3, flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
 	var turnNo atomic.Int64
 	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		if isSummaryCall(r) {

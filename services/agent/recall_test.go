@@ -59,14 +59,14 @@ type recallDetailOut struct {
 var vaultCode = regexp.MustCompile(`vault code is ([0-9A-Z-]+)`)
 
 // TestRecallFindsAFactFromTurn3After500Turns: a 500-turn conversation with
-// a 4,000-token window, compacted many times (the summaries do not keep the
+// a 4,400-token window, compacted many times (the summaries do not keep the
 // fact); at turn 500 the agent (a scripted model) finds what the owner said
 // at turn 3 with recall_search then recall_detail, each answer within its
 // budget. What main recalls is main's own rows: never the row of another
 // timeline or a sub-agent's step that hold the same words.
 func TestRecallFindsAFactFromTurn3After500Turns(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 4000, keepTurns: 3, flags: scopedOn})
+	b := setup(t, setupOpts{window: 4400, keepTurns: 3, flags: scopedOn})
 	ctx := context.Background()
 	tok := prompt.NewLazyTokenizer("gpt-4o-mini", nil)
 	var detailSeen, searchSeen string

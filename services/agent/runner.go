@@ -21,17 +21,21 @@ var errStopped = errors.New("stopped by the owner")
 // reply stopped at its token bound.
 type usage struct {
 	prompt, completion, cached, last int
-	truncated                        bool
+	// calls counts the model calls.
+	calls     int
+	truncated bool
 }
 
-// include adds x's token counts (not its last prompt) to u.
+// include adds x's token counts and calls (not its last prompt) to u.
 func (u *usage) include(x usage) {
+	u.calls += x.calls
 	u.prompt += x.prompt
 	u.completion += x.completion
 	u.cached += x.cached
 }
 
 func (u *usage) add(x services.TokenUsage) {
+	u.calls++
 	u.last = x.PromptTokens
 	u.prompt += x.PromptTokens
 	u.completion += x.CompletionTokens

@@ -55,38 +55,17 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	var fire services.ScheduleFire
 	var run services.Run
 	var input string
-	scoped := s.opts.Flags.ScopedRead
 	err := s.retryConflict(ctx, func(tx services.Store) error {
 		var err error
 		if sc, fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
 			return err
 		}
-		scope := s.mainScope()
-		if scoped {
-			scope = sc.Scope()
+		if sc.Watch != nil {
+			return nil // its run starts after the pre-check, if at all
 		}
 		input = s.fireInput(sc, at)
-		nr := services.NewRun{TimelineScope: sc.TimelineScope, ContextScope: scope, AgentID: services.ScheduleAgent,
-			Source: services.SourceSchedule, Status: services.RunRunning, Model: s.fireProvider(sc).Model()}
-		if scoped {
-			// The fire's input is the first row of its turn in the schedule's
-			// scope: the next fires read it back with what this one found.
-			trigger, _, err := tx.InsertMessage(ctx, services.NewMessage{
-				TimelineScope: sc.TimelineScope, ContextScope: scope, Role: services.RoleUser, Source: services.SourceSchedule,
-				AgentID: services.ScheduleAgent, Content: input, Visible: false, TokenCount: s.opts.Tokenizer.Count(input),
-				DedupeKey: fmt.Sprintf("fire:%d:input", fire.ID),
-				Metadata:  services.MessageMeta{ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
-			})
-			if err != nil {
-				return err
-			}
-			nr.TriggerMessageID = trigger.ID
-		}
-		if run, err = tx.CreateRun(ctx, nr); err != nil {
-			return err
-		}
-		fire.RunID = run.ID
-		return tx.UpdateFire(ctx, fire)
+		run, err = s.startFireRun(ctx, tx, sc, &fire, input, "")
+		return err
 	})
 	if services.IsKind(err, services.ENOTFOUND) {
 		s.log.Info("fire skipped", "schedule_id", id, "fire_at", at, "reason", services.ErrorMessage(err))
@@ -100,6 +79,37 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 
 	fctx, cancel := context.WithTimeoutCause(ctx, s.opts.Fire.Timeout, context.DeadlineExceeded)
 	defer cancel()
+	var watched *services.WatchContent
+	if sc.Watch != nil {
+		// The deterministic pre-check: the watched content, read without
+		// the model. Unchanged: the fire ends here, 0 model calls.
+		content, werr := s.readWatch(fctx, sc)
+		switch {
+		case werr != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case werr != nil:
+			return s.endFire(ctx, sc, fire, run, started, usage{}, services.FireResult{Status: services.FireError,
+				Error: "could not read the watched page: " + services.ErrorMessage(werr)}, false)
+		case sc.WatchHash != "" && content.Hash == sc.WatchHash:
+			return s.endFire(ctx, sc, fire, run, started, usage{}, services.FireResult{Status: services.FireUnchanged, Watch: &content}, false)
+		}
+		watched = &content
+		origin := watchOrigin(*sc.Watch, content).String()
+		input = s.watchInput(sc, at, content)
+		err := s.retryConflict(ctx, func(tx services.Store) error {
+			f := fire
+			var err error
+			if run, err = s.startFireRun(ctx, tx, sc, &f, input, origin); err == nil {
+				fire = f
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		s.log.Info("watch changed", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "first", sc.WatchHash == "")
+	}
+
 	fctx, inline := withInlineUsage(fctx)
 	answer, u, runErr := s.fireLoop(fctx, sc, run, input)
 	u.include(inline.total()) // tasks the fire delegated inline
@@ -114,39 +124,94 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 		// interrupted, the next fire is already scheduled.
 		return ctx.Err()
 	}
-	result := services.FireResult{Status: services.FireOK, Answer: answer}
-	fin := services.RunFinish{Status: services.RunOK, PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
+	result := services.FireResult{Status: services.FireOK, Answer: answer, Watch: watched}
+	if watched != nil {
+		result.News, result.Answer = watchVerdict(answer)
+	}
 	switch {
 	case runErr == nil:
 	case services.ErrorCode(runErr) == services.CodeBudgetExceeded:
 		// Ended as skipped (budget), not failed: it does not count towards
 		// pausing the schedule.
-		result = services.FireResult{Status: services.FireSkipped, Error: "skipped: budget (" + services.ErrorMessage(runErr) + ")"}
-		fin.Status, fin.Error = services.RunError, result.Error
+		result = services.FireResult{Status: services.FireSkipped, Error: "skipped: budget (" + services.ErrorMessage(runErr) + ")", Watch: watched}
 	case errors.Is(context.Cause(fctx), context.DeadlineExceeded):
-		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", s.opts.Fire.Timeout)}
-		fin.Status, fin.Error = services.RunTimeout, result.Error
+		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", s.opts.Fire.Timeout), Watch: watched}
 	default:
-		result = services.FireResult{Status: services.FireError, Error: services.ErrorMessage(runErr)}
+		result = services.FireResult{Status: services.FireError, Error: services.ErrorMessage(runErr), Watch: watched}
+	}
+	return s.endFire(ctx, sc, fire, run, started, u, result, result.Status == services.FireError && errors.Is(context.Cause(fctx), context.DeadlineExceeded))
+}
+
+// startFireRun creates, in tx, a fire's run (and, scoped, its input row in
+// the schedule's scope) and links it to the fire. taintedBy starts the run
+// tainted (a watch fire's input carries the page).
+func (s *Service) startFireRun(ctx context.Context, tx services.Store, sc services.Schedule, fire *services.ScheduleFire, input, taintedBy string) (services.Run, error) {
+	scope := s.mainScope()
+	scoped := s.opts.Flags.ScopedRead
+	if scoped {
+		scope = sc.Scope()
+	}
+	nr := services.NewRun{TimelineScope: sc.TimelineScope, ContextScope: scope, AgentID: services.ScheduleAgent,
+		Source: services.SourceSchedule, Status: services.RunRunning, Model: s.fireProvider(sc).Model(), TaintedBy: taintedBy}
+	if scoped {
+		// The fire's input is the first row of its turn in the schedule's
+		// scope: the next fires read it back with what this one found.
+		trigger, _, err := tx.InsertMessage(ctx, services.NewMessage{
+			TimelineScope: sc.TimelineScope, ContextScope: scope, Role: services.RoleUser, Source: services.SourceSchedule,
+			AgentID: services.ScheduleAgent, Content: input, Visible: false, TokenCount: s.opts.Tokenizer.Count(input),
+			DedupeKey: fmt.Sprintf("fire:%d:input", fire.ID),
+			Metadata:  services.MessageMeta{ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
+		})
+		if err != nil {
+			return services.Run{}, err
+		}
+		nr.TriggerMessageID = trigger.ID
+	}
+	run, err := tx.CreateRun(ctx, nr)
+	if err != nil {
+		return run, err
+	}
+	fire.RunID = run.ID
+	return run, tx.UpdateFire(ctx, *fire)
+}
+
+// endFire closes a fire: in one transaction its run's end (when it had
+// one), the ledger's end (notify policy, failures, the watch's content)
+// and the notification; then the announcements, the schedule scope's
+// compaction and the metrics.
+func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire services.ScheduleFire, run services.Run, started time.Time, u usage, result services.FireResult, timedOut bool) error {
+	result.Tokens, result.ModelCalls = u.prompt+u.completion, u.calls
+	fin := services.RunFinish{Status: services.RunOK, PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
+	switch result.Status {
+	case services.FireSkipped, services.FireError:
 		fin.Status, fin.Error = services.RunError, result.Error
+		if timedOut {
+			fin.Status = services.RunTimeout
+		}
 	}
 	endCtx := context.WithoutCancel(ctx)
 	var posted []services.Message
 	var decision services.FireDecision
-	err = s.retryConflict(endCtx, func(tx services.Store) error {
+	err := s.retryConflict(endCtx, func(tx services.Store) error {
 		posted = posted[:0]
 		var err error
-		if _, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
-			return err
+		if run.ID != 0 {
+			if _, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
+				return err
+			}
 		}
 		var ended services.ScheduleFire
 		if sc, ended, decision, err = s.opts.Fires.EndFireTx(endCtx, tx, sc.ID, fire, result); err != nil {
 			return err
 		}
-		if _, err := tx.AppendStep(endCtx, run.ID, services.StepKind("fire_result"), mustJSON(map[string]any{
-			"status": result.Status, "notify": decision.Notify, "message": decision.Message, "error": result.Error, "paused": decision.Paused,
-		})); err != nil {
-			return err
+		if run.ID != 0 {
+			step := map[string]any{"status": result.Status, "notify": decision.Notify, "message": decision.Message, "error": result.Error, "paused": decision.Paused}
+			if result.Watch != nil {
+				step["news"], step["content_hash"] = result.News, result.Watch.Hash
+			}
+			if _, err := tx.AppendStep(endCtx, run.ID, services.StepKind("fire_result"), mustJSON(step)); err != nil {
+				return err
+			}
 		}
 		if decision.Notify {
 			msg, err := s.postNotice(endCtx, tx, sc, fire, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message)
@@ -174,12 +239,14 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	for _, m := range posted {
 		s.opts.Chat.Announce(endCtx, m, true)
 	}
-	if done, err := s.opts.Store.GetRun(endCtx, run.ID); err == nil {
-		for _, o := range s.opts.Observers {
-			o.RunFinished(endCtx, done, services.Message{})
+	if run.ID != 0 {
+		if done, err := s.opts.Store.GetRun(endCtx, run.ID); err == nil {
+			for _, o := range s.opts.Observers {
+				o.RunFinished(endCtx, done, services.Message{})
+			}
 		}
 	}
-	if scoped && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, s.opts.Tokenizer.Count(sc.Task)) {
+	if run.ID != 0 && s.opts.Flags.ScopedRead && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, s.opts.Tokenizer.Count(sc.Task)) {
 		// The schedule's own summary cursor: its oldest fires become a
 		// summary its later fires read. As a job of its own, so the
 		// schedule's lock is not held for it.
@@ -199,6 +266,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 		s.opts.FireObserved(label)
 	}
 	s.log.Info("fire finished", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "status", result.Status,
+		"model_calls", result.ModelCalls, "tokens", result.Tokens,
 		"notified", decision.Notify, "paused", decision.Paused, "duration_ms", time.Since(started).Milliseconds())
 	return nil
 }
@@ -300,7 +368,9 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	var all []tools.Tool
 	var core []string
 	profile, hasProfile := s.opts.Profiles[sc.Profile]
-	for _, t := range s.toolsFor(sc.TimelineScope, services.PolicyKey{Starter: loopStarter(kindSchedule, sc.TimelineScope)}) {
+	// A watch fire starts tainted by the page its input carries.
+	key := services.PolicyKey{Starter: loopStarter(kindSchedule, sc.TimelineScope), Tainted: run.TaintedBy != ""}
+	for _, t := range s.toolsFor(sc.TimelineScope, key) {
 		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
 		}
@@ -335,8 +405,12 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	}
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
 		store: scoped, replyTo: run.TriggerMessageID}
+	var g *gate
+	if run.TaintedBy != "" {
+		g = s.newGate(key.Starter, run.ID, run.TaintedBy)
+	}
 	return s.toolLoop(ctx, loopSpec{
-		kind: kindSchedule, provider: s.fireProvider(sc), req: req, box: box, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens,
+		kind: kindSchedule, provider: s.fireProvider(sc), req: req, box: box, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens, gate: g,
 		stepRun: run.ID, rec: rec, who: "the scheduled task",
 		call: tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
 	})

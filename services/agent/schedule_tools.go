@@ -12,14 +12,29 @@ import (
 )
 
 type scheduleArgs struct {
-	Task     string `json:"task" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Fetch https://example.org/tickets and report whether tickets are available'."`
-	Name     string `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
-	At       string `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
-	Every    string `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
-	Cron     string `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
-	Notify   string `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
-	Timezone string `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
-	Profile  string `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
+	Task     string     `json:"task,omitempty" jsonschema:"What to do at each fire, self-contained (the run sees only this and its own earlier fires), e.g. 'Tell me whether tickets are available'. Optional with watch."`
+	Name     string     `json:"name,omitempty" jsonschema:"A short name shown with each notification. Default: the first words of the task."`
+	At       string     `json:"at,omitempty" jsonschema:"One-shot: when to fire: 'in 20m' / '+2h' from now, RFC 3339 (2026-05-01T09:00:00+02:00), or a local time 2026-05-01T09:00 in the schedule's time zone."`
+	Every    string     `json:"every,omitempty" jsonschema:"Repeat at a fixed interval: 30m, 2h, 1h30m, 1d."`
+	Cron     string     `json:"cron,omitempty" jsonschema:"Repeat on a 5-field cron expression in the schedule's time zone: '0 9 * * 1-5' is 9:00 on weekdays."`
+	Notify   string     `json:"notify,omitempty" jsonschema:"When the owner hears about a fire: always (reminders; default for at), on_change (monitors: only when the finding differs from the last one; default otherwise), on_finding (whenever something is found)."`
+	Timezone string     `json:"timezone,omitempty" jsonschema:"IANA time zone of at and cron, e.g. Europe/Berlin. Default: the owner's."`
+	Profile  string     `json:"profile,omitempty" jsonschema:"A sub-agent profile whose tools and model the fires use. Default: the main agent's tools."`
+	Watch    *watchArgs `json:"watch,omitempty" jsonschema:"To watch or monitor a page: read first without you; no change, no cost."`
+}
+
+type watchArgs struct {
+	URL      string   `json:"url" jsonschema:"Page URL."`
+	Selector string   `json:"selector,omitempty" jsonschema:"CSS selector of the part that matters."`
+	Pattern  string   `json:"pattern,omitempty" jsonschema:"Regexp of the text that matters."`
+	Ignore   []string `json:"ignore,omitempty" jsonschema:"Regexps to ignore: timestamps, counters."`
+}
+
+func (w *watchArgs) request() *services.Watch {
+	if w == nil {
+		return nil
+	}
+	return &services.Watch{URL: w.URL, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}
 }
 
 type updateScheduleArgs struct {
@@ -47,7 +62,8 @@ func (s *Service) registerScheduleTools(reg *tools.Registry) error {
 	for _, t := range []tools.Tool{
 		tools.Func("schedule", services.EffectPersist, "Schedule a task to run later on its own, once (at) or repeatedly (every, cron): reminders and monitors. "+
 			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
-			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise.", s.toolSchedule),
+			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise. "+
+			"To watch or monitor a page (tell me when it changes), give watch.", s.toolSchedule),
 		tools.Func("update_schedule", services.EffectPersist, "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
 		tools.Func("cancel_schedule", services.EffectDestructive, "Delete a schedule: it never fires again.", s.toolCancelSchedule),
 		tools.Func("list_schedules", services.EffectRead, "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
@@ -67,10 +83,13 @@ func optional(v string) *string {
 }
 
 func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleArgs) (tools.Result, error) {
-	task := a.Task
+	task := &a.Task
+	if a.Task == "" && a.Watch != nil {
+		task = nil // the watch's default task: tell what changed
+	}
 	sc, err := s.opts.Schedules.Create(ctx, call.TimelineScope, services.ScheduleRequest{
-		Task: &task, Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
-		Notify: optional(a.Notify), Timezone: optional(a.Timezone), Profile: optional(a.Profile),
+		Task: task, Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), Profile: optional(a.Profile), Watch: a.Watch.request(),
 	})
 	if err != nil {
 		return tools.Result{}, err
@@ -106,7 +125,8 @@ func (s *Service) toolListSchedules(ctx context.Context, call tools.Call, _ noAr
 	for _, w := range list {
 		v := s.scheduleView(w.Schedule)
 		if len(w.Fires) > 0 {
-			v["last_fire"] = map[string]any{"status": w.Fires[0].Status, "notified": w.Fires[0].Notified, "at": s.localTime(w.Schedule, w.Fires[0].FireAt)}
+			receipt, why := w.Fires[0].Receipt()
+			v["last_fire"] = map[string]any{"receipt": receipt, "why": why, "tokens": w.Fires[0].Tokens, "notified": w.Fires[0].Notified, "at": s.localTime(w.Schedule, w.Fires[0].FireAt)}
 		}
 		out = append(out, v)
 	}
@@ -122,6 +142,9 @@ func (s *Service) scheduleView(sc services.Schedule) map[string]any {
 	}
 	if sc.StateReason != "" {
 		v["state_reason"] = sc.StateReason
+	}
+	if sc.Watch != nil {
+		v["watch"] = sc.Watch
 	}
 	return v
 }
@@ -174,8 +197,30 @@ func (s *Service) cmdSchedules(ctx context.Context, msg services.Message, args s
 	return fmt.Sprintf("Resumed schedule #%d %q%s.", sc.ID, sc.Name, next), nil
 }
 
+// receiptsShown is how many of each schedule's last fires /schedules shows.
+const receiptsShown = 5
+
+// receiptLine is one fire's receipt as /schedules shows it: when, how it
+// ended (and why), the model calls and tokens it spent, whether it told
+// the owner.
+func (s *Service) receiptLine(sc services.Schedule, f services.ScheduleFire) string {
+	receipt, why := f.Receipt()
+	line := s.localTime(sc, f.FireAt) + " " + receipt
+	if f.Missed > 0 {
+		line += fmt.Sprintf(" (for %d missed)", f.Missed)
+	}
+	if why != "" {
+		line += ": " + truncateText(why, 200)
+	}
+	line += fmt.Sprintf(" — %d model calls, %d tokens", f.ModelCalls, f.Tokens)
+	if f.Notified {
+		line += ", told you"
+	}
+	return line
+}
+
 func (s *Service) listSchedulesText(ctx context.Context, timeline string) (string, error) {
-	list, err := s.opts.Schedules.List(ctx, timeline, 1)
+	list, err := s.opts.Schedules.List(ctx, timeline, receiptsShown)
 	if err != nil {
 		return "", err
 	}
@@ -187,18 +232,17 @@ func (s *Service) listSchedulesText(ctx context.Context, timeline string) (strin
 	for _, w := range list {
 		sc := w.Schedule
 		fmt.Fprintf(&b, "\n#%d %s — %s %s, notify %s, %s", sc.ID, sc.Name, sc.Kind, sc.Spec, sc.Notify, sc.State)
+		if sc.Watch != nil {
+			fmt.Fprintf(&b, ", watching %s", sc.Watch.Target())
+		}
 		if sc.NextFireAt != nil {
 			fmt.Fprintf(&b, ", next %s", s.localTime(sc, *sc.NextFireAt))
 		}
-		if len(w.Fires) > 0 {
-			f := w.Fires[0]
-			fmt.Fprintf(&b, ", last %s %s", s.localTime(sc, f.FireAt), f.Status)
-			if f.Notified {
-				b.WriteString(" (told you)")
-			}
-		}
 		if sc.StateReason != "" && sc.State == services.SchedulePaused {
 			fmt.Fprintf(&b, " — %s", sc.StateReason)
+		}
+		for _, f := range w.Fires {
+			b.WriteString("\n   " + s.receiptLine(sc, f))
 		}
 	}
 	b.WriteString("\n/schedules pause|resume|delete ID changes one.")

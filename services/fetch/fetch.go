@@ -273,29 +273,50 @@ func (f *Fetcher) call(ctx context.Context, _ tools.Call, a fetchArgs) (tools.Re
 // Fetch gets rawURL and returns its readable text, at most maxChars
 // characters (0: the limit).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Result, error) {
-	u, err := url.Parse(strings.TrimSpace(rawURL))
-	if err == nil && u.Scheme != "" {
-		if err := checkScheme(u); err != nil {
-			return Result{}, err
-		}
-	}
-	if err != nil || u.Host == "" {
-		return Result{}, services.CodedErrorf(services.EINVALID, tools.CodeBadArguments, "argument \"url\": %q is not an absolute http or https URL", rawURL)
-	}
 	if maxChars <= 0 || maxChars > f.o.MaxChars {
 		maxChars = f.o.MaxChars
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
+	out, kind, body, err := f.get(ctx, rawURL)
+	if err != nil {
+		return Result{}, err
+	}
+	if kind == "html" {
+		out.Title = title(body)
+	}
+	text, err := readable(out.URL, kind, body)
+	if err != nil {
+		return Result{}, err
+	}
+	if utf8.RuneCountInString(text) > maxChars {
+		text, out.Truncated = string([]rune(text)[:maxChars]), true
+	}
+	out.Content = text
+	return out, nil
+}
+
+// get GETs rawURL through the guard and returns the page's kind ("html",
+// "json", "text") and body, within the byte limit.
+func (f *Fetcher) get(ctx context.Context, rawURL string) (Result, string, []byte, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err == nil && u.Scheme != "" {
+		if err := checkScheme(u); err != nil {
+			return Result{}, "", nil, err
+		}
+	}
+	if err != nil || u.Host == "" {
+		return Result{}, "", nil, services.CodedErrorf(services.EINVALID, tools.CodeBadArguments, "argument \"url\": %q is not an absolute http or https URL", rawURL)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Result{}, services.CodedErrorf(services.EINVALID, tools.CodeBadArguments, "argument \"url\": %v", err)
+		return Result{}, "", nil, services.CodedErrorf(services.EINVALID, tools.CodeBadArguments, "argument \"url\": %v", err)
 	}
 	req.Header.Set("User-Agent", "Switchboard-fetch/1 (+an owner's assistant)")
 	req.Header.Set("Accept", "text/html, application/json;q=0.9, text/plain;q=0.8, */*;q=0.1")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return Result{}, f.explain(ctx, err)
+		return Result{}, "", nil, f.explain(ctx, err)
 	}
 	defer resp.Body.Close()
 	ct, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -304,16 +325,16 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Resul
 	}
 	out := Result{URL: resp.Request.URL.String(), Status: resp.StatusCode, ContentType: ct}
 	if resp.StatusCode >= 400 {
-		return Result{}, services.CodedErrorf(services.EUNAVAILABLE, CodeFailed, "%s answered HTTP %d %s", out.URL, resp.StatusCode, http.StatusText(resp.StatusCode))
+		return Result{}, "", nil, services.CodedErrorf(services.EUNAVAILABLE, CodeFailed, "%s answered HTTP %d %s", out.URL, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	kind := kindOf(ct)
 	if kind == "" {
-		return Result{}, services.CodedErrorf(services.EINVALID, CodeUnsupported,
+		return Result{}, "", nil, services.CodedErrorf(services.EINVALID, CodeUnsupported,
 			"%s is %s; fetch_url reads HTML, JSON and text only", out.URL, ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.o.MaxBytes+1))
 	if err != nil {
-		return Result{}, f.explain(ctx, err)
+		return Result{}, "", nil, f.explain(ctx, err)
 	}
 	if int64(len(body)) > f.o.MaxBytes {
 		body, out.Truncated = body[:f.o.MaxBytes], true
@@ -322,13 +343,18 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Resul
 		// Only UTF-8 is decoded; other charsets keep their ASCII.
 		body = bytes.ToValidUTF8(body, []byte("\uFFFD"))
 	}
+	return out, kind, body, nil
+}
+
+// readable is a body's readable text: HTML as Markdown, JSON indented,
+// text as is.
+func readable(from, kind string, body []byte) (string, error) {
 	text := ""
 	switch kind {
 	case "html":
-		out.Title = title(body)
 		md, err := htmltomarkdown.ConvertString(string(body))
 		if err != nil {
-			return Result{}, services.CodedErrorf(services.EINVALID, CodeUnsupported, "%s could not be read as HTML: %v", out.URL, err)
+			return "", services.CodedErrorf(services.EINVALID, CodeUnsupported, "%s could not be read as HTML: %v", from, err)
 		}
 		text = md
 	case "json":
@@ -341,12 +367,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Resul
 	default:
 		text = string(body)
 	}
-	text = strings.ToValidUTF8(strings.TrimSpace(text), "\uFFFD")
-	if utf8.RuneCountInString(text) > maxChars {
-		text, out.Truncated = string([]rune(text)[:maxChars]), true
-	}
-	out.Content = text
-	return out, nil
+	return strings.ToValidUTF8(strings.TrimSpace(text), "\uFFFD"), nil
 }
 
 func kindOf(ct string) string {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -35,6 +36,8 @@ type Options struct {
 	Limits   Limits
 	// Profiles reports whether a sub-agent profile exists (nil: none do).
 	Profiles func(name string) bool
+	// Watcher validates watches (nil: schedules cannot watch).
+	Watcher services.Watcher
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -94,6 +97,14 @@ var notifyPolicies = map[string]services.NotifyPolicy{
 // apply validates r onto sc (a new schedule, or a copy of the stored one)
 // and reports whether the time rule changed.
 func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creating bool) (timing bool, err error) {
+	if r.Task == nil && creating && r.Watch != nil && (strings.TrimSpace(r.Watch.URL) != "" || strings.TrimSpace(r.Watch.Tool) != "") {
+		// A watch alone: the fire reports what changed.
+		t := "Tell me what changed at " + strings.TrimSpace(r.Watch.Target()) + "."
+		if r.Watch.Tool != "" {
+			t = "Tell me what changed in the result of " + strings.TrimSpace(r.Watch.Target()) + "."
+		}
+		r.Task = &t
+	}
 	if r.Task != nil {
 		t := strings.TrimSpace(*r.Task)
 		switch {
@@ -162,6 +173,11 @@ func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creat
 		}
 		sc.Profile = p
 	}
+	if r.Watch != nil {
+		if err := s.applyWatch(sc, *r.Watch); err != nil {
+			return false, err
+		}
+	}
 	if timing && sc.Kind == services.ScheduleAt {
 		// "in 20m" / "+2h": from now, stored as the time it comes to.
 		t := strings.TrimSpace(sc.Spec)
@@ -190,6 +206,55 @@ func (s *Service) apply(sc *services.Schedule, r services.ScheduleRequest, creat
 		}
 	}
 	return timing, nil
+}
+
+// MaxIgnore bounds a watch's ignore patterns.
+const MaxIgnore = 20
+
+// applyWatch validates w onto sc: a new or changed watch starts from no
+// content (its next fire is a first look); an empty URL removes it.
+func (s *Service) applyWatch(sc *services.Schedule, w services.Watch) error {
+	w.URL, w.Selector, w.Pattern, w.Tool = strings.TrimSpace(w.URL), strings.TrimSpace(w.Selector), strings.TrimSpace(w.Pattern), strings.TrimSpace(w.Tool)
+	if a := strings.TrimSpace(string(w.Arguments)); a == "" || a == "null" {
+		w.Arguments = nil
+	}
+	if w.URL == "" && w.Tool == "" {
+		if w.Selector != "" || w.Pattern != "" || len(w.Ignore) > 0 || w.Arguments != nil {
+			return services.Errorf(services.EINVALID, "watch.url is missing: say which page to watch (or give watch.tool)")
+		}
+		sc.Watch, sc.WatchHash, sc.WatchText = nil, "", ""
+		return nil
+	}
+	if len(w.Ignore) > MaxIgnore {
+		return services.Errorf(services.EINVALID, "watch.ignore has %d patterns; the limit is %d", len(w.Ignore), MaxIgnore)
+	}
+	if s.opts.Watcher == nil {
+		return services.Errorf(services.EUNAVAILABLE, "this server cannot watch pages")
+	}
+	if err := s.opts.Watcher.ValidateWatch(w); err != nil {
+		return err
+	}
+	if sc.Watch == nil || !sameWatch(*sc.Watch, w) {
+		sc.WatchHash, sc.WatchText = "", ""
+	}
+	sc.Watch = &w
+	return nil
+}
+
+func sameWatch(a, b services.Watch) bool {
+	return a.URL == b.URL && a.Tool == b.Tool && canonicalJSON(a.Arguments) == canonicalJSON(b.Arguments) && a.Selector == b.Selector &&
+		a.Pattern == b.Pattern && strings.Join(a.Ignore, "\x00") == strings.Join(b.Ignore, "\x00")
+}
+
+// canonicalJSON is raw re-encoded (keys sorted, no spacing), as stored
+// JSON comes back in another spacing.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // defaultName is the first words of the task.
@@ -279,6 +344,21 @@ func (s *Service) Get(ctx context.Context, timeline string, id int64) (services.
 		return services.Schedule{}, services.Errorf(services.ENOTFOUND, "no schedule #%d", id)
 	}
 	return sc, nil
+}
+
+// GetWithFires returns one schedule of timeline with its last fires.
+func (s *Service) GetWithFires(ctx context.Context, timeline string, id int64, fires int) (services.ScheduleWithFires, error) {
+	sc, err := s.Get(ctx, timeline, id)
+	if err != nil {
+		return services.ScheduleWithFires{}, err
+	}
+	w := services.ScheduleWithFires{Schedule: sc, Fires: []services.ScheduleFire{}}
+	if fires > 0 {
+		if w.Fires, err = s.opts.Store.ListFires(ctx, id, fires); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
 }
 
 // Update changes a schedule; see services.Schedules.
@@ -387,20 +467,21 @@ func (s *Service) BeginFireTx(ctx context.Context, tx services.Store, id int64, 
 	if sc.State != services.ScheduleActive || sc.NextFireAt == nil || !sc.NextFireAt.Equal(at) {
 		return sc, services.ScheduleFire{}, services.Errorf(services.ENOTFOUND, "schedule #%d has no fire due at %s", id, at.Format(time.RFC3339))
 	}
-	fire, err := tx.InsertFire(ctx, services.ScheduleFire{ScheduleID: id, FireAt: at})
+	spec, err := s.SpecOf(sc)
+	if err != nil {
+		return sc, services.ScheduleFire{}, err
+	}
+	now := s.opts.Now()
+	fire, err := tx.InsertFire(ctx, services.ScheduleFire{ScheduleID: id, FireAt: at, Missed: missed(spec, at, now)})
 	if services.IsKind(err, services.ECONFLICT) {
 		return sc, fire, services.Errorf(services.ENOTFOUND, "schedule #%d already fired at %s", id, at.Format(time.RFC3339))
 	}
 	if err != nil {
 		return sc, fire, err
 	}
-	spec, err := s.SpecOf(sc)
-	if err != nil {
-		return sc, fire, err
-	}
 	sc.LastFireAt = &at
 	sc.NextFireAt = nil
-	if next, ok := spec.Next(at, s.opts.Now()); ok {
+	if next, ok := spec.Next(at, now); ok {
 		sc.NextFireAt = &next
 	}
 	if sc, err = tx.UpdateSchedule(ctx, sc); err != nil {
@@ -414,6 +495,29 @@ func (s *Service) BeginFireTx(ctx context.Context, tx services.Store, id int64, 
 	return sc, fire, nil
 }
 
+// CatchUpAfter is how late a fire must begin before the fire times it
+// passed over count as missed (River makes a due job available within
+// about 5 s, 20 s after a leader's crash).
+const CatchUpAfter = time.Minute
+
+// missed counts the fire times after at up to now that a fire due at at
+// and beginning at now runs for (the service was down): none when it
+// begins less than CatchUpAfter late.
+func missed(spec Spec, at, now time.Time) int {
+	if now.Sub(at) < CatchUpAfter {
+		return 0
+	}
+	n := 0
+	for t := at; n < 10000; n++ {
+		next, ok := spec.Next(t, t)
+		if !ok || !next.Before(now) {
+			break
+		}
+		t = next
+	}
+	return n
+}
+
 // EndFireTx records the end of a fire; see services.ScheduleFires.
 func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f services.ScheduleFire, r services.FireResult) (services.Schedule, services.ScheduleFire, services.FireDecision, error) {
 	var d services.FireDecision
@@ -423,13 +527,23 @@ func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f 
 	}
 	now := s.opts.Now()
 	f.Status, f.Result, f.Error, f.FinishedAt = r.Status, r.Answer, r.Error, &now
+	f.Tokens, f.ModelCalls = r.Tokens, r.ModelCalls
 	sc.LastStatus = string(r.Status)
+	if r.Watch != nil {
+		f.ContentHash = r.Watch.Hash
+		if r.Status == services.FireOK || r.Status == services.FireUnchanged {
+			// The content this fire judged is the next fire's "previous";
+			// a failed or skipped fire leaves it, so the next one sees the
+			// change again.
+			sc.WatchHash, sc.WatchText = r.Watch.Hash, r.Watch.Text
+		}
+	}
 	d.Notify, d.Message = Decide(sc, r)
 	if sc.State == services.ScheduleDeleted {
 		d.Notify = false // deleted while this fire ran: the owner wants no more of it
 	}
 	switch r.Status {
-	case services.FireOK:
+	case services.FireOK, services.FireUnchanged:
 		sc.Failures = 0
 	case services.FireSkipped: // a budget refused it: not a failure
 	default:
@@ -460,8 +574,19 @@ func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f 
 // (a reminder reaches the owner even when its run failed), on_finding
 // (when the fire found something), on_change (when that differs from what
 // the owner was last told).
+//
+// A watch fire is decided by its content and the model's structured
+// verdict, not by the wording of its answer: an unchanged fire never
+// tells, nor does a failed one; a changed one tells when the model said it
+// is news (always and on_finding alike; on_change does not compare the
+// wording with the last message, since the content itself changed).
 func Decide(sc services.Schedule, r services.FireResult) (bool, string) {
 	answer := strings.TrimSpace(r.Answer)
+	if sc.Watch != nil {
+		// Failures are on the receipt, and pause the schedule after too
+		// many in a row (with a notice of their own).
+		return r.Status == services.FireOK && r.News && answer != "", answer
+	}
 	nothing := answer == "" || IsNothingNew(answer)
 	switch sc.Notify {
 	case services.NotifyAlways:

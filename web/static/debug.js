@@ -286,8 +286,10 @@ async function loadSchedules() {
     schedulesBody.replaceChildren(...schedules.map((sc) => {
       const scope = el("a", { href: "?context_scope=sched:" + sc.id, title: "runs of sched:" + sc.id }, "#" + sc.id);
       scope.addEventListener("click", (ev) => { ev.preventDefault(); fScope.value = "sched:" + sc.id; loadRuns(); });
-      const fires = sc.fires.map((f) => el("span", { class: "fire status-" + f.status },
-        f.run_id ? runLink(f.run_id) : "", " " + f.status + (f.notified ? " · told" : "") + " "));
+      // Each fire's receipt (ran, unchanged, caught_up, skipped, failed),
+      // the tokens it spent, and why when it was skipped or failed.
+      const fires = sc.fires.map((f) => el("span", { class: "fire status-" + f.status, title: f.why || "" },
+        f.run_id ? runLink(f.run_id) : "", " " + (f.receipt || f.status) + " · " + (f.tokens || 0) + " tok" + (f.notified ? " · told" : "") + " "));
       return el("tr", { "data-schedule": sc.id },
         el("td", {}, scope), el("td", {}, sc.name), el("td", {}, sc.kind + " " + sc.spec),
         el("td", {}, sc.notify), el("td", { class: "status-" + sc.state }, sc.state + (sc.state_reason ? " (" + sc.state_reason + ")" : "")),
