@@ -20,6 +20,7 @@ var Commands = []Command{
 	{Name: "help", Help: "list the commands"},
 	{Name: "new", Help: "start a fresh context (the history stays)"},
 	{Name: "stop", Help: "stop the running answer (what was written so far is kept)"},
+	{Name: "retry", Help: "ask the last question again after its answer failed or was stopped"},
 	{Name: "status", Help: "the model, what is running, the last answer's token use"},
 	{Name: "context", Args: "[full]", Help: "what the next prompt would contain (full: its text, layer by layer)"},
 	{Name: "pin", Args: "PATH[#Section]", Help: "include a file, a section of it or its lines (PATH:12-30) in every prompt"},

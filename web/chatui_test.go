@@ -261,3 +261,36 @@ func TestStreamingAnswerRendersAsItGrows(t *testing.T) {
 		t.Fatalf("the stored answer did not replace the stream: %v", err)
 	}
 }
+
+// TestRetryAfterAFailedAnswer: when the model server fails, the failure
+// notice on the page has a visible Retry button; pressing it asks the same
+// question again (/retry) and the answer shows.
+func TestRetryAfterAFailedAnswer(t *testing.T) {
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Status(500, ""), llmtest.Text("Sunny, at last."))
+	pool, _ := dbtest.Schema(t)
+	in := newInstanceWithModel(t, pool, model)
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
+		chromedp.SendKeys("#input", "what is the weather"), chromedp.Click("#send")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const b = document.querySelector("li.msg button.retry"); if (!b) return false;
+		const r = b.getBoundingClientRect(); return r.width > 0 && r.height > 0 && getComputedStyle(b).visibility === "visible" && b.closest("li").textContent.includes("500") })()`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("no visible Retry button under the failure: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("li.msg button.retry")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("li.msg.assistant .body")].some(b => b.textContent.includes("Sunny, at last.") && b.getBoundingClientRect().height > 0) &&
+		[...document.querySelectorAll("li.msg .body")].some(b => b.textContent.startsWith("Asking again"))`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the question was not answered after Retry: %v", err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].LastMessage, "what is the weather") {
+		t.Fatalf("%d model requests; the retried one asked %q", len(reqs), reqs[len(reqs)-1].LastMessage)
+	}
+}

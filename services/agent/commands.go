@@ -28,6 +28,8 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		reply, err = s.cmdNew(ctx, msg)
 	case "stop":
 		reply, err = s.cmdStop(ctx, msg)
+	case "retry":
+		reply, err = s.cmdRetry(ctx, msg)
 	case "status":
 		reply, err = s.cmdStatus(ctx, msg)
 	case "context":
@@ -118,6 +120,64 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 		return fmt.Sprintf("Stopping %d run(s); %d call(s) waiting for approval cancelled.", stopped, cancelled), nil
 	}
 	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
+}
+
+// cmdRetry asks the timeline's last question again when its answer failed,
+// timed out, was interrupted or stopped: the question is posted anew (from
+// the channel /retry came from, once per /retry) and answered like any
+// message; nothing stored is changed.
+func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, error) {
+	runs, err := s.opts.Store.ListRuns(ctx, services.RunQuery{TimelineScope: msg.TimelineScope, Limit: 20})
+	if err != nil {
+		return "", err
+	}
+	var last *services.Run
+	for i := range runs {
+		if runs[i].IsMain() {
+			last = &runs[i]
+			break
+		}
+	}
+	switch {
+	case last == nil:
+		return "There is no question to ask again yet.", nil
+	case last.Status == services.RunQueued || last.Status == services.RunRunning:
+		return "The last question is still being answered; /stop stops it.", nil
+	case last.Status == services.RunOK:
+		return "The last question was answered; nothing to retry. Write it again to ask for another answer.", nil
+	}
+	q, err := s.opts.Store.GetMessage(ctx, last.TriggerMessageID)
+	if err != nil {
+		return "", err
+	}
+	if name, _, ok := services.ParseCommand(q.Content); ok && name == "compact" {
+		return "The last run was a /compact; send /compact again.", nil
+	}
+	files, err := s.opts.Store.AttachmentsOf(ctx, msg.TimelineScope, []int64{q.ID})
+	if err != nil {
+		return "", err
+	}
+	p := services.PostParams{TimelineScope: msg.TimelineScope, Source: msg.Source, Role: services.RoleUser, Content: q.Content,
+		Attachments: files[q.ID], DedupeKey: fmt.Sprintf("retry:%d", msg.ID)}
+	var posted services.Message
+	var created bool
+	var after func(context.Context)
+	err = s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		var err error
+		if posted, created, err = s.opts.Chat.PostTx(ctx, tx, p); err != nil || !created {
+			return err
+		}
+		after, err = s.StartTurn(ctx, tx, posted)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	s.opts.Chat.Announce(ctx, posted, created)
+	if after != nil {
+		after(ctx)
+	}
+	return fmt.Sprintf("Asking again (the answer %s): %s", last.Status, firstLine(truncateText(q.Content, 80))), nil
 }
 
 // StopTurn stops the run triggered by message triggerID on timeline (a

@@ -144,6 +144,14 @@ function render(m) {
   } else {
     setTools(li, m.tools, false);
   }
+  // An answer that failed, timed out or was interrupted offers to ask the
+  // question again (/retry, as in every channel).
+  const rs = m.metadata && m.metadata.run_status;
+  if (m.source === "system" && (rs === "error" || rs === "timeout" || rs === "interrupted")) {
+    const retry = el("button", { class: "retry", type: "button", title: "Ask the last question again (/retry)" }, "↻ Retry");
+    retry.addEventListener("click", async () => { retry.disabled = true; if (!(await send("/retry"))) retry.disabled = false; });
+    li.append(retry);
+  }
   return li;
 }
 
