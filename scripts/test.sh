@@ -60,6 +60,7 @@ fi
 # PostgreSQL connections (repository/dbtest: a pool of 4 per test, schemas
 # reused; an app instance app/apptest.PoolSize, idle ones let go after 2 s),
 # so the suite stays within about 30 connections of a shared PostgreSQL.
-# Raise TEST_PARALLEL_PACKAGES and TEST_PARALLEL_TESTS on a server of your
-# own.
+# cmd/switchboard, whose tests run whole service processes, runs its tests
+# one at a time (TEST_PARALLEL_PROCESSES=1: as the others). Raise
+# TEST_PARALLEL_PACKAGES and TEST_PARALLEL_TESTS on a server of your own.
 exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-2}" -parallel "${TEST_PARALLEL_TESTS:-2}" -timeout 30m ./... "$@"

@@ -13,9 +13,10 @@ import (
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
-// TestFaultKill9WhileAnApprovedCallRuns: the owner approves a held call (a
-// fetch carrying a query, asked after the run read a stranger's page); the
-// process is killed (-9) while that call is running. The next process
+// TestFaultKill9WhileAnApprovedCallRuns: a held call (a fetch carrying a
+// query, asked after the run read a stranger's page) survives a kill -9
+// while it waits; the owner approves it on the next process, which is
+// killed (-9) while that call is running. The next process
 // does not run it again (its effect is unknown): the approval ends
 // 'interrupted', the run is closed and the owner is told, and the target
 // saw exactly one request.
@@ -77,14 +78,23 @@ func TestFaultKill9WhileAnApprovedCallRuns(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the held call ran %d times before the decision", n)
 	}
+	// kill -9 while the call waits: the next process still holds it.
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = first.Process.Wait()
+	second := startServeAt(t, bin, db, addr, env...)
+	if got := pendingApprovalID(t, base, token); got != id {
+		t.Fatalf("after kill -9 the pending approval is #%d, want #%d", got, id)
+	}
 	if st, body := call("POST", fmt.Sprintf("/api/approvals/%d", id), `{"decision":"approve"}`); st != http.StatusOK {
 		t.Fatalf("approve: %d %s", st, body)
 	}
 	<-running
-	if err := first.Process.Kill(); err != nil { // kill -9 mid-call
+	if err := second.Process.Kill(); err != nil { // kill -9 mid-call
 		t.Fatal(err)
 	}
-	_, _ = first.Process.Wait()
+	_, _ = second.Process.Wait()
 	close(release)
 
 	startServeAt(t, bin, db, addr, env...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,7 +29,16 @@ var (
 	buildErr  error
 )
 
+// TestMain runs this package's tests one at a time unless
+// TEST_PARALLEL_PROCESSES=1: most of them run whole service processes, each
+// with its own pool and workers, and two such tests beside another
+// package's would take the suite past the ~30 PostgreSQL connections it
+// keeps to (scripts/test.sh).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv("TEST_PARALLEL_PROCESSES") != "1" {
+		_ = flag.Set("test.parallel", "1")
+	}
 	binDir, _ = os.MkdirTemp("", "switchboard-bin-")
 	code := dbtest.Run(m)
 	os.RemoveAll(binDir)
