@@ -3,8 +3,10 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -328,4 +330,54 @@ func command(t *testing.T, in *apptest.Instance, text string) string {
 		time.Sleep(25 * time.Millisecond)
 	}
 	return reply
+}
+
+// TestManifestWriteIsPersist: the context manifest decides what every
+// later prompt includes, so a tainted run that writes it (however it spells
+// the path) is held for the owner like remember, and nothing is written;
+// the owner's own run writes it as any file.
+func TestManifestWriteIsPersist(t *testing.T) {
+	h := newHostile(t)
+	model := llmtest.NewServer(t)
+	in := startHostile(t, model, apptest.SchemaURL(t))
+	ctx := context.Background()
+	manifests := func() int {
+		n := 0
+		_ = filepath.WalkDir(in.App.Built().WorkspaceDir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == services.ContextManifestFile {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	pins := `{"path":"./sub/../context.json","content":"{\"version\":1,\"pins\":[{\"path\":\"evil.md\"}]}"}`
+	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+h.page.URL+`/news"}`), llmtest.Call("write_file", pins), llmtest.Text("done"))
+	if _, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: "read the news"}); err != nil {
+		t.Fatal(err)
+	}
+	var as []services.Approval
+	waitFor(t, "the held manifest write", func() bool {
+		as, _ = in.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending})
+		return len(as) == 1
+	})
+	if as[0].Tool != "write_file" || as[0].Effect != services.EffectPersist {
+		t.Fatalf("a tainted write of the manifest: %+v", as[0])
+	}
+	if n := manifests(); n != 0 {
+		t.Fatalf("the manifest was written before the owner's decision")
+	}
+	if _, err := in.App.Agent().DecideApproval(ctx, as[0].ID, false, "web"); err != nil {
+		t.Fatal(err)
+	}
+	// The owner's own run: a workspace write, no approval.
+	model.Enqueue(llmtest.Call("write_file", `{"path":"context.json","content":"{\"version\":1,\"pins\":[]}"}`), llmtest.Text("pinned nothing"))
+	waitFor(t, "the denied run's end", func() bool { return model.Pending() == 2 && len(model.Requests()) >= 3 })
+	ask(t, in, "clear my pins")
+	if n := manifests(); n != 1 {
+		t.Fatalf("the owner's own manifest write: %d files", n)
+	}
+	if as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending}); len(as) != 0 {
+		t.Fatalf("the owner's own write asked for approval: %+v", as)
+	}
 }

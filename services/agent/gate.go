@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 
@@ -173,7 +174,32 @@ func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) ser
 			return services.EffectWorkspace
 		}
 	}
+	// The context manifest decides what every later prompt includes: a
+	// workspace write that names it changes what lasts.
+	if t.Effect == services.EffectWorkspace && namesManifest(args) {
+		return services.EffectPersist
+	}
 	return t.Effect
+}
+
+// namesManifest reports whether a call's path arguments name the context
+// manifest (services.ContextManifestFile), however spelled.
+func namesManifest(args json.RawMessage) bool {
+	var a map[string]json.RawMessage
+	if json.Unmarshal(args, &a) != nil {
+		return false
+	}
+	for _, k := range []string{"path", "from", "to", "src", "dst", "source", "destination", "target"} {
+		var v string
+		if json.Unmarshal(a[k], &v) != nil || v == "" {
+			continue
+		}
+		clean := strings.TrimLeft(path.Clean("/"+strings.ReplaceAll(v, "\\", "/")), "/")
+		if strings.EqualFold(clean, services.ContextManifestFile) {
+			return true
+		}
+	}
+	return false
 }
 
 // fetched records the host of a fetch_url call.
