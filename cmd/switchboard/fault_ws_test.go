@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/repository/dbtest"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -18,7 +19,10 @@ import (
 func TestFaultWebsocketDropsDuringBurst(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	// Both processes serve one timeline (one turn worker at a time): a pool
+	// of 10 each keeps the burst within the suite's connection budget
+	// instead of the 53 their default workers may open.
+	db := dbtest.SetParam(freshDB(t), "pool_max_conns", "10")
 	const token = "fault-ws-token-0123456789"
 	env := []string{"WEB_AUTH_TOKEN=" + token, "RATE_LIMIT_PER_MINUTE=0"}
 	a := startProc(t, bin, db, env...)
