@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -739,17 +738,7 @@ func (a *App) openAndMigrate(ctx context.Context, log *slog.Logger) (err error) 
 // WithPoolSize sets pool_max_conns on a database URL (URL or key=value
 // form) unless the operator set it.
 func WithPoolSize(dsn string, n int) string {
-	if strings.Contains(dsn, "pool_max_conns") {
-		return dsn
-	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		return dsn + sep + "pool_max_conns=" + strconv.Itoa(n)
-	}
-	return strings.TrimSpace(dsn) + " pool_max_conns=" + strconv.Itoa(n)
+	return repository.WithParam(dsn, "pool_max_conns", strconv.Itoa(n))
 }
 
 // flagsByDatabase gives o the rollout flags of what the database is

@@ -162,3 +162,19 @@ func isUnavailable(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.As(err, &netErr)
 }
+
+// WithParam adds a connection parameter to a database URL (postgres://…)
+// or key=value string that does not set it already.
+func WithParam(dsn, key, value string) string {
+	if strings.Contains(dsn, key+"=") {
+		return dsn
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + key + "=" + value
+	}
+	return strings.TrimSpace(dsn) + " " + key + "=" + value
+}

@@ -88,7 +88,7 @@ const PoolSize = 8
 // seconds (the service's default is 30 s): a test instance gives back what
 // a burst opened instead of holding it for the rest of the test.
 func FrugalURL(url string) string {
-	return dbtest.SetParam(dbtest.SetParam(url, "pool_max_conn_idle_time", "2s"), "pool_health_check_period", "1s")
+	return repository.WithParam(repository.WithParam(url, "pool_max_conn_idle_time", "2s"), "pool_health_check_period", "1s")
 }
 
 // Start builds, starts and serves an instance; it stops at the test's end.

@@ -109,23 +109,7 @@ func resolve() (string, error) {
 	// Connections say which test binary holds them (pg_stat_activity's
 	// application_name), so the suite's use of a shared server can be read
 	// per package.
-	return SetParam(u, "application_name", filepath.Base(os.Args[0])), nil
-}
-
-// SetParam adds a connection parameter to a URL (or key=value string)
-// that does not set it.
-func SetParam(url, key, value string) string {
-	if strings.Contains(url, key+"=") {
-		return url
-	}
-	if strings.Contains(url, "://") {
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		return url + sep + key + "=" + value
-	}
-	return strings.TrimSpace(url) + " " + key + "=" + value
+	return repository.WithParam(u, "application_name", filepath.Base(os.Args[0])), nil
 }
 
 func resolveServer() (string, error) {
@@ -369,7 +353,7 @@ func EmptySchema(t testing.TB) (*pgxpool.Pool, string) {
 // SchemaURL returns base with search_path set to schema, for processes
 // started by a test (a second server sharing the database).
 func SchemaURL(base, schema string) string {
-	return SetParam(base, "search_path", schema)
+	return repository.WithParam(base, "search_path", schema)
 }
 
 // PoolFor opens a pool of PoolConns connections on url, closed at cleanup.
