@@ -37,9 +37,9 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err != nil {
 		return fmt.Errorf("HTTP_ADDR: listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	log.Info("switchboard serving", "addr", l.Addr().String(), "flags", cfg.Flags.Mode(),
+	log.Info("switchboard serving", "addr", l.Addr().String(), "flags", a.Built().Agent.Flags.Mode(),
 		"llm_provider", cfg.LLMProvider, "startup_ms", time.Since(started).Milliseconds())
-	fmt.Fprintf(stdout, "Switchboard is listening on http://%s (flags: %s, model: %s)\n", l.Addr(), cfg.Flags.Mode(), cfg.LLMProvider)
+	fmt.Fprintf(stdout, "Switchboard is listening on http://%s (flags: %s, model: %s)\n", l.Addr(), a.Built().Agent.Flags.Mode(), cfg.LLMProvider)
 	errc := make(chan error, 1)
 	go func() { errc <- a.Serve(l) }()
 	select {
