@@ -167,10 +167,25 @@ func (b *bundle) say(t *testing.T, text string) services.Message {
 	return m
 }
 
+// waitLong bounds the tests' waits for a turn: under -race on a loaded
+// two-core machine (a full suite beside other work) one turn has taken
+// over 15 s. It bounds a wait; nothing is timed.
+const waitLong = 90 * time.Second
+
+// park stops an instance the test is done running but still reads (a
+// flag change mid-conversation starts the next one on the same schema):
+// its queue stops and its pool gives its connections back at once, so
+// instances left behind do not add up (the package's connection peak).
+// Reads through its store afterwards open one connection as needed.
+func (b *bundle) park() {
+	b.queue.Stop(context.Background())
+	b.db.Reset()
+}
+
 // waitVisible waits until the timeline holds n visible messages.
 func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
 	t.Helper()
-	return b.waitVisibleFor(t, n, 15*time.Second)
+	return b.waitVisibleFor(t, n, waitLong)
 }
 
 // waitVisibleFor is waitVisible with its own deadline.
@@ -385,21 +400,19 @@ func TestMessagesDuringARunAreAnsweredInOrder(t *testing.T) {
 func TestStopCancelsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	b.model.Enqueue(llmtest.Reply{Text: "too late", Delay: 10 * time.Second})
+	// The answer would come after five minutes: the stop notice arriving
+	// within the test's wait proves the stop cut the run, with no timing.
+	b.model.Enqueue(llmtest.Reply{Text: "too late", Delay: 5 * time.Minute})
 	q := b.say(t, "write a novel")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for b.runOf(t, q.ID).Status != services.RunRunning {
 		if time.Now().After(deadline) {
 			t.Fatal("run never started")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	start := time.Now()
 	b.say(t, "/stop")
 	msgs := b.waitVisible(t, 4)
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("stop took %v", time.Since(start))
-	}
 	var contents []string
 	for _, m := range msgs {
 		contents = append(contents, m.Content)

@@ -25,7 +25,7 @@ func compactJobs(t *testing.T, b *bundle) int {
 // waitUntil polls cond (a state, never a duration being asserted).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)

@@ -75,6 +75,7 @@ func TestFlagMatrix(t *testing.T) {
 		b := setup(t, setupOpts{flags: flags, keepTurns: 2})
 		b.model.SetDefault(sm.reply)
 		converse(t, b, 1, 9)
+		b.park()
 		return b, sm
 	}
 	bLegacy, mLegacy := run(legacy)
@@ -123,7 +124,7 @@ func TestFlagMatrix(t *testing.T) {
 	if !strings.Contains(mains[len(mains)-1], "MAIN-SUMMARY") {
 		t.Fatal("under 1/1 the main prompt must read the main summary")
 	}
-	b1.queue.Stop(ctx)
+	b1.park()
 	b2 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
 	converse(t, b2, 9, 10)
 	mains = sm.bodies()
@@ -167,7 +168,7 @@ func TestRollbackAfterGlobalStopped(t *testing.T) {
 	// 1/0 with both summaries written.
 	b0 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
 	converse(t, b0, 1, 6) // /compact after turn 6
-	b0.queue.Stop(ctx)
+	b0.park()
 	g0, err := b0.store.GetSummary(ctx, "global", "global")
 	if err != nil || g0.UntilMessageID == 0 {
 		t.Fatalf("no global summary under 1/0: %v", err)
@@ -185,7 +186,7 @@ func TestRollbackAfterGlobalStopped(t *testing.T) {
 	b1.say(t, "/compact")
 	n += 2
 	b1.waitVisible(t, n)
-	b1.queue.Stop(ctx)
+	b1.park()
 	if got := countSummaryCalls(model) - summariesBefore; got != 1 {
 		t.Fatalf("/compact with global stopped made %d summary calls, want 1 (main only)", got)
 	}
@@ -212,7 +213,7 @@ func TestRollbackAfterGlobalStopped(t *testing.T) {
 		}
 	}
 	// Global writes back on: the next compaction moves the global cursor.
-	b2.queue.Stop(ctx)
+	b2.park()
 	b3 := setupOn(t, dbURL, model, setupOpts{flags: dual, keepTurns: 2})
 	b3.say(t, "/compact")
 	n += 2

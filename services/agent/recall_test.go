@@ -17,7 +17,7 @@ import (
 // waitRunEnd waits until the main run answering message id has ended.
 func (b *bundle) waitRunEnd(t *testing.T, id int64) services.Run {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for time.Now().Before(deadline) {
 		runs, err := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
 		if err != nil {

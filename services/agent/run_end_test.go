@@ -103,14 +103,14 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 	b.model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		switch {
 		case isChildCall(r):
-			return llmtest.Reply{Text: "too late", Delay: 20 * time.Second}
+			return llmtest.Reply{Text: "too late", Delay: 5 * time.Minute} // /stop ends it first
 		case strings.Contains(r.LastMessage, "slow task"):
 			return delegateCalls("a slow task")
 		}
 		return llmtest.Echo(r)
 	})
 	q := b.say(t, "do the slow task")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for b.model.RequestCount() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the delegated task never called the model")
@@ -118,7 +118,7 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.say(t, "/stop")
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(waitLong)
 	for b.runOf(t, q.ID).Status != services.RunCancelled {
 		if time.Now().After(deadline) {
 			t.Fatalf("run not cancelled: %s", b.runOf(t, q.ID).Status)
@@ -126,7 +126,7 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.say(t, "anything new?")
-	deadline = time.Now().Add(15 * time.Second)
+	deadline = time.Now().Add(waitLong)
 	for {
 		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 50)
 		if err != nil {

@@ -179,7 +179,7 @@ func TestStopCancelsTheTree(t *testing.T) {
 		return delegateCalls("slow one", "slow two")
 	})
 	q := b.say(t, "go")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLong)
 	for {
 		main := b.runOf(t, q.ID)
 		if kids := childRuns(t, b, main.ID); len(kids) == 2 && kids[0].Status == services.RunRunning && kids[1].Status == services.RunRunning {
@@ -191,7 +191,7 @@ func TestStopCancelsTheTree(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.say(t, "/stop")
-	deadline = time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(waitLong)
 	for {
 		main := b.runOf(t, q.ID)
 		kids := childRuns(t, b, main.ID)
