@@ -132,7 +132,7 @@ func indentListFences(doc string) string {
 		if w < 2 {
 			inList = isListItem(l)
 		}
-		c, n, ok := fenceOpen(strings.TrimLeft(l, " \t"))
+		c, n, ok := FenceOpen(strings.TrimLeft(l, " \t"))
 		if !ok || w < 2 || !inList {
 			continue
 		}
@@ -143,7 +143,7 @@ func indentListFences(doc string) string {
 				lines[j] = strings.Repeat(" ", pad) + lines[j]
 				changed = true
 			}
-			if isFenceClose(strings.TrimLeft(lj, " \t"), c, n) {
+			if IsFenceClose(lj, c, n) {
 				break
 			}
 		}
@@ -179,9 +179,11 @@ func addBlock(blocks []Block, b Block) []Block {
 	return append(blocks, b)
 }
 
-// isFenceClose reports whether line closes a fence opened with n × c.
-func isFenceClose(line string, c byte, n int) bool {
-	line = strings.TrimRight(line, " \t\r")
+// IsFenceClose reports whether line, surrounding blanks aside, closes a
+// fenced code block opened with n × c (see FenceOpen): at least n c's and
+// nothing else.
+func IsFenceClose(line string, c byte, n int) bool {
+	line = strings.Trim(line, " \t\r")
 	return len(line) >= n && strings.Trim(line, string(c)) == ""
 }
 
@@ -243,14 +245,16 @@ func isListItem(line string) bool {
 	return k == len(s) || s[k] == ' ' || s[k] == '\t'
 }
 
-// fenceOpen reports whether line opens a fenced code block, and with which
-// character and fence length.
-func fenceOpen(line string) (byte, int, bool) {
+// FenceOpen reports whether line, from its first character, opens a
+// fenced code block (``` or ~~~, an info string without backticks after a
+// backtick fence), and with which character and fence length. The
+// channels that cut Markdown on their own (Telegram) share it.
+func FenceOpen(line string) (c byte, n int, ok bool) {
 	if line == "" || line[0] != '`' && line[0] != '~' {
 		return 0, 0, false
 	}
-	c := line[0]
-	n := runLen(line, 0, c)
+	c = line[0]
+	n = runLen(line, 0, c)
 	if n < 3 || c == '`' && strings.IndexByte(line[n:], '`') >= 0 {
 		return 0, 0, false
 	}
