@@ -5,6 +5,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/switchboard/switchboard/services/markdown"
 )
 
 // Render converts the Markdown subset that LLMs commonly write into Telegram
@@ -164,15 +166,11 @@ func (b *builder) closeTag(start, end int) {
 func (b *builder) fence(start, eol int) (int, bool) {
 	src := b.src
 	rest := strings.TrimLeft(src[start:eol], " \t")
-	if len(rest) < 3 || (rest[0] != '`' && rest[0] != '~') || eol == len(src) {
+	fc, n, ok := markdown.FenceOpen(rest)
+	if !ok || eol == len(src) {
 		return 0, false
 	}
-	fc := rest[0]
-	n := runLen(rest, 0, len(rest), fc)
 	info := strings.TrimSpace(rest[n:])
-	if n < 3 || (fc == '`' && strings.IndexByte(info, '`') >= 0) {
-		return 0, false
-	}
 	bodyStart := eol + 1
 	bodyEnd, markEnd := len(src), len(src) // unclosed: runs to the end
 	if strings.HasSuffix(src, "\n") {
@@ -180,7 +178,7 @@ func (b *builder) fence(start, eol int) (int, bool) {
 	}
 	for j := bodyStart; j < len(src); {
 		e := lineEnd(src, j)
-		if isFenceClose(src[j:e], fc, n) {
+		if markdown.IsFenceClose(src[j:e], fc, n) {
 			// The newline before the closing fence belongs to the fence.
 			bodyEnd, markEnd = j-1, e
 			break
@@ -198,12 +196,6 @@ func (b *builder) fence(start, eol int) (int, bool) {
 	b.text(bodyStart, bodyEnd)
 	b.closeTag(bodyEnd, markEnd)
 	return markEnd, true
-}
-
-// isFenceClose reports whether line closes a fence of n fc characters.
-func isFenceClose(line string, fc byte, n int) bool {
-	line = strings.Trim(line, " \t\r")
-	return len(line) >= n && strings.Trim(line, string(fc)) == ""
 }
 
 // language returns the language named by a fence's info string, or "" when

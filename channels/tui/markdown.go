@@ -5,25 +5,24 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
 
+	md "github.com/switchboard/switchboard/services/markdown"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
 // A minimal Markdown renderer for the terminal: answers are parsed by
-// goldmark (GitHub-flavoured, like the web page) and written back as text
+// md.Parse (goldmark, GitHub-flavoured, the tree the web page
+// renders too) and written back as text
 // with terminal styles: headings and bold in bold, italics, inline code
 // and code blocks set apart (code blocks behind a bar, never reflowed into
 // prose), lists with bullets or numbers, links as "text (url)", tables as
-// aligned columns. Everything the model wrote is still sanitised: no escape
+// aligned columns, raw HTML as the text it is (the parse has no HTML
+// blocks). Everything the model wrote is still sanitised: no escape
 // sequence reaches the terminal.
 
 var (
-	mdParser   = goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 	boldStyle  = lipgloss.NewStyle().Bold(true)
 	italStyle  = lipgloss.NewStyle().Italic(true)
 	codeStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("180"))
@@ -38,10 +37,9 @@ func markdown(src string) string {
 	if len(src) > maxMDInput {
 		return sanitize(src)
 	}
-	b := []byte(src)
-	doc := mdParser.Parse(text.NewReader(b))
-	r := &mdRenderer{src: b}
-	r.blocks(doc, "")
+	doc := md.Parse(src)
+	r := &mdRenderer{src: doc.Source}
+	r.blocks(doc.Root, "")
 	return strings.TrimRight(r.out.String(), "\n")
 }
 
@@ -118,12 +116,6 @@ func (r *mdRenderer) block(n ast.Node, indent string) {
 		r.line(indent, barStyle.Render("────────"))
 	case *east.Table:
 		r.table(n, indent)
-	case *ast.HTMLBlock:
-		lines := n.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			r.line(indent, strings.TrimRight(sanitize(string(seg.Value(r.src))), "\n"))
-		}
 	default:
 		if n.HasChildren() {
 			r.blocks(n, indent)

@@ -2,6 +2,10 @@ package markdown
 
 import (
 	"strings"
+
+	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
 )
 
 // BlockKind is the kind of a Markdown block.
@@ -40,203 +44,164 @@ type Block struct {
 	Text string
 }
 
-// ParseBlocks splits doc into blocks, in document order. Blocks never
+// ParseBlocks splits doc into blocks, in document order, from goldmark's
+// parse (see Doc) of everything after the front matter. Blocks never
 // overlap; blank lines between blocks belong to none. Lines inside fenced
-// code are never headings. An unclosed fence runs to the end of the document.
-// The parser follows CommonMark closely enough for navigation, not for
-// rendering: it has no HTML blocks, link reference definitions or nested
-// container structure.
+// code are never headings. An unclosed fence runs to the end of the
+// document. Adjacent lists (bullets changing from "-" to "*") are one
+// block; lines goldmark keeps out of the tree (link reference
+// definitions) are paragraphs.
 func ParseBlocks(doc string) []Block {
 	lines := splitLines(doc)
-	p := blockParser{lines: lines}
-	p.parse()
-	return p.blocks
-}
-
-// splitLines splits doc into lines without their "\n" or "\r\n"; a final
-// newline does not start another line.
-func splitLines(doc string) []string {
-	if doc == "" {
-		return nil
+	var blocks []Block
+	first, offset := 0, 0
+	if fm := frontMatterEnd(lines); fm > 0 {
+		blocks = append(blocks, Block{Kind: BlockFrontMatter, StartLine: 0, EndLine: fm})
+		first = fm + 1
+		offset = skipLines(doc, 0, first)
 	}
-	lines := strings.Split(strings.TrimSuffix(doc, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	return lines
-}
-
-type headingEntry struct {
-	level int
-	text  string
-}
-
-type blockParser struct {
-	lines  []string
-	blocks []Block
-	stack  []headingEntry
-}
-
-func (p *blockParser) sectionPath() string {
-	parts := make([]string, len(p.stack))
-	for i, h := range p.stack {
-		parts[i] = h.text
-	}
-	return strings.Join(parts, "/")
-}
-
-// emit appends a block covering lines [start, end] (0-based, inclusive).
-func (p *blockParser) emit(b Block, start, end int) {
-	b.StartLine, b.EndLine = start+1, end+1
-	b.Text = strings.Join(p.lines[start:end+1], "\n")
-	if b.Kind == BlockHeading {
-		for len(p.stack) > 0 && p.stack[len(p.stack)-1].level >= b.Level {
-			p.stack = p.stack[:len(p.stack)-1]
+	blocks = append(blocks, bodyBlocks(doc, lines, offset, first)...)
+	var stack []headingEntry
+	for i := range blocks {
+		b := &blocks[i]
+		b.Text = strings.Join(lines[b.StartLine:b.EndLine+1], "\n")
+		if b.Kind == BlockHeading {
+			for len(stack) > 0 && stack[len(stack)-1].level >= b.Level {
+				stack = stack[:len(stack)-1]
+			}
+			stack = append(stack, headingEntry{b.Level, b.Heading})
 		}
-		p.stack = append(p.stack, headingEntry{b.Level, b.Heading})
+		parts := make([]string, len(stack))
+		for k, h := range stack {
+			parts[k] = h.text
+		}
+		b.Path = strings.Join(parts, "/")
+		b.StartLine++
+		b.EndLine++
 	}
-	b.Path = p.sectionPath()
-	p.blocks = append(p.blocks, b)
+	return blocks
 }
 
-func (p *blockParser) parse() {
-	lines := p.lines
-	n := len(lines)
-	i := 0
-	if n > 1 && strings.TrimRight(lines[0], " \t") == "---" {
-		for j := 1; j < n; j++ {
-			if t := strings.TrimRight(lines[j], " \t"); t == "---" || t == "..." {
-				p.emit(Block{Kind: BlockFrontMatter}, 0, j)
-				i = j + 1
+// frontMatterEnd returns the 0-based line closing a YAML front matter
+// ("---" on the first line, "---" or "..." closing it), or -1.
+func frontMatterEnd(lines []string) int {
+	if len(lines) < 2 || strings.TrimRight(lines[0], " \t") != "---" {
+		return -1
+	}
+	for j := 1; j < len(lines); j++ {
+		if t := strings.TrimRight(lines[j], " \t"); t == "---" || t == "..." {
+			return j
+		}
+	}
+	return -1
+}
+
+// bodyBlocks returns the blocks of doc from byte offset (line first) on,
+// with 0-based line ranges, every non-blank line in one.
+func bodyBlocks(doc string, lines []string, offset, first int) []Block {
+	d := Parse(indentListFences(doc[offset:]))
+	var blocks []Block
+	covered := first
+	for _, b := range topBlocks(d) {
+		b.StartLine += first
+		b.EndLine += first
+		// Uncovered non-blank lines before b are a paragraph.
+		blocks = appendGap(blocks, lines, covered, b.StartLine)
+		blocks = addBlock(blocks, b)
+		covered = b.EndLine + 1
+	}
+	return appendGap(blocks, lines, covered, len(lines))
+}
+
+// indentListFences returns doc with the lines of a fence in a list item
+// indented as far as its opening line, so that the fence (and the item)
+// runs to its closing line even where a line of the code is not indented
+// ("- a\n  ```\n# h\n  ```": "# h" is code, not a heading), as a reader
+// of the list expects. Only line ranges are read from the result: it has
+// the lines of doc, in order. An unclosed fence runs to the end.
+func indentListFences(doc string) string {
+	lines := strings.SplitAfter(doc, "\n")
+	changed := false
+	inList := false // the last top-level (unindented) line is a list item
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(lines[i], "\r\n")
+		w := indentWidth(l)
+		if isBlank(l) {
+			continue
+		}
+		if w < 2 {
+			inList = isListItem(l)
+		}
+		c, n, ok := FenceOpen(strings.TrimLeft(l, " \t"))
+		if !ok || w < 2 || !inList {
+			continue
+		}
+		j := i + 1
+		for ; j < len(lines); j++ {
+			lj := strings.TrimRight(lines[j], "\r\n")
+			if pad := w - indentWidth(lj); pad > 0 && !isBlank(lj) {
+				lines[j] = strings.Repeat(" ", pad) + lines[j]
+				changed = true
+			}
+			if IsFenceClose(lj, c, n) {
 				break
 			}
 		}
+		i = j
 	}
-	for i < n {
-		line := lines[i]
-		if isBlank(line) {
-			i++
-			continue
-		}
-		start := i
-		if c, fl, ok := fenceOpen(line); ok {
-			end := n - 1
-			for j := i + 1; j < n; j++ {
-				if isFenceClose(lines[j], c, fl) {
-					end = j
-					break
-				}
-			}
-			info := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), string(c)))
-			lang, _, _ := strings.Cut(info, " ")
-			p.emit(Block{Kind: BlockCode, Lang: lang}, start, end)
-			i = end + 1
-			continue
-		}
-		if level, text, ok := atxHeading(line); ok {
-			p.emit(Block{Kind: BlockHeading, Level: level, Heading: text}, i, i)
-			i++
-			continue
-		}
-		if isThematicBreak(line) {
-			p.emit(Block{Kind: BlockThematicBreak}, i, i)
-			i++
-			continue
-		}
-		if isQuote(line) {
-			i++
-			for i < n && !isBlank(lines[i]) && (isQuote(lines[i]) || !interruptsParagraph(lines[i])) {
-				i++
-			}
-			p.emit(Block{Kind: BlockQuote}, start, i-1)
-			continue
-		}
-		if i+1 < n && isTableHeader(line, lines[i+1]) {
-			i += 2
-			for i < n && !isBlank(lines[i]) && strings.Contains(lines[i], "|") && !interruptsParagraph(lines[i]) {
-				i++
-			}
-			p.emit(Block{Kind: BlockTable}, start, i-1)
-			continue
-		}
-		if isListItem(line) {
-			i = p.listEnd(i)
-			p.emit(Block{Kind: BlockList}, start, i-1)
-			continue
-		}
-		if indentWidth(line) >= 4 {
-			end := i
-			for i < n && (isBlank(lines[i]) || indentWidth(lines[i]) >= 4) {
-				if !isBlank(lines[i]) {
-					end = i
-				}
-				i++
-			}
-			p.emit(Block{Kind: BlockCode}, start, end)
-			i = end + 1
-			continue
-		}
-		// Paragraph, possibly a setext heading.
-		i++
-		for i < n && !isBlank(lines[i]) {
-			if level := setextLevel(lines[i]); level > 0 {
-				text := make([]string, 0, i-start)
-				for _, l := range lines[start:i] {
-					text = append(text, strings.TrimSpace(l))
-				}
-				p.emit(Block{Kind: BlockHeading, Level: level, Heading: strings.Join(text, " ")}, start, i)
-				i++
-				start = -1
-				break
-			}
-			if interruptsParagraph(lines[i]) || (i+1 < n && isTableHeader(lines[i], lines[i+1])) {
-				break
-			}
-			i++
-		}
-		if start >= 0 {
-			p.emit(Block{Kind: BlockParagraph}, start, i-1)
-		}
+	if !changed {
+		return doc
 	}
+	return strings.Join(lines, "")
 }
 
-// listEnd returns the index after the list starting at line i: items, their
-// indented continuations (fenced code included), lazy continuation lines and
-// blank lines followed by more of the list.
-func (p *blockParser) listEnd(i int) int {
-	lines := p.lines
-	n := len(lines)
-	i++
-	for i < n {
-		l := lines[i]
-		switch {
-		case isBlank(l):
-			k := i
-			for k < n && isBlank(lines[k]) {
-				k++
-			}
-			if k < n && (isListItem(lines[k]) || indentWidth(lines[k]) >= 2) {
-				i = k
-				continue
-			}
-			return i
-		case isListItem(l):
-			i++
-		case indentWidth(l) >= 2:
-			if c, fl, ok := fenceOpen(strings.TrimLeft(l, " \t")); ok {
-				i++
-				for i < n && !isFenceClose(strings.TrimLeft(lines[i], " \t"), c, fl) {
-					i++
-				}
-			}
-			i++
-		case !interruptsParagraph(l) && !isBlank(lines[i-1]):
-			i++ // lazy continuation of the item's paragraph
-		default:
-			return i
+// skipLines returns the byte offset n lines after offset in doc.
+func skipLines(doc string, offset, n int) int {
+	for range n {
+		k := strings.IndexByte(doc[offset:], '\n')
+		if k < 0 {
+			return len(doc)
 		}
+		offset += k + 1
 	}
-	return min(i, n)
+	return offset
+}
+
+// addBlock appends b to blocks, or extends the last block with it: a list
+// after a list ("-" items, then "*" items) or a paragraph right after a
+// paragraph (the text after link reference definitions).
+func addBlock(blocks []Block, b Block) []Block {
+	if k := len(blocks) - 1; k >= 0 && blocks[k].Kind == b.Kind &&
+		(b.Kind == BlockList || b.Kind == BlockParagraph && blocks[k].EndLine+1 == b.StartLine) {
+		blocks[k].EndLine = b.EndLine
+		return blocks
+	}
+	return append(blocks, b)
+}
+
+// IsFenceClose reports whether line, surrounding blanks aside, closes a
+// fenced code block opened with n × c (see FenceOpen): at least n c's and
+// nothing else.
+func IsFenceClose(line string, c byte, n int) bool {
+	line = strings.Trim(line, " \t\r")
+	return len(line) >= n && strings.Trim(line, string(c)) == ""
+}
+
+// appendGap appends the runs of non-blank lines in lines[from:to] as
+// paragraphs (0-based line ranges).
+func appendGap(blocks []Block, lines []string, from, to int) []Block {
+	for i := from; i < to; i++ {
+		if isBlank(lines[i]) {
+			continue
+		}
+		j := i
+		for j+1 < to && !isBlank(lines[j+1]) {
+			j++
+		}
+		blocks = addBlock(blocks, Block{Kind: BlockParagraph, StartLine: i, EndLine: j})
+		i = j
+	}
+	return blocks
 }
 
 func isBlank(line string) bool { return strings.TrimSpace(line) == "" }
@@ -257,88 +222,11 @@ func indentWidth(line string) int {
 	return w
 }
 
-// atxHeading parses "## Title ##" into level 2 and "Title".
-func atxHeading(line string) (int, string, bool) {
-	if indentWidth(line) > 3 {
-		return 0, "", false
-	}
-	s := strings.TrimLeft(line, " ")
-	level := 0
-	for level < len(s) && s[level] == '#' {
-		level++
-	}
-	if level == 0 || level > 6 {
-		return 0, "", false
-	}
-	rest := s[level:]
-	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
-		return 0, "", false
-	}
-	text := strings.TrimSpace(rest)
-	// A closing sequence of #s is dropped if it is the whole text or
-	// preceded by a space ("# C#" keeps its #).
-	if t := strings.TrimRight(text, "#"); t != text {
-		if t == "" {
-			text = ""
-		} else if t[len(t)-1] == ' ' || t[len(t)-1] == '\t' {
-			text = strings.TrimSpace(t)
-		}
-	}
-	return level, text, true
-}
-
-func isThematicBreak(line string) bool {
-	if indentWidth(line) > 3 {
-		return false
-	}
-	var c byte
-	count := 0
-	for _, b := range []byte(line) {
-		switch b {
-		case ' ', '\t':
-		case '-', '*', '_':
-			if c != 0 && b != c {
-				return false
-			}
-			c = b
-			count++
-		default:
-			return false
-		}
-	}
-	return count >= 3
-}
-
-// setextLevel returns 1 for a "===" underline, 2 for "---", 0 otherwise.
-func setextLevel(line string) int {
-	if indentWidth(line) > 3 {
-		return 0
-	}
-	t := strings.TrimSpace(line)
-	if t == "" {
-		return 0
-	}
-	switch {
-	case strings.Trim(t, "=") == "":
-		return 1
-	case strings.Trim(t, "-") == "":
-		return 2
-	}
-	return 0
-}
-
-func isQuote(line string) bool {
-	return indentWidth(line) <= 3 && strings.HasPrefix(strings.TrimLeft(line, " "), ">")
-}
-
 // isListItem reports whether line starts a bullet ("- ", "* ", "+ ") or
 // ordered ("1. ", "2) ") list item.
 func isListItem(line string) bool {
-	if indentWidth(line) > 3 || isThematicBreak(line) {
-		return false
-	}
 	s := strings.TrimLeft(line, " \t")
-	if s == "" {
+	if s == "" || strings.Trim(s, "-*_ \t") == "" && len(s) >= 3 { // a thematic break
 		return false
 	}
 	k := 0
@@ -357,46 +245,164 @@ func isListItem(line string) bool {
 	return k == len(s) || s[k] == ' ' || s[k] == '\t'
 }
 
-// interruptsParagraph reports whether line starts a block that ends a
-// paragraph (or a lazy continuation) without a blank line.
-func interruptsParagraph(line string) bool {
-	if _, _, ok := atxHeading(line); ok {
-		return true
+// FenceOpen reports whether line, from its first character, opens a
+// fenced code block (``` or ~~~, an info string without backticks after a
+// backtick fence), and with which character and fence length. The
+// channels that cut Markdown on their own (Telegram) share it.
+func FenceOpen(line string) (c byte, n int, ok bool) {
+	if line == "" || line[0] != '`' && line[0] != '~' {
+		return 0, 0, false
 	}
-	if _, _, ok := fenceOpen(line); ok {
-		return true
+	c = line[0]
+	n = runLen(line, 0, c)
+	if n < 3 || c == '`' && strings.IndexByte(line[n:], '`') >= 0 {
+		return 0, 0, false
 	}
-	return isThematicBreak(line) || isQuote(line) || isListItem(line)
+	return c, n, true
 }
 
-// isTableHeader reports whether header and delim start a GFM table: the
-// delimiter row has cells like "---", ":--:" and as many cells as the header.
-func isTableHeader(header, delim string) bool {
-	if !strings.Contains(header, "|") || indentWidth(header) > 3 || indentWidth(delim) > 3 {
+type headingEntry struct {
+	level int
+	text  string
+}
+
+// topBlocks returns the blocks of d's top-level nodes with 0-based line
+// ranges, without Text and Path.
+func topBlocks(d *Doc) []Block {
+	var out []Block
+	for n := d.Root.FirstChild(); n != nil; n = n.NextSibling() {
+		start := d.startLine(n)
+		if p, ok := n.(*ast.Paragraph); start < 0 || ok && p.Lines().Len() == 0 || n.Kind() == ast.KindLinkReferenceDefinition {
+			continue // link reference definitions: a gap, made a paragraph
+		}
+		b := Block{Kind: BlockParagraph, StartLine: start, EndLine: d.endLine(n)}
+		switch n := n.(type) {
+		case *ast.Heading:
+			b.Kind, b.Level, b.Heading = BlockHeading, n.Level, d.headingText(n)
+			if p := n.Pos(); p >= 0 && d.Source[p] != '#' {
+				b.EndLine = min(b.EndLine+1, d.numLines()-1) // a setext underline
+			}
+		case *ast.FencedCodeBlock:
+			b.Kind = BlockCode
+			if n.Info != nil {
+				b.Lang, _, _ = strings.Cut(string(n.Info.Value(d.Source)), " ")
+			}
+		case *ast.CodeBlock:
+			b.Kind = BlockCode
+		case *ast.List:
+			b.Kind = BlockList
+		case *east.Table:
+			if d.isTable(n) {
+				b.Kind = BlockTable
+			}
+		case *ast.Blockquote:
+			b.Kind = BlockQuote
+		case *ast.ThematicBreak:
+			b.Kind = BlockThematicBreak
+		}
+		out = append(out, b)
+	}
+	// A block ends before the next one starts (a fence's closing line
+	// found by looking ahead may belong to the next block).
+	for i := range out {
+		if i+1 < len(out) {
+			out[i].EndLine = min(out[i].EndLine, out[i+1].StartLine-1)
+		}
+		out[i].EndLine = max(out[i].EndLine, out[i].StartLine)
+	}
+	return out
+}
+
+// isTable reports whether t is a GFM table: goldmark pads a header row
+// with fewer cells than the delimiter row, which GFM does not take for a
+// table.
+func (d *Doc) isTable(t *east.Table) bool {
+	h := t.FirstChild()
+	if h == nil {
 		return false
 	}
-	cells := tableCells(delim)
-	if len(cells) == 0 || (len(cells) == 1 && !strings.Contains(delim, "|")) {
-		return false
-	}
-	for _, c := range cells {
-		c = strings.TrimSuffix(strings.TrimPrefix(c, ":"), ":")
-		if c == "" || strings.Trim(c, "-") != "" {
+	for c := h.FirstChild(); c != nil; c = c.NextSibling() {
+		if c.Lines().Len() == 0 {
 			return false
 		}
 	}
-	return len(tableCells(header)) == len(cells)
+	return true
 }
 
-func tableCells(row string) []string {
-	t := strings.TrimSpace(row)
-	t = strings.TrimPrefix(t, "|")
-	t = strings.TrimSuffix(t, "|")
-	cells := strings.Split(t, "|")
-	for i, c := range cells {
-		cells[i] = strings.TrimSpace(c)
+// startLine returns the 0-based line where block n starts, or -1.
+func (d *Doc) startLine(n ast.Node) int {
+	if _, ok := n.(*east.Table); !ok && n.Pos() >= 0 {
+		return d.line(n.Pos())
 	}
-	return cells
+	// A table's own Pos is its paragraph's, which may have had lines
+	// before the header row; its rows' are their lines'.
+	start := -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering && c != n && c.Pos() >= 0 && (start < 0 || c.Pos() < start) {
+			start = c.Pos()
+		}
+		return ast.WalkContinue, nil
+	})
+	if start < 0 {
+		return -1
+	}
+	return d.line(start)
+}
+
+// endLine returns the last 0-based line block n takes: the furthest of its
+// nodes' positions and segments, a fence's closing line and a table's
+// delimiter row.
+func (d *Doc) endLine(n ast.Node) int {
+	end := -1
+	seg := func(s text.Segment) {
+		if s.Stop > s.Start {
+			end = max(end, d.line(s.Stop-1))
+		} else {
+			end = max(end, d.line(s.Start))
+		}
+	}
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if c.Pos() >= 0 {
+			end = max(end, d.line(c.Pos()))
+		}
+		switch c := c.(type) {
+		case *ast.Text:
+			seg(c.Segment)
+		case *ast.FencedCodeBlock:
+			if l := d.fenceCloseLine(c); l >= 0 {
+				end = max(end, l)
+			}
+		case *east.TableHeader:
+			if c.Pos() >= 0 {
+				end = max(end, d.line(c.Pos())+1)
+			} else if r := c.FirstChild(); r != nil && r.Pos() >= 0 {
+				end = max(end, d.line(r.Pos())+1)
+			}
+		}
+		if c.Type() == ast.TypeBlock {
+			if l := c.Lines(); l.Len() > 0 {
+				seg(l.At(l.Len() - 1))
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	return min(end, d.numLines()-1)
+}
+
+// headingText is a heading's text as written, its lines trimmed and
+// joined by spaces.
+func (d *Doc) headingText(h *ast.Heading) string {
+	var parts []string
+	for i := range h.Lines().Len() {
+		s := h.Lines().At(i)
+		if t := strings.TrimSpace(string(s.Value(d.Source))); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // Section returns the section of doc under the heading at headingPath: the
@@ -453,4 +459,17 @@ func normalizeHeadingPath(p string) string {
 		segs[i] = strings.ToLower(strings.Join(strings.Fields(s), " "))
 	}
 	return strings.Join(segs, "/")
+}
+
+// splitLines splits doc into lines without their "\n" or "\r\n"; a final
+// newline does not start another line.
+func splitLines(doc string) []string {
+	if doc == "" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSuffix(doc, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
 }

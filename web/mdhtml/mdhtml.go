@@ -1,16 +1,16 @@
 // Package mdhtml renders the agent's Markdown answers as HTML for the chat
-// page: GitHub-flavoured Markdown (tables, strikethrough, task lists,
-// autolinks) by goldmark, code blocks highlighted by chroma (CSS classes,
-// see CSS), and the result sanitised by bluemonday, so that no script,
-// event handler or javascript: URL survives whatever the model wrote. Raw
-// HTML in the Markdown is shown as escaped text, never dropped: there are no
-// HTML blocks, so a "<div>" line cannot take the lines after it along. Links
-// open in a new tab with rel="noopener noreferrer nofollow".
+// page: the tree services/markdown parses (GitHub-flavoured: tables,
+// strikethrough, task lists, autolinks) rendered by goldmark, code blocks
+// highlighted by chroma (CSS classes, see CSS), and the result sanitised by
+// bluemonday, so that no script, event handler or javascript: URL survives
+// whatever the model wrote. Raw HTML in the Markdown is shown as escaped
+// text, never dropped: the parse has no HTML blocks, so a "<div>" line
+// cannot take the lines after it along. Links open in a new tab with
+// rel="noopener noreferrer nofollow".
 package mdhtml
 
 import (
 	"bytes"
-	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,10 +22,11 @@ import (
 	highlighting "github.com/yuin/goldmark-highlighting/v2"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
-	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/switchboard/switchboard/services/markdown"
 )
 
 // maxInput bounds what is rendered: a longer text is shown as plain text
@@ -37,11 +38,11 @@ const style = "github"
 
 // md and policy are built on the first Render (a server that never shows
 // the chat page never needs them; they are ~0.3 MiB and a millisecond of
-// start-up).
+// start-up). Only md's renderer is used: the text is parsed by
+// markdown.Parse.
 var (
 	md = sync.OnceValue(func() goldmark.Markdown {
 		return goldmark.New(
-			goldmark.WithParser(newParser()),
 			goldmark.WithExtensions(extension.GFM,
 				highlighting.NewHighlighting(highlighting.WithStyle(style),
 					highlighting.WithFormatOptions(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(false)))),
@@ -52,24 +53,6 @@ var (
 	})
 	policy = sync.OnceValue(newPolicy)
 )
-
-// newParser is CommonMark's parser without HTML blocks: a line such as
-// "<div>" would start a block running to the next blank line, and the
-// plain text in it would be raw HTML the page does not show. Without them
-// such a line is a paragraph whose tags are inline raw HTML, which
-// rawHTMLAsText shows as text, and the lines after it stay Markdown.
-func newParser() parser.Parser {
-	htmlBlock := reflect.TypeOf(parser.NewHTMLBlockParser())
-	var blocks []util.PrioritizedValue
-	for _, v := range parser.DefaultBlockParsers() {
-		if reflect.TypeOf(v.Value) != htmlBlock {
-			blocks = append(blocks, v)
-		}
-	}
-	return parser.NewParser(parser.WithBlockParsers(blocks...),
-		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
-		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
-}
 
 // rawHTMLAsText renders raw HTML (inline tags, and any HTML block) as the
 // escaped text the model wrote: visible, inert, never dropped.
@@ -131,7 +114,8 @@ func Render(text string) string {
 		return ""
 	}
 	var buf bytes.Buffer
-	if err := md().Convert([]byte(text), &buf); err != nil {
+	doc := markdown.Parse(text)
+	if err := md().Renderer().Render(&buf, doc.Source, doc.Root); err != nil {
 		return ""
 	}
 	return strings.TrimSpace(policy().Sanitize(buf.String()))

@@ -1,0 +1,192 @@
+package markdown
+
+import (
+	"bytes"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// Doc is a Markdown text parsed by goldmark: GitHub-flavoured (tables,
+// strikethrough, task lists, autolinks) and without HTML blocks (a "<div>"
+// line is a paragraph with inline raw HTML, so it cannot take the lines
+// after it along). It is the one parse the block and reference operations
+// of this package and the renderers of the channels (terminal, web page)
+// work over.
+type Doc struct {
+	// Source is the parsed text.
+	Source []byte
+	// Root is goldmark's document node; its nodes' segments and Pos are
+	// byte offsets in Source.
+	Root ast.Node
+	// lineStarts[i] is the byte offset where line i (0-based) starts.
+	lineStarts []int
+}
+
+// parserOnce is the shared goldmark parser; goldmark parsers are safe for
+// concurrent use.
+var parserOnce = sync.OnceValue(func() parser.Parser {
+	htmlBlock := reflect.TypeOf(parser.NewHTMLBlockParser())
+	var blocks []util.PrioritizedValue
+	for _, v := range parser.DefaultBlockParsers() {
+		if reflect.TypeOf(v.Value) != htmlBlock {
+			blocks = append(blocks, v)
+		}
+	}
+	base := parser.NewParser(parser.WithBlockParsers(blocks...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+	// The GFM extension adds its parsers to base.
+	return goldmark.New(goldmark.WithParser(base), goldmark.WithExtensions(extension.GFM)).Parser()
+})
+
+// Parse parses src.
+func Parse(src string) *Doc {
+	b := []byte(src)
+	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b))}
+	d.lineStarts = append(d.lineStarts, 0)
+	for i, c := range b {
+		if c == '\n' && i+1 < len(b) {
+			d.lineStarts = append(d.lineStarts, i+1)
+		}
+	}
+	return d
+}
+
+// line returns the 0-based line of byte offset off.
+func (d *Doc) line(off int) int {
+	return sort.Search(len(d.lineStarts), func(i int) bool { return d.lineStarts[i] > off }) - 1
+}
+
+// lineText returns line i without its line ending.
+func (d *Doc) lineText(i int) []byte {
+	end := len(d.Source)
+	if i+1 < len(d.lineStarts) {
+		end = d.lineStarts[i+1]
+	}
+	return bytes.TrimSuffix(bytes.TrimSuffix(d.Source[d.lineStarts[i]:end], []byte("\n")), []byte("\r"))
+}
+
+// numLines is the number of lines; a final newline does not start one.
+func (d *Doc) numLines() int {
+	if len(d.Source) == 0 {
+		return 0
+	}
+	return len(d.lineStarts)
+}
+
+// codeSpans returns the byte ranges of the code in s, where @path mentions
+// and references do not count: fenced code blocks (fence lines included; an
+// unclosed fence runs to the end) and inline code spans (backticks
+// included). Indented code is not code here: a pasted text indented by
+// four spaces still mentions its paths. The result is sorted and
+// non-overlapping.
+func codeSpans(s string) []span {
+	d := Parse(s)
+	var out []span
+	_ = ast.Walk(d.Root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.FencedCodeBlock:
+			if start := n.Pos(); start >= 0 {
+				start = d.lineStarts[d.line(start)]
+				out = append(out, span{start, d.fenceEnd(n)})
+			}
+			return ast.WalkSkipChildren, nil
+		case *ast.CodeSpan:
+			start := n.Pos()
+			if start < 0 || start >= len(s) || s[start] != '`' {
+				return ast.WalkSkipChildren, nil
+			}
+			k := runLen(s, start, '`')
+			if end := codeClose(s, start+k, k); end >= 0 {
+				out = append(out, span{start, end + k})
+			}
+			return ast.WalkSkipChildren, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+// fenceEnd returns the byte offset where the fenced code block n ends:
+// the end of its closing fence line (without the line ending), or the end
+// of the source when it is not closed.
+func (d *Doc) fenceEnd(n *ast.FencedCodeBlock) int {
+	if l := d.fenceCloseLine(n); l >= 0 {
+		return d.lineStarts[l] + len(d.lineText(l))
+	}
+	return len(d.Source)
+}
+
+// fenceCloseLine returns the 0-based line of the closing fence of n, or -1
+// when it has none.
+func (d *Doc) fenceCloseLine(n *ast.FencedCodeBlock) int {
+	open := d.line(n.Pos())
+	last := open
+	if l := n.Lines(); l.Len() > 0 {
+		last = d.line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
+	}
+	next := last + 1
+	if next >= d.numLines() {
+		return -1
+	}
+	src := d.Source[n.Pos():]
+	c := src[0]
+	k := 0
+	for k < len(src) && src[k] == c {
+		k++
+	}
+	// The closing fence, after any container markers ("> ", indentation).
+	line := bytes.TrimLeft(d.lineText(next), " \t>")
+	line = bytes.TrimRight(line, " \t")
+	if len(line) >= k && len(bytes.Trim(line, string(c))) == 0 {
+		return next
+	}
+	return -1
+}
+
+// runLen returns how many c characters start at s[i].
+func runLen(s string, i int, c byte) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == c {
+		n++
+	}
+	return n
+}
+
+// codeClose returns the start of the first run of exactly n backticks in
+// s[from:], or -1.
+func codeClose(s string, from, n int) int {
+	for j := from; j < len(s); {
+		if s[j] != '`' {
+			j++
+			continue
+		}
+		m := runLen(s, j, '`')
+		if m == n {
+			return j
+		}
+		j += m
+	}
+	return -1
+}
+
+// span is a half-open byte range [start, end) of a string.
+type span struct{ start, end int }
+
+// inSpans reports whether byte offset i lies in one of the sorted spans.
+func inSpans(spans []span, i int) bool {
+	k := sort.Search(len(spans), func(k int) bool { return spans[k].end > i })
+	return k < len(spans) && spans[k].start <= i
+}
