@@ -55,12 +55,31 @@ if ! [ -x "$staticcheck" ]; then
 fi
 "$staticcheck" ./...
 
-# Packages run -p at a time (default 2), each with at most -parallel tests
-# at once (default 2, whatever the machine's cores): each test holds a few
-# PostgreSQL connections (repository/dbtest: a pool of 4 per test, schemas
-# reused; an app instance app/apptest.PoolSize, idle ones let go after 2 s),
-# so the suite stays within about 30 connections of a shared PostgreSQL.
+# How many connections the test server has free decides how many packages
+# and tests run at once, unless TEST_PARALLEL_PACKAGES/TESTS say: the
+# suite peaks at about 40 connections with 2 packages of 2 tests, about 28
+# with one package at a time, about 15 with one test at a time. A server
+# that is not reachable here (the tests then start their own) is not
+# asked.
+db_url=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&connect_timeout=2}
+free=""
+if command -v psql >/dev/null 2>&1; then
+  free=$(psql "$db_url" -Atc "select current_setting('max_connections')::int - (select count(*) from pg_stat_activity)" 2>/dev/null || true)
+fi
+def_packages=2 def_tests=2
+if [ -n "$free" ]; then
+  if [ "$free" -lt 32 ]; then def_packages=1 def_tests=1
+  elif [ "$free" -lt 48 ]; then def_packages=1
+  fi
+  echo "test.sh: PostgreSQL has $free connections free: $def_packages package(s) at a time, $def_tests test(s) each" >&2
+fi
+
+# Packages run -p at a time (default 2, or fewer as above), each with at
+# most -parallel tests at once (default 2, whatever the machine's cores):
+# each test holds a few PostgreSQL connections (repository/dbtest: a pool
+# of 4 per test, schemas reused; an app instance app/apptest.PoolSize, idle
+# ones let go after 2 s).
 # cmd/switchboard, whose tests run whole service processes, runs its tests
 # one at a time (TEST_PARALLEL_PROCESSES=1: as the others). Raise
 # TEST_PARALLEL_PACKAGES and TEST_PARALLEL_TESTS on a server of your own.
-exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-2}" -parallel "${TEST_PARALLEL_TESTS:-2}" -timeout 30m ./... "$@"
+exec go test -race -count=1 -p "${TEST_PARALLEL_PACKAGES:-$def_packages}" -parallel "${TEST_PARALLEL_TESTS:-$def_tests}" -timeout 30m ./... "$@"
