@@ -25,12 +25,8 @@ func compactJobs(t *testing.T, b *bundle) int {
 // waitUntil polls cond (a state, never a duration being asserted).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(15*time.Second, cond) {
+		t.Fatalf("gave up waiting for %s", what)
 	}
 }
 
