@@ -37,16 +37,15 @@ func TestApprovalButtonsOnTelegram(t *testing.T) {
 	a := heldRun(t, in, model, h)
 	want := []string{fmt.Sprintf("approve:%d", a.ID), fmt.Sprintf("deny:%d", a.ID)}
 	var request tgtest.Sent
-	for deadline := time.Now().Add(30 * time.Second); request.MessageID == 0; {
+	if !poll(30*time.Second, func() bool {
 		for _, m := range strict.Messages(ownerTG) {
 			if slices.Equal(m.Buttons, want) && strings.Contains(m.Text, fmt.Sprintf("Approve #%d?", a.ID)) {
 				request = m
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval request with buttons on Telegram: %+v", strict.Messages(ownerTG))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return request.MessageID != 0
+	}) {
+		t.Fatalf("no approval request with buttons on Telegram: %+v", strict.Messages(ownerTG))
 	}
 
 	stranger := tgtest.User{ID: 999, FirstName: "Mallory"}
@@ -79,19 +78,13 @@ func TestApprovalButtonsOnTelegram(t *testing.T) {
 // containing want.
 func waitAnswer(t *testing.T, strict *tgtest.Strict, q, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		text, ok := strict.Answer(q)
-		if ok {
-			if !strings.Contains(text, want) {
-				t.Fatalf("press answered %q, want %q", text, want)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("press %s was never answered", q)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var text string
+	var ok bool
+	if !poll(30*time.Second, func() bool { text, ok = strict.Answer(q); return ok }) {
+		t.Fatalf("press %s was never answered", q)
+	}
+	if !strings.Contains(text, want) {
+		t.Fatalf("press answered %q, want %q", text, want)
 	}
 }
 
@@ -179,15 +172,17 @@ func TestApprovalDecidedElsewhereUpdatesTelegram(t *testing.T) {
 func waitRequest(t *testing.T, strict *tgtest.Strict, a services.Approval) tgtest.Sent {
 	t.Helper()
 	want := []string{fmt.Sprintf("approve:%d", a.ID), fmt.Sprintf("deny:%d", a.ID)}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	var request tgtest.Sent
+	if !poll(30*time.Second, func() bool {
 		for _, m := range strict.Messages(ownerTG) {
 			if slices.Equal(m.Buttons, want) && strings.Contains(m.Text, fmt.Sprintf("Approve #%d?", a.ID)) {
-				return m
+				request = m
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval request with buttons on Telegram: %+v", strict.Messages(ownerTG))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no approval request with buttons on Telegram: %+v", strict.Messages(ownerTG))
 	}
+	return request
 }

@@ -319,16 +319,16 @@ func command(t *testing.T, in *apptest.Instance, text string) string {
 		t.Fatal(err)
 	}
 	var reply string
-	deadline := time.Now().Add(30 * time.Second)
-	for reply == "" && time.Now().Before(deadline) {
+	// The callers' assertions say what is missing if this gives up.
+	poll(30*time.Second, func() bool {
 		page, _ := in.Chat.Timeline(ctx, services.DefaultTimeline, 0, 0, 200)
 		for _, m := range page.Messages {
 			if meta, _ := services.DecodeMeta(m.Metadata); meta.ReplyTo == msg.ID && meta.Command != "" {
 				reply = m.Content
 			}
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return reply != ""
+	})
 	return reply
 }
 

@@ -88,23 +88,27 @@ func TestAPIAnswers503WhenPostgreSQLHasNoConnectionLeft(t *testing.T) {
 	// The instance's own connections go (as idle ones do after
 	// repository.MaxConnIdle), and other clients take their places.
 	f.fill(t, url)
-	for i, quiet := 0, 0; ; i++ {
-		var others int
-		err := f.conns[0].QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE backend_type = 'client backend' AND application_name <> 'filler'`).Scan(&others)
-		if err != nil {
-			t.Fatal(err)
+	// Terminated backends free their slots asynchronously (the filler
+	// takes each as it frees): the instance is out only when two checks
+	// in a row, 50 ms apart, find none of its.
+	var others, quiet int
+	var err error
+	out := pollEvery(30*time.Second, 50*time.Millisecond, func() bool {
+		if err = f.conns[0].QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND application_name <> 'filler'`).Scan(&others); err != nil {
+			return true
 		}
-		// Terminated backends free their slots asynchronously: the
-		// instance is out only when two checks in a row find none of its.
 		if quiet = map[bool]int{true: quiet + 1, false: 0}[others == 0]; quiet == 2 {
-			break
+			return true
 		}
-		if i == 100 {
-			t.Fatalf("the instance keeps %d connections", others)
-		}
-		time.Sleep(50 * time.Millisecond) // why: terminated backends free their slots asynchronously
 		f.fill(t, url)
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out {
+		t.Fatalf("the instance keeps %d connections", others)
 	}
 	get := func() *http.Response {
 		req, _ := http.NewRequest("GET", in.URL+"/api/timeline", nil)
@@ -123,16 +127,9 @@ func TestAPIAnswers503WhenPostgreSQLHasNoConnectionLeft(t *testing.T) {
 		}
 	}
 	f.release()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp := get()
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connections are free again but the API answers %d", resp.StatusCode)
-		}
-		time.Sleep(100 * time.Millisecond) // why: a bounded poll of another process (PostgreSQL) freeing slots
+	var status int
+	if !pollEvery(30*time.Second, 100*time.Millisecond, func() bool { status = get().StatusCode; return status == http.StatusOK }) {
+		t.Fatalf("connections are free again but the API answers %d", status)
 	}
 }
 

@@ -144,7 +144,18 @@ func TestMCPToolInAConversation(t *testing.T) {
 	}
 
 	// A sub-agent whose profile names only read_file.
-	time.Sleep(200 * time.Millisecond) // the paired user's run ends
+	waitFor(t, "the paired user's run to end", func() bool {
+		runs, err := in.Store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "tg:42", Limit: 10})
+		if err != nil || len(runs) == 0 {
+			return false
+		}
+		for _, r := range runs {
+			if r.FinishedAt == nil {
+				return false
+			}
+		}
+		return true
+	})
 	n = len(model.Requests())
 	model.Enqueue(
 		llmtest.Call("delegate", `{"task":"ping the server","agent_id":"researcher"}`),
@@ -201,12 +212,8 @@ func ask(t testing.TB, in *apptest.Instance, text string) string {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
+	if !poll(60*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

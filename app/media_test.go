@@ -252,7 +252,14 @@ func TestSendFileReachesTelegramOnce(t *testing.T) {
 	if rest := got[3]; rest.Method != "sendMessage" || strings.Join(strings.Fields(got[2].Text+" "+rest.Text), " ") != long {
 		t.Fatalf("the caption's rest: %.100q", rest.Text)
 	}
-	time.Sleep(300 * time.Millisecond) // nothing more arrives
+	// Nothing more arrives: every turn and every delivery has ended, so
+	// nothing is left that could send (a repeat would be a retried job).
+	waitFor(t, "every turn and delivery job to end", func() bool {
+		var open int
+		err := in.App.Pool().QueryRow(context.Background(), `SELECT count(*) FROM river_job
+			WHERE kind IN ('agent_turn', 'outbound') AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&open)
+		return err == nil && open == 0
+	})
 	if n := len(strict.Messages(ownerTG)); n != 5 || strict.Calls("sendPhoto") != 1 || strict.Calls("sendDocument") != 1 {
 		t.Fatalf("bot messages %d, sendPhoto %d, sendDocument %d", n, strict.Calls("sendPhoto"), strict.Calls("sendDocument"))
 	}

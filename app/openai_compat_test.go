@@ -79,23 +79,25 @@ func TestOpenAICompatNodeSDK(t *testing.T) {
 	// The aborted stream's run was stopped, not run to its end: cancelled,
 	// its partial answer kept as on /stop, never the whole text.
 	var aborted services.Run
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	var listErr error
+	ended := pollEvery(30*time.Second, 100*time.Millisecond, func() bool {
 		runs, err := in.Store.ListRuns(context.Background(), services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 100})
 		if err != nil {
-			t.Fatal(err)
+			listErr = err
+			return true
 		}
 		for _, r := range runs {
 			if m, err := in.Store.GetMessage(context.Background(), r.TriggerMessageID); err == nil && strings.Contains(m.Content, "SLOW STORY") {
 				aborted = r
 			}
 		}
-		if aborted.Status != "" && aborted.Status != services.RunRunning && aborted.Status != services.RunQueued {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the aborted stream's run: %+v", aborted)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return aborted.Status != "" && aborted.Status != services.RunRunning && aborted.Status != services.RunQueued
+	})
+	if listErr != nil {
+		t.Fatal(listErr)
+	}
+	if !ended {
+		t.Fatalf("the aborted stream's run: %+v", aborted)
 	}
 	if aborted.Status != services.RunCancelled {
 		t.Fatalf("the aborted stream's run ended %s, want cancelled", aborted.Status)

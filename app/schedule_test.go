@@ -278,7 +278,7 @@ func TestReminderFiresOnceInTheOwnersZone(t *testing.T) {
 	if time.Since(due) < 0 {
 		t.Fatal("fired before its time")
 	}
-	time.Sleep(1500 * time.Millisecond) // nothing fires again
+	time.Sleep(1500 * time.Millisecond) // why kept: asserts the real scheduler (PostgreSQL, River) does not fire a done schedule again over several passes; no event marks a pass that skipped it, and a DB-backed app cannot run in a synctest bubble
 	if notes := visibleFrom(t, in, services.SourceSchedule); len(notes) != 1 || !strings.Contains(notes[0].Content, "Time to call Anna.") {
 		t.Fatalf("notifications: %+v", notes)
 	}
@@ -322,7 +322,7 @@ func TestFailingScheduleIsPausedAndTheOwnerToldOnce(t *testing.T) {
 	if got.Failures != 2 || got.LastStatus != "error" || !strings.Contains(got.StateReason, "paused after 2 failed runs") || got.NextFireAt != nil {
 		t.Fatalf("paused schedule: %+v", got)
 	}
-	time.Sleep(2 * time.Second) // a paused schedule does not fire
+	time.Sleep(2 * time.Second) // why kept: asserts the real scheduler does not fire a paused 1 s schedule over two intervals; no event marks a pass that skipped it, and a DB-backed app cannot run in a synctest bubble
 	fires, _ := in.Store.ListFires(context.Background(), sc.ID, 10)
 	notes := visibleFrom(t, in, services.SourceSchedule)
 	if len(fires) != 2 || len(notes) != 1 || !strings.Contains(notes[0].Content, `"Flaky" is paused`) || !strings.Contains(notes[0].Content, "/schedules resume") {

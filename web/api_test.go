@@ -373,11 +373,7 @@ func TestRulesMemoryAndContextAPI(t *testing.T) {
 		t.Fatalf("context: %d %s", r.StatusCode, body)
 	}
 	post(t, in.URL, "hello")
-	deadline := time.Now().Add(10 * time.Second)
-	for model.RequestCount() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if model.RequestCount() == 0 {
+	if !poll(30*time.Second, func() bool { return model.RequestCount() > 0 }) {
 		t.Fatal("no model call")
 	}
 	sys := string(model.Requests()[0].Body)

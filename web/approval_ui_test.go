@@ -133,17 +133,15 @@ func TestApprovalOnThePage(t *testing.T) {
 // pendingApproval waits for the one pending approval after id after.
 func pendingApproval(t *testing.T, in *apptest.Instance, after int64) services.Approval {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		as, err := in.Store.ListApprovals(context.Background(), services.ApprovalQuery{State: services.ApprovalPending})
-		if err == nil && len(as) == 1 && as[0].ID > after {
-			return as[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending approval: %+v, %v", as, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var as []services.Approval
+	var err error
+	if !poll(30*time.Second, func() bool {
+		as, err = in.Store.ListApprovals(context.Background(), services.ApprovalQuery{State: services.ApprovalPending})
+		return err == nil && len(as) == 1 && as[0].ID > after
+	}) {
+		t.Fatalf("no pending approval: %+v, %v", as, err)
 	}
+	return as[0]
 }
 
 // waitShown waits until each selector's element is visible to a person:

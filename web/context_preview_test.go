@@ -91,17 +91,20 @@ func getPreview(t *testing.T, url string) previewJSON {
 func commandReply(t *testing.T, url, command string) string {
 	t.Helper()
 	m := post(t, url, command)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var reply string
+	if poll(15*time.Second, func() bool {
 		_, body := do(t, "GET", fmt.Sprintf("%s/api/timeline?after=%d&limit=50", url, m.ID), testToken, "")
 		var page wire.Page
 		_ = json.Unmarshal([]byte(body), &page)
 		for _, msg := range page.Messages {
 			if msg.ReplyTo == m.ID && msg.Source == string(services.SourceSystem) {
-				return msg.Content
+				reply = msg.Content
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		return reply
 	}
 	t.Fatalf("no reply to %q", command)
 	return ""
@@ -110,17 +113,20 @@ func commandReply(t *testing.T, url, command string) string {
 // waitAnswer waits for the model's answer to message id.
 func waitAnswer(t *testing.T, url string, id int64) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var reply string
+	if poll(15*time.Second, func() bool {
 		_, body := do(t, "GET", fmt.Sprintf("%s/api/timeline?after=%d&limit=50", url, id), testToken, "")
 		var page wire.Page
 		_ = json.Unmarshal([]byte(body), &page)
 		for _, msg := range page.Messages {
 			if msg.ReplyTo == id && msg.Role == string(services.RoleAssistant) {
-				return msg.Content
+				reply = msg.Content
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		return reply
 	}
 	t.Fatalf("no answer to message %d", id)
 	return ""

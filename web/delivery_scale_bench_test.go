@@ -62,21 +62,17 @@ func BenchmarkDeliveryScale(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
 				m := post(b, in.URL, fmt.Sprint("bench ", i))
-				deadline := time.Now().Add(30 * time.Second)
-				for {
+				var got []time.Time
+				if !pollEvery(30*time.Second, 50*time.Microsecond, func() bool {
 					mu.Lock()
-					got := recvAt[m.ID]
+					got = recvAt[m.ID]
 					mu.Unlock()
-					if len(got) == clients {
-						for _, t := range got {
-							lat = append(lat, t.Sub(t0))
-						}
-						break
-					}
-					if time.Now().After(deadline) {
-						b.Fatalf("message %d reached %d of %d clients in 30s", m.ID, len(got), clients)
-					}
-					time.Sleep(50 * time.Microsecond)
+					return len(got) == clients
+				}) {
+					b.Fatalf("message %d reached %d of %d clients in 30s", m.ID, len(got), clients)
+				}
+				for _, t := range got {
+					lat = append(lat, t.Sub(t0))
 				}
 			}
 			b.StopTimer()

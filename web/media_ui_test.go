@@ -90,14 +90,12 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("transcript under the player: %v", err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	if !poll(30*time.Second, func() bool {
 		reqs := model.Requests()
-		if strings.Contains(reqs[len(reqs)-1].LastMessage, `transcript: "call the plumber"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the model's input: %q", reqs[len(reqs)-1].LastMessage)
-		}
+		return strings.Contains(reqs[len(reqs)-1].LastMessage, `transcript: "call the plumber"`)
+	}) {
+		reqs := model.Requests()
+		t.Fatalf("the model's input: %q", reqs[len(reqs)-1].LastMessage)
 	}
 	if n := len(strict.Messages(1)); n != 2 || strict.Calls("sendDocument") != 1 {
 		t.Fatalf("telegram got %d messages, %d sendDocument", n, strict.Calls("sendDocument"))

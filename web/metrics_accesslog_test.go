@@ -41,9 +41,8 @@ func TestLogsHoldNoContentOrSecrets(t *testing.T) {
 
 		// A websocket's access line is written when it closes.
 		ws.conn.Close(websocket.StatusNormalClosure, "")
-		for i := 0; i < 100 && !strings.Contains(in.Logs.String(), `"route":"/api/ws"`); i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
+		// The assertions below say what is missing if this gives up.
+		poll(15*time.Second, func() bool { return strings.Contains(in.Logs.String(), `"route":"/api/ws"`) })
 		logs := in.Logs.String()
 		for _, secret := range []string{testToken, url.QueryEscape(testToken), testMetricsToken, "token="} {
 			if strings.Contains(logs, secret) {

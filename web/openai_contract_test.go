@@ -357,8 +357,8 @@ func TestAPIStoppedAnswer(t *testing.T) {
 		done <- result{resp.StatusCode, body}
 	}()
 	// Stop once the model has the question.
-	for in.Model.RequestCount() == 0 {
-		time.Sleep(20 * time.Millisecond)
+	if !poll(30*time.Second, func() bool { return in.Model.RequestCount() > 0 }) {
+		t.Fatal("the question never reached the model")
 	}
 	if resp, body := do(t, "POST", in.URL+"/api/messages", testToken, `{"content":"/stop"}`); resp.StatusCode != 201 {
 		t.Fatalf("/stop: %d %s", resp.StatusCode, body)

@@ -330,7 +330,7 @@ func TestRateLimitsPerIdentity(t *testing.T) {
 		t.Fatalf("login guess past the anonymous burst: %d Retry-After=%q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// Honour Retry-After: the owner gets through again.
-	time.Sleep(time.Duration(ra) * time.Second)
+	time.Sleep(time.Duration(ra) * time.Second) // why kept: time is the subject (waiting Retry-After lets the owner through), end to end over real sockets, so no synctest bubble; the limiter's arithmetic has fake-clock tests in ratelimit_test.go
 	if resp, body := do(t, "GET", s.URL+"/api/timeline", testToken, ""); resp.StatusCode != 200 {
 		t.Fatalf("owner after Retry-After: %d %s", resp.StatusCode, body)
 	}

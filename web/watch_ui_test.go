@@ -47,22 +47,24 @@ func TestDebugPageShowsFireReceipts(t *testing.T) {
 	resp.Body.Close()
 	for n := 1; n <= 2; n++ {
 		// The hourly fire's job is made available now.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			tag, err := in.App.Pool().Exec(context.Background(), `UPDATE river_job SET state = 'available', scheduled_at = now()
+		var made int64
+		var err error
+		finished := pollEvery(30*time.Second, 50*time.Millisecond, func() bool {
+			tag, e := in.App.Pool().Exec(context.Background(), `UPDATE river_job SET state = 'available', scheduled_at = now()
 				WHERE kind = 'schedule_fire' AND state = 'scheduled'`)
-			if err != nil {
-				t.Fatal(err)
+			if err = e; err != nil {
+				return true
 			}
+			made = tag.RowsAffected()
 			var done int
 			_ = in.App.Pool().QueryRow(context.Background(), `SELECT count(*) FROM schedule_fires WHERE status <> 'running'`).Scan(&done)
-			if done >= n {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("fire %d did not finish (%d rows made available)", n, tag.RowsAffected())
-			}
-			time.Sleep(50 * time.Millisecond)
+			return done >= n
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !finished {
+			t.Fatalf("fire %d did not finish (%d rows made available)", n, made)
 		}
 	}
 	browser := browsertest.Browser(t)

@@ -140,13 +140,17 @@ func Start(t testing.TB, o Options) *Instance {
 		a.Close(context.Background())
 		t.Fatal(err)
 	}
+	// The port of a crashed instance may take a moment to free: retry
+	// every 20 ms for up to 10 s.
 	var l net.Listener
-	for i := 0; ; i++ { // the port of a crashed instance may take a moment to free
-		if l, err = net.Listen("tcp", o.Addr); err == nil || i == 50 {
+	retry := time.NewTicker(20 * time.Millisecond)
+	for i := 0; ; i++ {
+		if l, err = net.Listen("tcp", o.Addr); err == nil || i == 500 {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-retry.C
 	}
+	retry.Stop()
 	if err != nil {
 		cancel()
 		a.Close(context.Background())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-telegram/bot/models"
@@ -493,43 +495,65 @@ func TestPairingCodes(t *testing.T) {
 	}
 }
 
+// chatActions answers the Bot API in memory and counts sendChatAction
+// calls, so a test can run the typing indicator inside a synctest bubble.
+type chatActions struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *chatActions) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	if strings.HasSuffix(r.URL.Path, "/sendChatAction") {
+		c.mu.Lock()
+		c.calls++
+		c.mu.Unlock()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"ok":true,"result":true}`)), Request: r}, nil
+}
+
+func (c *chatActions) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// TestTypingWhileRunWorks: "typing…" is sent at once for a Telegram run
+// (not for a web one), repeated every interval while the run works, and
+// not after it ends. The clock is synctest's and the Bot API answers in
+// memory, so the counts are exact on any machine.
 func TestTypingWhileRunWorks(t *testing.T) {
-	t.Parallel()
-	var apiURL string
-	_, _, api := setup(t, func(o *Options) { apiURL = o.APIURL })
-	b, err := NewTyping(testToken, apiURL, nil, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	count := func() int {
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		n := 0
-		for _, c := range api.calls {
-			if c == "sendChatAction" {
-				n++
-			}
+	synctest.Test(t, func(t *testing.T) {
+		api := &chatActions{}
+		b, err := NewTyping(testToken, "http://api.telegram.invalid", &http.Client{Transport: api}, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return n
-	}
-	trigger := services.Message{Source: "telegram", Metadata: json.RawMessage(`{"chat_id":1}`)}
-	b.RunStarted(t.Context(), services.Run{ID: 1}, services.Message{Source: "web"})
-	b.RunStarted(t.Context(), services.Run{ID: 2}, trigger)
-	// It repeats while the run works: wait for a third send (a bounded
-	// poll: on a loaded machine 150 ms held only two).
-	for deadline := time.Now().Add(10 * time.Second); count() < 3; {
-		if time.Now().After(deadline) {
-			t.Fatalf("typing sent %d times in 10s at 20ms", count())
+		defer b.Close()
+		trigger := services.Message{Source: "telegram", Metadata: json.RawMessage(`{"chat_id":1}`)}
+		b.RunStarted(t.Context(), services.Run{ID: 1}, services.Message{Source: "web"})
+		b.RunStarted(t.Context(), services.Run{ID: 2}, trigger)
+		synctest.Wait()
+		if n := api.count(); n != 1 {
+			t.Fatalf("typing sent %d times at the run's start, want 1", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.RunFinished(t.Context(), services.Run{ID: 2}, trigger)
-	n := count()
-	time.Sleep(100 * time.Millisecond)
-	if m := count(); m > n+1 {
-		t.Fatalf("typing went on after the run: %d → %d", n, m)
-	}
+		time.Sleep(40 * time.Millisecond) // synctest bubble: fake time, two intervals pass
+		synctest.Wait()
+		if n := api.count(); n != 3 {
+			t.Fatalf("typing sent %d times after two intervals, want 3", n)
+		}
+		b.RunFinished(t.Context(), services.Run{ID: 2}, trigger)
+		synctest.Wait()
+		n := api.count()
+		time.Sleep(100 * time.Millisecond) // synctest bubble: fake time, five intervals pass
+		synctest.Wait()
+		if m := api.count(); m != n {
+			t.Fatalf("typing went on after the run: %d → %d", n, m)
+		}
+	})
 }
 
 func TestMentionsMatchWholeUsernames(t *testing.T) {

@@ -58,16 +58,9 @@ func TestPollingConfirmsOnlyStoredUpdates(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { b.RunPolling(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(offsets)
-		mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	asked := func() int { mu.Lock(); defer mu.Unlock(); return len(offsets) }
+	// The assertions below say what is missing if this gives up.
+	poll(15*time.Second, func() bool { return asked() >= 3 })
 	cancel()
 	<-done
 	f.mu.Lock()
@@ -90,14 +83,8 @@ func TestPollingConfirmsOnlyStoredUpdates(t *testing.T) {
 	ctx, cancel = context.WithCancel(t.Context())
 	done = make(chan struct{})
 	go func() { b.RunPolling(ctx); close(done) }()
-	for {
-		mu.Lock()
-		n := len(offsets)
-		mu.Unlock()
-		if n > seen {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll(15*time.Second, func() bool { return asked() > seen }) {
+		t.Fatal("the restarted poller never asked for updates")
 	}
 	cancel()
 	<-done

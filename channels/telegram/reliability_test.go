@@ -241,16 +241,8 @@ func TestPollingGivesUpAPhotoItCannotDownload(t *testing.T) {
 			done := make(chan struct{})
 			go func() { b.RunPolling(ctx); close(done) }()
 			defer func() { cancel(); <-done }()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				store.mu.Lock()
-				n := len(store.posts)
-				store.mu.Unlock()
-				if n > 1 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			// The assertions below say what is missing if this gives up.
+			poll(30*time.Second, func() bool { store.mu.Lock(); defer store.mu.Unlock(); return len(store.posts) > 1 })
 			store.mu.Lock()
 			posts := append([]services.PostParams(nil), store.posts...)
 			store.mu.Unlock()
@@ -306,16 +298,8 @@ func TestPollingGivesUpAnUpdateThatKeepsFailing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { b.RunPolling(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		store.mu.Lock()
-		n := len(store.posts)
-		store.mu.Unlock()
-		if n > 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The assertions below say what is missing if this gives up.
+	poll(30*time.Second, func() bool { store.mu.Lock(); defer store.mu.Unlock(); return len(store.posts) > 1 })
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	if len(store.posts) != 2 || store.posts[1].Content != "/stop" {

@@ -182,6 +182,16 @@ func (c *ownerClient) post(content, clientKey string) postResult {
 // timeline returns every visible message after id 0, in id order.
 func (c *ownerClient) timeline(t *testing.T) []apiMessage {
 	t.Helper()
+	all, err := c.tryTimeline()
+	if err != nil {
+		t.Fatalf("timeline: %v", err)
+	}
+	return all
+}
+
+// tryTimeline is timeline for polls, which take an error (a keep-alive
+// connection the server just closed) as "not yet".
+func (c *ownerClient) tryTimeline() ([]apiMessage, error) {
 	var all []apiMessage
 	after := int64(0)
 	for {
@@ -189,17 +199,17 @@ func (c *ownerClient) timeline(t *testing.T) []apiMessage {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		resp, err := c.http.Do(req)
 		if err != nil {
-			t.Fatalf("timeline: %v", err)
+			return nil, err
 		}
 		var page struct{ Messages []apiMessage }
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("timeline: %d %v", resp.StatusCode, err)
+			return nil, fmt.Errorf("%d %v", resp.StatusCode, err)
 		}
 		all = append(all, page.Messages...)
 		if len(page.Messages) < 500 {
-			return all
+			return all, nil
 		}
 		after = page.Messages[len(page.Messages)-1].ID
 	}
@@ -220,15 +230,14 @@ func repliesTo(msgs []apiMessage, id int64) []apiMessage {
 // waits settle for a duplicate to show, and returns the replies.
 func (c *ownerClient) waitReplies(t *testing.T, id int64, within, settle time.Duration) []apiMessage {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if len(repliesTo(c.timeline(t), id)) > 0 {
-			time.Sleep(settle)
-			return repliesTo(c.timeline(t), id)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollEvery(within, 100*time.Millisecond, func() bool {
+		msgs, err := c.tryTimeline()
+		return err == nil && len(repliesTo(msgs, id)) > 0
+	}) {
+		return nil
 	}
-	return nil
+	time.Sleep(settle) // why kept: callers assert exactly one reply, and a duplicate is a thing that must NOT happen; nothing signals it will not, and the service is another process (no bubble)
+	return repliesTo(c.timeline(t), id)
 }
 
 // wsFrame is a websocket frame as the fault tests read it.

@@ -66,7 +66,7 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 		for wctx.Err() == nil {
 			conn, err := dialOwnerWS(wctx, p.URL, token, last)
 			if err != nil {
-				time.Sleep(200 * time.Millisecond)
+				pause(wctx, 200*time.Millisecond) // reconnect backoff
 				continue
 			}
 			for {
@@ -86,7 +86,7 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 			wsMu.Lock()
 			reconnects++
 			wsMu.Unlock()
-			time.Sleep(200 * time.Millisecond)
+			pause(wctx, 200*time.Millisecond) // reconnect backoff
 		}
 	}()
 
@@ -114,8 +114,19 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 			if r.Status == 201 || r.Status == 200 {
 				return
 			}
-			time.Sleep(100 * time.Millisecond)
+			pause(ctx, 100*time.Millisecond) // retry backoff
 		}
+	}
+	acceptedSince := func(from time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range outcomes {
+			if o.at.After(from) && (o.status == 201 || o.status == 200) {
+				n++
+			}
+		}
+		return n
 	}
 	stopPosting := make(chan struct{})
 	posterDone := make(chan struct{})
@@ -128,18 +139,31 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 			default:
 			}
 			postOne(i)
-			time.Sleep(40 * time.Millisecond)
+			pause(ctx, 40*time.Millisecond) // the poster's pace
 		}
 	}()
 
-	time.Sleep(time.Second)
+	// Traffic flows before the outage.
+	if !waitUntil(30*time.Second, func() bool { return acceptedSince(time.Time{}) >= 10 }) {
+		t.Fatalf("posts are not accepted before the outage:\n%s", tail(p.Stderr.String(), 2000))
+	}
 	down := time.Now()
 	if err := cluster.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	// During the outage: readiness says so.
-	time.Sleep(1500 * time.Millisecond)
-	ready := getStatus(t, p.URL+"/readyz")
+	// During the outage: readiness says so, and posts are refused (the
+	// outage lasts until both are seen).
+	var ready int
+	waitUntil(30*time.Second, func() bool {
+		mu.Lock()
+		refused := false
+		for _, o := range outcomes {
+			refused = refused || (o.at.After(down) && o.status == http.StatusServiceUnavailable)
+		}
+		mu.Unlock()
+		ready = getStatus(t, p.URL+"/readyz")
+		return refused && ready == http.StatusServiceUnavailable
+	})
 	if ready != http.StatusServiceUnavailable {
 		t.Errorf("/readyz during the outage: %d; want 503", ready)
 	}
@@ -149,22 +173,23 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 	up := time.Now()
 	// Recovery: the poster gets through again without anyone restarting serve.
 	var recovered time.Time
-	deadline := time.Now().Add(20 * time.Second)
-	for recovered.IsZero() && time.Now().Before(deadline) {
+	if !pollEvery(20*time.Second, 50*time.Millisecond, func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		for _, o := range outcomes {
 			if o.at.After(up) && (o.status == 201 || o.status == 200) {
 				recovered = o.at
-				break
+				return true
 			}
 		}
-		mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	if recovered.IsZero() {
+		return false
+	}) {
 		t.Fatalf("no post accepted within 20s of PostgreSQL coming back:\n%s", tail(p.Stderr.String(), 2000))
 	}
-	time.Sleep(time.Second)
+	// Traffic flows again after the recovery.
+	if !waitUntil(30*time.Second, func() bool { return acceptedSince(recovered) >= 10 }) {
+		t.Fatalf("posts stopped being accepted after the recovery:\n%s", tail(p.Stderr.String(), 2000))
+	}
 	close(stopPosting)
 	<-posterDone
 	if got := getStatus(t, p.URL+"/readyz"); got != 200 {
@@ -242,10 +267,10 @@ func TestFaultPostgresRestartUnderTraffic(t *testing.T) {
 // reply (answer or notice) and fails on any with two.
 func checkEveryQuestionAnsweredOnce(t *testing.T, c *ownerClient, ids map[int64]string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var missing []int64
+	if !pollEvery(within, 200*time.Millisecond, func() bool {
 		msgs := c.timeline(t)
-		var missing []int64
+		missing = nil
 		for id := range ids {
 			switch n := len(repliesTo(msgs, id)); {
 			case n > 1:
@@ -254,13 +279,9 @@ func checkEveryQuestionAnsweredOnce(t *testing.T, c *ownerClient, ids map[int64]
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d accepted messages have no reply after %s: %v", len(missing), len(ids), within, missing)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(missing) == 0
+	}) {
+		t.Fatalf("%d of %d accepted messages have no reply after %s: %v", len(missing), len(ids), within, missing)
 	}
 }
 

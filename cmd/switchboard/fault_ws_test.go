@@ -50,7 +50,7 @@ func TestFaultWebsocketDropsDuringBurst(t *testing.T) {
 			for ctx.Err() == nil {
 				conn, err := dialOwnerWS(ctx, b.URL, token, last)
 				if err != nil {
-					time.Sleep(50 * time.Millisecond)
+					pause(ctx, 50*time.Millisecond) // reconnect backoff
 					continue
 				}
 				// Drop the connection after a random while, mid-burst.
@@ -78,21 +78,41 @@ func TestFaultWebsocketDropsDuringBurst(t *testing.T) {
 	}
 
 	var pw sync.WaitGroup
+	var postedMu sync.Mutex
+	var posted []int64
 	for p := 0; p < posters; p++ {
 		pw.Add(1)
 		go func() {
 			defer pw.Done()
 			for i := 0; i < perPoster; i++ {
-				if r := ca.post(fmt.Sprintf("burst %d-%d", p, i), fmt.Sprintf("ws-%d-%d", p, i)); r.Status != 201 {
+				r := ca.post(fmt.Sprintf("burst %d-%d", p, i), fmt.Sprintf("ws-%d-%d", p, i))
+				if r.Status != 201 {
 					t.Errorf("post: %d %s %v", r.Status, r.Body, r.Err)
+					continue
 				}
+				postedMu.Lock()
+				posted = append(posted, r.Message.ID)
+				postedMu.Unlock()
 			}
 		}()
 	}
 	pw.Wait()
-	// Let the agent's answers (offline model) land too, then read the truth.
-	time.Sleep(2 * time.Second)
-	all := newOwnerClient(b.URL, token).timeline(t)
+	// The agent's answers (offline model, one per question) land too,
+	// then read the truth.
+	cb := newOwnerClient(b.URL, token)
+	waitLong(t, "an answer to every question", func() bool {
+		msgs, err := cb.tryTimeline()
+		if err != nil {
+			return false
+		}
+		for _, id := range posted {
+			if len(repliesTo(msgs, id)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	all := cb.timeline(t)
 	want := make([]int64, len(all))
 	for i, m := range all {
 		want[i] = m.ID

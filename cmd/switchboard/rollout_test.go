@@ -108,8 +108,7 @@ func postAndWait(t *testing.T, url, token, text string) {
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&posted)
 	resp.Body.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	answered := func() bool {
 		req, _ := http.NewRequest("GET", url+"/api/timeline?limit=500", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		r, err := http.DefaultClient.Do(req)
@@ -128,11 +127,14 @@ func postAndWait(t *testing.T, url, token, text string) {
 				}
 				_ = json.Unmarshal(m.Metadata, &meta)
 				if m.Role == "assistant" && meta.ReplyTo == posted.Message.ID {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}
+	if waitUntil(30*time.Second, answered) {
+		return
 	}
 	t.Fatalf("no answer to %q", text)
 }
@@ -155,14 +157,15 @@ func startServeStoppable(t *testing.T, bin, dbURL string, env ...string) (string
 	url := "http://" + addr
 	return url, func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := http.Get(url + "/healthz"); err != nil {
-				return
+		if !pollEvery(15*time.Second, 50*time.Millisecond, func() bool {
+			resp, err := http.Get(url + "/healthz")
+			if err == nil {
+				resp.Body.Close()
 			}
-			time.Sleep(50 * time.Millisecond)
+			return err != nil
+		}) {
+			t.Fatal("serve did not stop")
 		}
-		t.Fatal("serve did not stop")
 	}
 }
 

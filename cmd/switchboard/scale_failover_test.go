@@ -129,7 +129,7 @@ func failover(t *testing.T, bin string, syncRep bool) {
 		defer wg.Done()
 		for i := 0; tctx.Err() == nil; i++ {
 			ps.post(tctx, in, i%2, token, fmt.Sprintf("web question %d", i), fmt.Sprintf("fo-%d", i))
-			time.Sleep(50 * time.Millisecond)
+			pause(tctx, 50*time.Millisecond) // the web client's pace
 		}
 	}()
 	owner := tgtest.User{ID: ownerTGID, FirstName: "Owner"}
@@ -145,11 +145,14 @@ func failover(t *testing.T, bin string, syncRep bool) {
 			tgSent = append(tgSent, text)
 			tgAt = append(tgAt, time.Now())
 			tgMu.Unlock()
-			time.Sleep(250 * time.Millisecond)
+			pause(tctx, 250*time.Millisecond) // the owner's pace
 		}
 	}()
 
-	time.Sleep(2 * time.Second)
+	// Traffic flows before the failover.
+	if !waitUntil(30*time.Second, func() bool { return ps.acceptedSince(time.Time{}) >= 20 }) {
+		t.Fatalf("posts are not accepted before the failover:\n%s", tail(a.Stderr.String(), 3000))
+	}
 	// The standby falls behind: down for a second while the primary takes
 	// writes (async) or waits for it (sync).
 	lagFrom := time.Now()
@@ -157,7 +160,7 @@ func failover(t *testing.T, bin string, syncRep bool) {
 		if err := standby.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(*failoverLag)
+		time.Sleep(*failoverLag) // why kept: the scenario's lag (-failover-lag): how long the standby is down while the primary takes writes
 	}
 	crashAt := time.Now()
 	if err := primary.Crash(); err != nil {
@@ -176,7 +179,10 @@ func failover(t *testing.T, bin string, syncRep bool) {
 	if !waitUntil(30*time.Second, func() bool { recovered = ps.firstAcceptedAfter(promotedAt); return !recovered.IsZero() }) {
 		t.Fatalf("no post accepted within 30s of the promotion:\n%s", tail(a.Stderr.String(), 3000))
 	}
-	time.Sleep(2 * time.Second) // traffic on the new primary
+	// Traffic on the new primary.
+	if !waitUntil(30*time.Second, func() bool { return ps.acceptedSince(recovered) >= 20 }) {
+		t.Fatalf("posts stopped being accepted on the new primary:\n%s", tail(a.Stderr.String(), 3000))
+	}
 	stopTraffic()
 	wg.Wait()
 

@@ -103,7 +103,7 @@ func startFollower(ctx context.Context, in *instances, home int, token string) *
 				f.mu.Lock()
 				f.reconnects++
 				f.mu.Unlock()
-				time.Sleep(100 * time.Millisecond)
+				pause(ctx, 100*time.Millisecond) // reconnect backoff
 			}
 		}
 	}()
@@ -226,7 +226,7 @@ func (p *poster) post(ctx context.Context, in *instances, home int, token, conte
 		if ok {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		pause(ctx, 100*time.Millisecond) // retry backoff
 	}
 }
 
@@ -240,6 +240,19 @@ func (p *poster) firstAcceptedAfter(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// acceptedSince counts the posts accepted after from.
+func (p *poster) acceptedSince(from time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, o := range p.outcomes {
+		if o.at.After(from) && (o.status == 201 || o.status == 200) {
+			n++
+		}
+	}
+	return n
 }
 
 // failures counts the failed attempts between from and to by kind.
@@ -284,14 +297,7 @@ func visibleIDs(msgs []apiMessage) []int64 {
 
 // waitUntil polls cond every 100 ms until it holds or within passes.
 func waitUntil(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return pollEvery(within, 100*time.Millisecond, cond)
 }
 
 // missingTexts returns the texts of sent that no timeline message has.

@@ -45,25 +45,32 @@ func TestHandoffSurvivesACrashBeforeTheParentsNextStep(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for count(`SELECT count(*) FROM chat_messages WHERE dedupe_key LIKE 'handoff:%'`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the child never handed off")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitUntil(20*time.Second, func() bool {
+		return count(`SELECT count(*) FROM chat_messages WHERE dedupe_key LIKE 'handoff:%'`) > 0
+	}) {
+		t.Fatal("the child never handed off")
 	}
-	time.Sleep(200 * time.Millisecond) // the parent is now waiting on its next model call
+	// The parent is now waiting on its next model call (the one with the
+	// child's result, which the model holds for a minute).
+	if !waitUntil(20*time.Second, func() bool {
+		for _, r := range model.Requests() {
+			if r.LastIsToolResult && !strings.Contains(string(r.Body), "You are a sub-agent") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("the parent never made its next model call")
+	}
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = first.Process.Wait()
 	startServeAt(t, bin, db, addr, env...)
-	deadline = time.Now().Add(30 * time.Second)
-	for count(`SELECT count(*) FROM agent_runs WHERE parent_run_id IS NULL AND status = 'interrupted'`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the parent run was never closed after the restart")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !waitUntil(30*time.Second, func() bool {
+		return count(`SELECT count(*) FROM agent_runs WHERE parent_run_id IS NULL AND status = 'interrupted'`) > 0
+	}) {
+		t.Fatal("the parent run was never closed after the restart")
 	}
 	if n := count(`SELECT count(*) FROM chat_messages WHERE dedupe_key LIKE 'handoff:%'`); n != 1 {
 		t.Fatalf("%d handoff rows, want exactly 1", n)

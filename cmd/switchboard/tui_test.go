@@ -133,22 +133,31 @@ func (s *tmuxSession) run(args ...string) string {
 func (s *tmuxSession) capture() string {
 	s.t.Helper()
 	screen := s.run("capture-pane", "-p", "-t", "tui")
-	for attempt := 0; ; attempt++ {
-		twice := ""
-		for _, m := range s.expect {
-			if n := labelled(screen, m.label, m.text); n > 1 {
-				twice = fmt.Sprintf("%q shown %d times", m.text, n)
-			}
-		}
-		if twice == "" {
-			return screen
-		}
-		if attempt == 3 {
-			s.t.Fatalf("%s:\n%s", twice, screen)
-		}
-		time.Sleep(300 * time.Millisecond)
-		screen = s.run("capture-pane", "-p", "-t", "tui")
+	twice := s.shownTwice(screen)
+	if twice == "" {
+		return screen
 	}
+	// Looked at again every 300 ms while the redraw settles.
+	if !pollEvery(5*time.Second, 300*time.Millisecond, func() bool {
+		screen = s.run("capture-pane", "-p", "-t", "tui")
+		twice = s.shownTwice(screen)
+		return twice == ""
+	}) {
+		s.t.Fatalf("%s:\n%s", twice, screen)
+	}
+	return screen
+}
+
+// shownTwice says which expected message screen shows more than once ("":
+// none).
+func (s *tmuxSession) shownTwice(screen string) string {
+	twice := ""
+	for _, m := range s.expect {
+		if n := labelled(screen, m.label, m.text); n > 1 {
+			twice = fmt.Sprintf("%q shown %d times", m.text, n)
+		}
+	}
+	return twice
 }
 
 // scan scrolls from the newest message to the beginning of the timeline
@@ -161,8 +170,10 @@ func (s *tmuxSession) scan() map[string]bool {
 	for i := 0; i < 60; i++ {
 		screen := s.capture()
 		if screen == prev && i > 0 {
-			time.Sleep(100 * time.Millisecond) // not redrawn yet
-			continue
+			// Not redrawn yet: wait for the page to change.
+			if !pollEvery(10*time.Second, 100*time.Millisecond, func() bool { screen = s.capture(); return screen != prev }) {
+				break
+			}
 		}
 		prev = screen
 		for _, m := range s.expect {
@@ -188,17 +199,11 @@ func (s *tmuxSession) typeLine(text string) {
 // waitFor polls the pane until ok holds, failing with the last screen.
 func (s *tmuxSession) waitFor(what string, ok func(screen string) bool) string {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		screen := s.capture()
-		if ok(screen) {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the TUI never showed %s; screen:\n%s", what, screen)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var screen string
+	if !pollEvery(30*time.Second, 100*time.Millisecond, func() bool { screen = s.capture(); return ok(screen) }) {
+		s.t.Fatalf("the TUI never showed %s; screen:\n%s", what, screen)
 	}
+	return screen
 }
 
 // labelled counts the pane's lines showing text as a message with label.
@@ -419,10 +424,9 @@ func TestTUIShowsScheduleNotificationOnce(t *testing.T) {
 	resp.Body.Close()
 	tm.waitFor("the notification", func(s string) bool { return strings.Contains(s, "Tickets are on sale.") })
 	seen := fires.Load()
-	deadline := time.Now().Add(30 * time.Second)
-	for fires.Load() < seen+2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Two more fires; the screen check below says what is wrong if they
+	// do not come.
+	waitUntil(30*time.Second, func() bool { return fires.Load() >= seen+2 })
 	screen := tm.waitFor("the screen", func(string) bool { return true })
 	if n := strings.Count(screen, "Tickets are on sale."); n != 1 {
 		t.Fatalf("the notification shows %d times:\n%s", n, screen)

@@ -95,12 +95,9 @@ func TestRunKeepsItsLockWhenTheLockConnectionDies(t *testing.T) {
 		t.Fatal("nobody holds the timeline's lock while its run is in flight")
 	}
 	dbtest.Exec(t, pool, `SELECT pg_terminate_backend($1, 5000)`, first)
-	deadline := time.Now().Add(20 * time.Second)
-	for p := holder(); p == 0 || p == first; p = holder() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lock was not taken again after its connection died (holder %d)", p)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var p int32
+	if !poll(20*time.Second, func() bool { p = holder(); return p != 0 && p != first }) {
+		t.Fatalf("the lock was not taken again after its connection died (holder %d)", p)
 	}
 	q.Reap(t.Context())
 	select {
@@ -109,18 +106,15 @@ func TestRunKeepsItsLockWhenTheLockConnectionDies(t *testing.T) {
 	default:
 	}
 	close(exec.release)
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		got, err := store.GetRun(t.Context(), run.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == services.RunOK {
-			break
-		}
-		if got.Status != services.RunRunning || time.Now().After(deadline) {
-			t.Fatalf("run ended %s", got.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var got services.Run
+	poll(20*time.Second, func() bool {
+		got, err = store.GetRun(t.Context(), run.ID)
+		return err != nil || got.Status != services.RunRunning
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != services.RunOK {
+		t.Fatalf("run ended %s", got.Status)
 	}
 }

@@ -100,12 +100,8 @@ func startQueue(t *testing.T, pool *pgxpool.Pool, r *recorder) *queue.Queue {
 
 func waitDelivered(t *testing.T, r *recorder, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(r.delivered()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("delivered %v; want %d deliveries", r.delivered(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(15*time.Second, func() bool { return len(r.delivered()) >= n }) {
+		t.Fatalf("delivered %v; want %d deliveries", r.delivered(), n)
 	}
 	return r.delivered()
 }

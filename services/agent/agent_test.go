@@ -73,8 +73,7 @@ func (b *bundle) sayB(tb testing.TB, text string) {
 
 // waitAnswers waits until n answers from the agent are stored.
 func (b *bundle) waitAnswers(tb testing.TB, n int) {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	answered := poll(waitLong, func() bool {
 		page, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
 		c := 0
 		for _, m := range page.Messages {
@@ -82,12 +81,11 @@ func (b *bundle) waitAnswers(tb testing.TB, n int) {
 				c++
 			}
 		}
-		if c >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		return c >= n
+	})
+	if !answered {
+		tb.Fatalf("fewer than %d answers", n)
 	}
-	tb.Fatalf("fewer than %d answers", n)
 }
 
 func setup(t *testing.T, o setupOpts) *bundle {
@@ -191,24 +189,23 @@ func (b *bundle) waitVisible(t *testing.T, n int) []services.Message {
 // waitVisibleFor is waitVisible with its own deadline.
 func (b *bundle) waitVisibleFor(t *testing.T, n int, d time.Duration) []services.Message {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Messages) >= n {
-			return page.Messages
-		}
-		if time.Now().After(deadline) {
-			var got []string
-			for _, m := range page.Messages {
-				got = append(got, string(m.Role)+"/"+string(m.Source)+": "+m.Content)
-			}
-			t.Fatalf("timeline has %d visible messages, want %d:\n%s\n%s", len(page.Messages), n, strings.Join(got, "\n"), b.diagnose())
-		}
-		time.Sleep(20 * time.Millisecond)
+	var page services.TimelinePage
+	var err error
+	if poll(d, func() bool {
+		page, err = b.chat.Timeline(context.Background(), "global", 0, 0, 500)
+		return err != nil || len(page.Messages) >= n
+	}) && err == nil {
+		return page.Messages
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range page.Messages {
+		got = append(got, string(m.Role)+"/"+string(m.Source)+": "+m.Content)
+	}
+	t.Fatalf("timeline has %d visible messages, want %d:\n%s\n%s", len(page.Messages), n, strings.Join(got, "\n"), b.diagnose())
+	return nil
 }
 
 // diagnose says what the instance is doing when a wait timed out: its
@@ -372,7 +369,10 @@ func TestMessagesDuringARunAreAnsweredInOrder(t *testing.T) {
 	b := setup(t, setupOpts{})
 	b.model.Enqueue(llmtest.Reply{Text: "first answer", Delay: 400 * time.Millisecond}, llmtest.Text("second answer"), llmtest.Text("third answer"))
 	q1 := b.say(t, "one")
-	time.Sleep(100 * time.Millisecond)
+	// "two" and "three" arrive while the first run waits on the model.
+	if !poll(waitLong, func() bool { return b.model.RequestCount() >= 1 }) {
+		t.Fatal("the first question never reached the model")
+	}
 	q2 := b.say(t, "two")
 	q3 := b.say(t, "three")
 	msgs := b.waitVisible(t, 6)
@@ -404,12 +404,8 @@ func TestStopCancelsTheRun(t *testing.T) {
 	// within the test's wait proves the stop cut the run, with no timing.
 	b.model.Enqueue(llmtest.Reply{Text: "too late", Delay: 5 * time.Minute})
 	q := b.say(t, "write a novel")
-	deadline := time.Now().Add(waitLong)
-	for b.runOf(t, q.ID).Status != services.RunRunning {
-		if time.Now().After(deadline) {
-			t.Fatal("run never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(waitLong, func() bool { return b.runOf(t, q.ID).Status == services.RunRunning }) {
+		t.Fatal("run never started")
 	}
 	b.say(t, "/stop")
 	msgs := b.waitVisible(t, 4)

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -25,12 +24,8 @@ func compactJobs(t *testing.T, b *bundle) int {
 // waitUntil polls cond (a state, never a duration being asserted).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(waitLong, cond) {
+		t.Fatalf("gave up waiting for %s", what)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -17,18 +16,26 @@ import (
 // waitRunEnd waits until the main run answering message id has ended.
 func (b *bundle) waitRunEnd(t *testing.T, id int64) services.Run {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for time.Now().Before(deadline) {
-		runs, err := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
-		if err != nil {
-			t.Fatal(err)
+	var ended services.Run
+	var err error
+	poll(waitLong, func() bool {
+		var runs []services.Run
+		if runs, err = b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10}); err != nil {
+			return true
 		}
 		for _, r := range runs {
 			if r.TriggerMessageID == id && r.ParentRunID == 0 && r.FinishedAt != nil {
-				return r
+				ended = r
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended.ID != 0 {
+		return ended
 	}
 	t.Fatalf("the run answering message %d did not end\n%s", id, b.diagnose())
 	return services.Run{}

@@ -110,45 +110,35 @@ func TestStopClosesOpenCallsSoTheNextQuestionIsAnswered(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	q := b.say(t, "do the slow task")
-	deadline := time.Now().Add(waitLong)
-	for b.model.RequestCount() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the delegated task never called the model")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(waitLong, func() bool { return b.model.RequestCount() >= 2 }) {
+		t.Fatal("the delegated task never called the model")
 	}
 	b.say(t, "/stop")
-	deadline = time.Now().Add(waitLong)
-	for b.runOf(t, q.ID).Status != services.RunCancelled {
-		if time.Now().After(deadline) {
-			t.Fatalf("run not cancelled: %s", b.runOf(t, q.ID).Status)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(waitLong, func() bool { return b.runOf(t, q.ID).Status == services.RunCancelled }) {
+		t.Fatalf("run not cancelled: %s", b.runOf(t, q.ID).Status)
 	}
 	b.say(t, "anything new?")
-	deadline = time.Now().Add(waitLong)
-	for {
-		page, err := b.chat.Timeline(context.Background(), "global", 0, 0, 50)
-		if err != nil {
-			t.Fatal(err)
+	var page services.TimelinePage
+	var err error
+	answered := poll(waitLong, func() bool {
+		page, err = b.chat.Timeline(context.Background(), "global", 0, 0, 50)
+		return err != nil || len(page.Messages) >= 6 // question, /stop, its reply, "Stopped.", question, answer
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		// Say where the question is stuck: its run, and what the model
+		// was asked since the stop.
+		runs, _ := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
+		var lines []string
+		for _, r := range runs {
+			lines = append(lines, fmt.Sprintf("run %d trigger %d parent %d: %s %s", r.ID, r.TriggerMessageID, r.ParentRunID, r.Status, r.Error))
 		}
-		if len(page.Messages) >= 6 { // question, /stop, its reply, "Stopped.", question, answer
-			break
+		for i, r := range b.model.Requests() {
+			lines = append(lines, fmt.Sprintf("model request %d: child=%v last=%.80q", i+1, isChildCall(r), r.LastMessage))
 		}
-		if time.Now().After(deadline) {
-			// Say where the question is stuck: its run, and what the model
-			// was asked since the stop.
-			runs, _ := b.store.ListRuns(context.Background(), services.RunQuery{TimelineScope: "global", Limit: 10})
-			var lines []string
-			for _, r := range runs {
-				lines = append(lines, fmt.Sprintf("run %d trigger %d parent %d: %s %s", r.ID, r.TriggerMessageID, r.ParentRunID, r.Status, r.Error))
-			}
-			for i, r := range b.model.Requests() {
-				lines = append(lines, fmt.Sprintf("model request %d: child=%v last=%.80q", i+1, isChildCall(r), r.LastMessage))
-			}
-			t.Fatalf("the question after /stop was not answered (%d visible messages):\n%s\n%s", len(page.Messages), strings.Join(lines, "\n"), b.diagnose())
-		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("the question after /stop was not answered (%d visible messages):\n%s\n%s", len(page.Messages), strings.Join(lines, "\n"), b.diagnose())
 	}
 	msgs := b.waitVisible(t, 6)
 	if last := msgs[len(msgs)-1]; last.Content != "echo: anything new?" {

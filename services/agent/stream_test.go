@@ -53,7 +53,7 @@ func TestDeltaStreamSendsTheFirstTextAtOnce(t *testing.T) {
 		if got := pub.sent(); len(got) != 1 {
 			t.Fatalf("text right after the first went out alone: %q (want it coalesced)", got)
 		}
-		time.Sleep(deltaInterval) // the model pauses: what waited goes out
+		time.Sleep(deltaInterval) // inside the synctest bubble: fake time, the model pauses and what waited goes out
 		synctest.Wait()           // (the timer's send runs beside this sleep's end)
 		if got := pub.sent(); len(got) != 2 || got[1] != "answer is " {
 			t.Fatalf("after a pause the client has %q, want the waiting text sent", got)

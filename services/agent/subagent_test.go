@@ -179,39 +179,31 @@ func TestStopCancelsTheTree(t *testing.T) {
 		return delegateCalls("slow one", "slow two")
 	})
 	q := b.say(t, "go")
-	deadline := time.Now().Add(waitLong)
-	for {
-		main := b.runOf(t, q.ID)
-		if kids := childRuns(t, b, main.ID); len(kids) == 2 && kids[0].Status == services.RunRunning && kids[1].Status == services.RunRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("children never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll(waitLong, func() bool {
+		kids := childRuns(t, b, b.runOf(t, q.ID).ID)
+		return len(kids) == 2 && kids[0].Status == services.RunRunning && kids[1].Status == services.RunRunning
+	}) {
+		t.Fatal("children never started")
 	}
 	b.say(t, "/stop")
-	deadline = time.Now().Add(waitLong)
-	for {
-		main := b.runOf(t, q.ID)
-		kids := childRuns(t, b, main.ID)
-		if main.Status == services.RunCancelled && kids[0].Status == services.RunCancelled && kids[1].Status == services.RunCancelled {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, k := range kids {
-				steps, _ := b.store.ListSteps(context.Background(), k.ID)
-				for _, st := range steps {
-					t.Logf("child %d step %s %s", k.ID, st.Kind, st.Payload)
-				}
+	var main services.Run
+	var kids []services.Run
+	if !poll(waitLong, func() bool {
+		main = b.runOf(t, q.ID)
+		kids = childRuns(t, b, main.ID)
+		return main.Status == services.RunCancelled && kids[0].Status == services.RunCancelled && kids[1].Status == services.RunCancelled
+	}) {
+		for _, k := range kids {
+			steps, _ := b.store.ListSteps(context.Background(), k.ID)
+			for _, st := range steps {
+				t.Logf("child %d step %s %s", k.ID, st.Kind, st.Payload)
 			}
-			msteps, _ := b.store.ListSteps(context.Background(), main.ID)
-			for _, st := range msteps {
-				t.Logf("main step %s %s", st.Kind, st.Payload)
-			}
-			t.Fatalf("tree not cancelled: main %s, children %s %s", main.Status, kids[0].Status, kids[1].Status)
 		}
-		time.Sleep(20 * time.Millisecond)
+		msteps, _ := b.store.ListSteps(context.Background(), main.ID)
+		for _, st := range msteps {
+			t.Logf("main step %s %s", st.Kind, st.Payload)
+		}
+		t.Fatalf("tree not cancelled: main %s, children %s %s", main.Status, kids[0].Status, kids[1].Status)
 	}
 	page, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 100)
 	for _, m := range page.Messages {

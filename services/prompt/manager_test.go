@@ -135,14 +135,23 @@ func TestBackpressure(t *testing.T) {
 	if services.ErrorCode(err) != prompt.CodeBackpressure {
 		t.Fatalf("5th concurrent build: want CONTEXT_BACKPRESSURE, got %v", err)
 	}
-	// Another timeline is not held back.
-	go func() { <-slow.entered }()
+	// Another timeline is not held back: its build reaches the store
+	// while the first timeline's four are still held there.
 	done := make(chan error, 1)
 	go func() {
 		_, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "tg:1", ContextScope: "main"})
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-slow.entered:
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("other timeline while the first is at its bound: %v", err)
+		}
+		done <- nil
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other timeline's build never reached the store")
+	}
 	close(slow.release)
 	wg.Wait()
 	if err := <-done; err != nil {

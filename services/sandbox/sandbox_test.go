@@ -332,12 +332,8 @@ func sleepers(arg string) []int {
 
 func waitGone(t *testing.T, arg string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(sleepers(arg)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes sleep %s still run: %v", arg, sleepers(arg))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll(15*time.Second, func() bool { return len(sleepers(arg)) == 0 }) {
+		t.Fatalf("processes sleep %s still run: %v", arg, sleepers(arg))
 	}
 }
 
@@ -350,9 +346,8 @@ func TestConcurrencyBound(t *testing.T) {
 	var first sandbox.ExecResult
 	wg.Go(func() { first = e.sh(t, "while [ -e go ]; do sleep 0.05; done; echo first") })
 	// Wait until the first run holds the only slot (it is running).
-	deadline := time.Now().Add(20 * time.Second)
-	for len(sleepers("0.05")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	if !poll(20*time.Second, func() bool { return len(sleepers("0.05")) > 0 }) {
+		t.Fatal("the first run never started its loop")
 	}
 	r := e.call(t, "exec", map[string]any{"command": "echo second", "timeout_seconds": 1})
 	if !r.IsError || r.ErrorCode != sandbox.CodeBusy || !strings.Contains(r.Content, "EXEC_CONCURRENCY") {
@@ -435,19 +430,22 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for len(sleepers(arg)) < 2 {
+	childEnded := false
+	if !poll(60*time.Second, func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("the child ended before its sandbox ran: %s", out.String())
+			childEnded = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-exited
-			t.Fatalf("the child's sandbox did not start: %s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(sleepers(arg)) >= 2
+	}) {
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("the child's sandbox did not start: %s", out.String())
+	}
+	if childEnded {
+		t.Fatalf("the child ended before its sandbox ran: %s", out.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -194,13 +194,20 @@ func (s *Strict) Messages(chatID int64) []Sent {
 // WaitMessages waits until the bot sent at least n messages to chatID or
 // timeout passed, and returns them.
 func (s *Strict) WaitMessages(chatID int64, n int, timeout time.Duration) []Sent {
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		got := s.Messages(chatID)
-		if len(got) >= n || time.Now().After(deadline) {
+		if len(got) >= n {
 			return got
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return s.Messages(chatID)
+		}
 	}
 }
 

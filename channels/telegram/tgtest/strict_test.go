@@ -64,7 +64,8 @@ func TestStrictGetUpdatesHonoursTimeoutAndOffset(t *testing.T) {
 	t.Parallel()
 	s := StartStrict(t, "1:tok")
 	start := time.Now()
-	go func() { time.Sleep(300 * time.Millisecond); s.Send(User{ID: 7}, "late") }()
+	go func() { time.Sleep(300 * time.Millisecond); s.Send(User{ID: 7}, "late") }() // why kept: the update must come while the long poll already waits, over a real socket (no bubble), and the server has no "waiting" hook to poll
+
 	var out struct {
 		Result []struct {
 			UpdateID int64 `json:"update_id"`

@@ -177,14 +177,21 @@ func (e *Emulator) BotMessages(t testing.TB, token string, chatID int64) []BotMe
 func (e *Emulator) WaitBotMessages(t testing.TB, token string, chatID int64, n int, timeout time.Duration) []BotMessage {
 	t.Helper()
 	var got []BotMessage
-	deadline := time.Now().Add(timeout)
-	for len(got) < n && time.Now().Before(deadline) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		got = append(got, e.BotMessages(t, token, chatID)...)
-		if len(got) < n {
-			time.Sleep(50 * time.Millisecond)
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return got
 		}
 	}
-	return got
 }
 
 func (e *Emulator) post(t testing.TB, path string, body, out any) {
