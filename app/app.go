@@ -97,13 +97,16 @@ type Options struct {
 	Media MediaOptions
 	// Exec turns on the exec tool and sets its sandbox's limits.
 	Exec ExecOptions
-	// Budget are the daily token budgets per kind of run.
+	// Budget are the daily token and money budgets per kind of run.
 	Budget BudgetOptions
 }
 
-// BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS).
+// BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
+// BUDGET_DAILY_USD) and the model prices (LLM_PRICES; nil: the defaults).
 type BudgetOptions struct {
 	Limits budget.Limits
+	Money  budget.MoneyLimits
+	Prices budget.Prices
 }
 
 // ExecOptions configure the exec tool: offered when Enabled and the
@@ -325,8 +328,19 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// Daily budgets per kind of run, in the owner's zone; the 80 % notice
 	// goes to the owner's timeline and channels.
 	b.Budget = o.Budget
-	budgets := budget.New(budget.Options{Store: a.store, Limits: o.Budget.Limits, Location: o.Schedule.Location,
-		Chat: plainChat, Observe: a.meter.BudgetObserved, Logger: log})
+	if b.Budget.Prices == nil {
+		b.Budget.Prices = budget.DefaultPrices
+	}
+	// A money budget needs a price for every model a run may call.
+	models := []string{o.LLM.Model}
+	for _, p := range o.Agent.Profiles {
+		models = append(models, p.Model)
+	}
+	if err := budget.CheckPriced(b.Budget.Money, b.Budget.Prices, models...); err != nil {
+		return nil, err
+	}
+	budgets := budget.New(budget.Options{Store: a.store, Limits: o.Budget.Limits, Money: b.Budget.Money, Prices: b.Budget.Prices,
+		Location: o.Schedule.Location, Chat: plainChat, Observe: a.meter.BudgetObserved, Logger: log})
 
 	// The agent runtime; profiles with a model of their own get a provider
 	// of their own (same server and key).

@@ -339,3 +339,69 @@ func TestWatchMCPToolResult(t *testing.T) {
 		t.Fatalf("order watch: %s %q, %d orders", r, why, writes.Load())
 	}
 }
+
+// TestUpdateScheduleToolSetsAWatch: the agent's update_schedule tool takes
+// the same watch as PATCH /api/schedules/ID, with the same validation: it
+// adds a watch to a schedule, a bad pattern is refused with the message
+// PATCH gives (the schedule unchanged), and an empty url removes it.
+func TestUpdateScheduleToolSetsAWatch(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if r.LastIsToolResult {
+			return llmtest.Text("Tool said: " + r.LastMessage)
+		}
+		return llmtest.Echo(r)
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true}})
+	var sc services.Schedule
+	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Tickets","task":"Check the tickets","every":"1h"}`, &sc); code != http.StatusCreated {
+		t.Fatalf("POST: %d", code)
+	}
+	stored := func() *services.Watch {
+		got, err := in.Store.GetSchedule(context.Background(), sc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Watch
+	}
+	const page = "https://example.org/tickets"
+	model.Enqueue(llmtest.Call("update_schedule", fmt.Sprintf(`{"id":%d,"watch":{"url":%q,"selector":"#stock","ignore":["Updated at [0-9:]+"]}}`, sc.ID, page)))
+	if reply := ask(t, in, "Watch the tickets page for that one"); !strings.Contains(reply, `"watch"`) || !strings.Contains(reply, page) {
+		t.Fatalf("answer: %q", reply)
+	}
+	if w := stored(); w == nil || w.URL != page || w.Selector != "#stock" || len(w.Ignore) != 1 {
+		t.Fatalf("the watch after update_schedule: %+v", w)
+	}
+	described := false
+	for _, r := range model.Requests() {
+		described = described || strings.Contains(string(r.Body), "As in schedule; url")
+	}
+	if !described {
+		t.Fatal("no request describes update_schedule's watch")
+	}
+
+	// The same bad watch: the tool and PATCH refuse it with one message.
+	bad := `{"url":"` + page + `","ignore":["*b"]}`
+	var e struct {
+		Error string `json:"error"`
+	}
+	if code := apiCall(t, in, "PATCH", fmt.Sprintf("/api/schedules/%d", sc.ID), fmt.Sprintf(`{"version":%d,"watch":%s}`, sc.Version+1, bad), &e); code != http.StatusBadRequest ||
+		!strings.Contains(e.Error, `watch.ignore "*b" is not a regular expression`) {
+		t.Fatalf("PATCH with a bad watch: %d %q", code, e.Error)
+	}
+	model.Enqueue(llmtest.Call("update_schedule", fmt.Sprintf(`{"id":%d,"watch":%s}`, sc.ID, bad)))
+	if reply := ask(t, in, "Ignore lines like *b"); !strings.Contains(reply, `watch.ignore \"*b\" is not a regular expression`) && !strings.Contains(reply, `watch.ignore "*b" is not a regular expression`) {
+		t.Fatalf("answer: %q", reply)
+	}
+	if w := stored(); w == nil || len(w.Ignore) != 1 || w.Ignore[0] != "Updated at [0-9:]+" {
+		t.Fatalf("the watch after a refused update: %+v", w)
+	}
+
+	// An empty url removes the watch; the schedule stays.
+	model.Enqueue(llmtest.Call("update_schedule", fmt.Sprintf(`{"id":%d,"watch":{"url":""}}`, sc.ID)))
+	ask(t, in, "Stop watching the page, just check")
+	if w := stored(); w != nil {
+		t.Fatalf("the watch after url \"\": %+v", w)
+	}
+}

@@ -9,31 +9,36 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-const budgetCols = `to_char(day, 'YYYY-MM-DD'), kind, spent, reserved, calls, refused`
+const budgetCols = `to_char(day, 'YYYY-MM-DD'), kind, spent, reserved, spent_micros, reserved_micros, calls, refused`
 
 func scanBudgetDay(row pgx.Row) (services.BudgetDay, error) {
 	var d services.BudgetDay
 	var kind string
-	err := row.Scan(&d.Day, &kind, &d.Spent, &d.Reserved, &d.Calls, &d.Refused)
+	var spentCost, reservedCost int64
+	err := row.Scan(&d.Day, &kind, &d.Spent, &d.Reserved, &spentCost, &reservedCost, &d.Calls, &d.Refused)
+	d.SpentCost, d.ReservedCost = services.Money(spentCost), services.Money(reservedCost)
 	d.Kind = services.BudgetKind(kind)
 	return d, err
 }
 
-// ReserveBudget adds tokens to the reservation of (day, kind) in one
-// statement that succeeds only while spent + reserved + tokens <= limit:
-// the row lock of the upsert orders concurrent reservations, on any
-// instance, so together they never pass the limit. A refused reservation
-// counts on the row and returns it with ok false.
-func (s *Store) ReserveBudget(ctx context.Context, day string, kind services.BudgetKind, tokens, limit int64) (services.BudgetDay, bool, error) {
-	if tokens < 0 {
-		return services.BudgetDay{}, false, services.Errorf(services.EINVALID, "a reservation of %d tokens", tokens)
+// ReserveBudget adds ask to the reservation of (day, kind) in one
+// statement that succeeds only while spent + reserved + ask stays within
+// limit in tokens and in money: the row lock of the upsert orders
+// concurrent reservations, on any instance, so together they never pass
+// either limit. A refused reservation counts on the row and returns it
+// with ok false.
+func (s *Store) ReserveBudget(ctx context.Context, day string, kind services.BudgetKind, ask, limit services.BudgetAmount) (services.BudgetDay, bool, error) {
+	if ask.Tokens < 0 || ask.Cost < 0 {
+		return services.BudgetDay{}, false, services.Errorf(services.EINVALID, "a reservation of %d tokens and %s", ask.Tokens, ask.Cost)
 	}
 	d, err := scanBudgetDay(s.db.QueryRow(ctx, `
-		INSERT INTO budget_days AS b (day, kind, reserved)
-		SELECT $1::date, $2, $3::bigint WHERE $3::bigint <= $4::bigint
-		ON CONFLICT (day, kind) DO UPDATE SET reserved = b.reserved + EXCLUDED.reserved
-		WHERE b.spent + b.reserved + EXCLUDED.reserved <= $4::bigint
-		RETURNING `+budgetCols, day, string(kind), tokens, limit))
+		INSERT INTO budget_days AS b (day, kind, reserved, reserved_micros)
+		SELECT $1::date, $2, $3::bigint, $4::bigint WHERE $3::bigint <= $5::bigint AND $4::bigint <= $6::bigint
+		ON CONFLICT (day, kind) DO UPDATE SET reserved = b.reserved + EXCLUDED.reserved,
+			reserved_micros = b.reserved_micros + EXCLUDED.reserved_micros
+		WHERE b.spent + b.reserved + EXCLUDED.reserved <= $5::bigint
+		  AND b.spent_micros + b.reserved_micros + EXCLUDED.reserved_micros <= $6::bigint
+		RETURNING `+budgetCols, day, string(kind), ask.Tokens, int64(ask.Cost), limit.Tokens, int64(limit.Cost)))
 	if err == nil {
 		return d, true, nil
 	}
@@ -47,13 +52,14 @@ func (s *Store) ReserveBudget(ctx context.Context, day string, kind services.Bud
 	return d, false, wrapErr("count refused budget", err)
 }
 
-// SettleBudget replaces a reservation of (day, kind) by the tokens the
-// call used, and counts the call.
-func (s *Store) SettleBudget(ctx context.Context, day string, kind services.BudgetKind, reserved, used int64) (services.BudgetDay, error) {
+// SettleBudget replaces a reservation of (day, kind) by the tokens and
+// money the call used, and counts the call.
+func (s *Store) SettleBudget(ctx context.Context, day string, kind services.BudgetKind, reserved, used services.BudgetAmount) (services.BudgetDay, error) {
 	d, err := scanBudgetDay(s.db.QueryRow(ctx, `
-		INSERT INTO budget_days AS b (day, kind, spent, calls) VALUES ($1::date, $2, $4::bigint, 1)
-		ON CONFLICT (day, kind) DO UPDATE SET reserved = greatest(b.reserved - $3::bigint, 0), spent = b.spent + $4::bigint, calls = b.calls + 1
-		RETURNING `+budgetCols, day, string(kind), reserved, max(used, 0)))
+		INSERT INTO budget_days AS b (day, kind, spent, spent_micros, calls) VALUES ($1::date, $2, $4::bigint, $6::bigint, 1)
+		ON CONFLICT (day, kind) DO UPDATE SET reserved = greatest(b.reserved - $3::bigint, 0), spent = b.spent + $4::bigint,
+			reserved_micros = greatest(b.reserved_micros - $5::bigint, 0), spent_micros = b.spent_micros + $6::bigint, calls = b.calls + 1
+		RETURNING `+budgetCols, day, string(kind), reserved.Tokens, max(used.Tokens, 0), int64(reserved.Cost), int64(max(used.Cost, 0))))
 	return d, wrapErr("settle budget", err)
 }
 

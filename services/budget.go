@@ -3,6 +3,8 @@ package services
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -10,7 +12,8 @@ import (
 // BudgetKind is the kind of run a daily budget bounds.
 type BudgetKind string
 
-// Kinds of run with a budget of their own (BUDGET_DAILY_TOKENS): the main
+// Kinds of run with a budget of their own (BUDGET_DAILY_TOKENS,
+// BUDGET_DAILY_USD): the main
 // conversation (tasks delegated inline included), sub-agents' child runs,
 // and schedules' fires.
 const (
@@ -27,43 +30,114 @@ var BudgetKinds = []BudgetKind{BudgetMain, BudgetSubagent, BudgetSchedule}
 // skipped.
 const CodeBudgetExceeded = "BUDGET_EXCEEDED"
 
-// BudgetDay is one kind's spend on one day of the owner's zone
-// (budget_days): tokens settled from model calls' usage, tokens reserved
-// by calls in flight, calls made and calls refused.
-type BudgetDay struct {
-	Day      string     `json:"day"` // YYYY-MM-DD in the owner's zone
-	Kind     BudgetKind `json:"kind"`
-	Spent    int64      `json:"spent_tokens"`
-	Reserved int64      `json:"reserved_tokens"`
-	Calls    int64      `json:"calls"`
-	Refused  int64      `json:"refused"`
+// Money is an amount of US dollars in millionths (micro-dollars), the
+// unit budget_days keeps money in. In JSON it is a number of dollars.
+type Money int64
+
+// MoneyFromUSD converts dollars to Money, rounded up to the micro-dollar.
+func MoneyFromUSD(usd float64) Money { return Money(math.Ceil(usd*1e6 - 1e-6)) }
+
+// USD is m in dollars.
+func (m Money) USD() float64 { return float64(m) / 1e6 }
+
+// String writes m as dollars: two decimals, up to four under a dollar and
+// six under a cent ($0.0042, $0.000150), so a small spend never reads as
+// $0.00.
+func (m Money) String() string {
+	usd := m.USD()
+	switch {
+	case m == 0:
+		return "$0"
+	case math.Abs(usd) >= 1:
+		return fmt.Sprintf("$%.2f", usd)
+	case math.Abs(usd) >= 0.01:
+		return "$" + trimCents(fmt.Sprintf("%.4f", usd))
+	}
+	return "$" + trimCents(fmt.Sprintf("%.6f", usd))
 }
 
-// BudgetStore keeps the daily spend per kind. ReserveBudget adds tokens to
+// trimCents drops trailing zeros past the cents: 0.0800 → 0.08.
+func trimCents(s string) string {
+	for strings.HasSuffix(s, "0") && len(s)-strings.Index(s, ".") > 3 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// MarshalJSON writes dollars (1.25 for $1.25).
+func (m Money) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(m.USD(), 'f', -1, 64)), nil
+}
+
+// UnmarshalJSON reads dollars.
+func (m *Money) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("money: want a number of dollars, got %s", b)
+	}
+	*m = Money(math.Round(f * 1e6))
+	return nil
+}
+
+// BudgetDay is one kind's spend on one day of the owner's zone
+// (budget_days): tokens and money settled from model calls' usage (money
+// only for models with a price, LLM_PRICES), tokens and money reserved by
+// calls in flight, calls made and calls refused.
+type BudgetDay struct {
+	Day          string     `json:"day"` // YYYY-MM-DD in the owner's zone
+	Kind         BudgetKind `json:"kind"`
+	Spent        int64      `json:"spent_tokens"`
+	Reserved     int64      `json:"reserved_tokens"`
+	SpentCost    Money      `json:"spent_usd"`
+	ReservedCost Money      `json:"reserved_usd"`
+	Calls        int64      `json:"calls"`
+	Refused      int64      `json:"refused"`
+}
+
+// BudgetAmount is an amount in both of a budget's units: tokens and money.
+type BudgetAmount struct {
+	Tokens int64
+	Cost   Money
+}
+
+// BudgetStore keeps the daily spend per kind. ReserveBudget adds ask to
 // the day's reservation in one statement only while spent + reserved +
-// tokens stays within limit, so concurrent runs (on any instance) cannot
-// pass it together; ok false (with the day's row) when it would.
-// SettleBudget replaces a reservation by what the call used.
+// ask stays within limit in tokens and in money, so concurrent runs (on
+// any instance) cannot pass it together; ok false (with the day's row)
+// when it would. SettleBudget replaces a reservation by what the call
+// used.
 type BudgetStore interface {
-	ReserveBudget(ctx context.Context, day string, kind BudgetKind, tokens, limit int64) (BudgetDay, bool, error)
-	SettleBudget(ctx context.Context, day string, kind BudgetKind, reserved, used int64) (BudgetDay, error)
+	ReserveBudget(ctx context.Context, day string, kind BudgetKind, ask, limit BudgetAmount) (BudgetDay, bool, error)
+	SettleBudget(ctx context.Context, day string, kind BudgetKind, reserved, used BudgetAmount) (BudgetDay, error)
 	BudgetDays(ctx context.Context, from, to string) ([]BudgetDay, error)
+}
+
+// BudgetCall is what a model call asks of its kind's budget: the model
+// (whose price, LLM_PRICES, turns tokens into money), the request's
+// prompt tokens and the most it may answer.
+type BudgetCall struct {
+	Kind         BudgetKind
+	Model        string
+	PromptTokens int
+	MaxOutput    int
 }
 
 // BudgetHold is one model call's reservation, settled after the call.
 type BudgetHold struct {
-	Day      string
-	Kind     BudgetKind
-	Reserved int64
+	Day          string
+	Kind         BudgetKind
+	Model        string
+	Reserved     int64
+	ReservedCost Money
 }
 
-// Budgets reserve a model call's estimated tokens against its kind's
-// daily budget before the call, and settle them to the usage after it.
-// Reserve fails with CodeBudgetExceeded, naming the budget, the spend and
-// when it resets, when the call would pass the budget.
+// Budgets reserve a model call's estimated tokens and cost against its
+// kind's daily budgets before the call, and settle them to the usage
+// after it. Reserve fails with CodeBudgetExceeded, naming the budget, the
+// spend and when it resets, when the call would pass a budget.
 type Budgets interface {
-	Reserve(ctx context.Context, kind BudgetKind, tokens int) (BudgetHold, error)
-	Settle(ctx context.Context, hold BudgetHold, used int)
+	Reserve(ctx context.Context, call BudgetCall) (BudgetHold, error)
+	Settle(ctx context.Context, hold BudgetHold, used TokenUsage)
 	Report(ctx context.Context) (BudgetReport, error)
 }
 
@@ -77,13 +151,17 @@ type BudgetReport struct {
 	Days     []BudgetDay       `json:"days"`
 }
 
-// BudgetKindToday is one kind's line of the report (Limit 0: no budget).
+// BudgetKindToday is one kind's line of the report (Limit 0: no token
+// budget; LimitCost 0: no money budget).
 type BudgetKindToday struct {
-	Kind     BudgetKind `json:"kind"`
-	Limit    int64      `json:"limit_tokens"`
-	Spent    int64      `json:"spent_tokens"`
-	Reserved int64      `json:"reserved_tokens"`
-	Refused  int64      `json:"refused"`
+	Kind         BudgetKind `json:"kind"`
+	Limit        int64      `json:"limit_tokens"`
+	Spent        int64      `json:"spent_tokens"`
+	Reserved     int64      `json:"reserved_tokens"`
+	LimitCost    Money      `json:"limit_usd"`
+	SpentCost    Money      `json:"spent_usd"`
+	ReservedCost Money      `json:"reserved_usd"`
+	Refused      int64      `json:"refused"`
 }
 
 // Text is the report as /budget writes it.
@@ -94,15 +172,21 @@ func (r BudgetReport) Text() string {
 		if k.Limit > 0 {
 			fmt.Fprintf(&b, "- %s: %s of %s tokens (%d%%)", BudgetKindName(k.Kind), FormatTokens(k.Spent), FormatTokens(k.Limit), k.Spent*100/k.Limit)
 		} else {
-			fmt.Fprintf(&b, "- %s: %s tokens (no budget)", BudgetKindName(k.Kind), FormatTokens(k.Spent))
+			fmt.Fprintf(&b, "- %s: %s tokens (no token budget)", BudgetKindName(k.Kind), FormatTokens(k.Spent))
+		}
+		if k.LimitCost > 0 {
+			fmt.Fprintf(&b, "; %s of %s (%d%%)", k.SpentCost, k.LimitCost, int64(k.SpentCost)*100/int64(k.LimitCost))
+		} else if k.SpentCost > 0 {
+			fmt.Fprintf(&b, "; %s (no money budget)", k.SpentCost)
 		}
 		if k.Refused > 0 {
 			fmt.Fprintf(&b, ", %d call(s) refused", k.Refused)
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Last 7 days (tokens):\n")
+	b.WriteString("Last 7 days (tokens; money where the model has a price):\n")
 	per := map[string]map[BudgetKind]int64{}
+	cost := map[string]Money{}
 	var order []string
 	for _, d := range r.Days {
 		if per[d.Day] == nil {
@@ -110,15 +194,39 @@ func (r BudgetReport) Text() string {
 			order = append(order, d.Day)
 		}
 		per[d.Day][d.Kind] += d.Spent
+		cost[d.Day] += d.SpentCost
 	}
 	if len(order) == 0 {
 		b.WriteString("- nothing spent\n")
 	}
 	for _, day := range order {
-		fmt.Fprintf(&b, "- %s: main %s, sub-agents %s, schedules %s\n", day,
+		fmt.Fprintf(&b, "- %s: main %s, sub-agents %s, schedules %s", day,
 			FormatTokens(per[day][BudgetMain]), FormatTokens(per[day][BudgetSubagent]), FormatTokens(per[day][BudgetSchedule]))
+		if cost[day] > 0 {
+			fmt.Fprintf(&b, "; %s in all", cost[day])
+		}
+		b.WriteString("\n")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// StatusLine is the report in one line for /status: today's spend per
+// kind, against its budgets where it has them.
+func (r BudgetReport) StatusLine() string {
+	var parts []string
+	for _, k := range r.Kinds {
+		part := BudgetKindName(k.Kind) + " " + FormatTokens(k.Spent) + " tokens"
+		if k.Limit > 0 {
+			part += " of " + FormatTokens(k.Limit)
+		}
+		if k.LimitCost > 0 {
+			part += ", " + k.SpentCost.String() + " of " + k.LimitCost.String()
+		} else if k.SpentCost > 0 {
+			part += ", " + k.SpentCost.String()
+		}
+		parts = append(parts, part)
+	}
+	return "Spent today: " + strings.Join(parts, "; ") + " (/budget).\n"
 }
 
 // BudgetKindName is the kind in the owner's words.

@@ -31,7 +31,7 @@ var Commands = []Command{
 	{Name: "rules", Args: "[add|remove|approve|reject …]", Help: "the standing rules, and rule proposals"},
 	{Name: "tools", Help: "the agent's tools and MCP servers"},
 	{Name: "schedules", Args: "[pause|resume|delete ID]", Help: "reminders and monitors, and their last results"},
-	{Name: "budget", Help: "today's token spend per kind of run against the daily budgets, and the last 7 days"},
+	{Name: "budget", Help: "today's spend (tokens, and dollars for priced models) per kind of run against the daily budgets, and the last 7 days"},
 	{Name: "approve", Args: "[N]", Help: "approve a held tool call (no N: list what waits)"},
 	{Name: "deny", Args: "N", Help: "deny a held tool call"},
 	{Name: "policy", Help: "what the agent may do without asking"},

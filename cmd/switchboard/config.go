@@ -57,6 +57,10 @@ type Config struct {
 	ContextSummaryModel  string
 	// BudgetDailyTokens are the daily token budgets per kind of run.
 	BudgetDailyTokens budget.Limits
+	// BudgetDailyUSD are the daily money budgets per kind of run, priced
+	// by LLMPrices.
+	BudgetDailyUSD budget.MoneyLimits
+	LLMPrices      budget.Prices
 
 	AgentProfiles       map[string]agent.Profile
 	MCPServers          mcp.Config
@@ -346,6 +350,10 @@ func envTable() []envVar {
 			set: func(c *Config, v string) (err error) { c.SubAgentTimeout, err = parseDuration(v); return }},
 		{Name: "BUDGET_DAILY_TOKENS", Help: `Daily token budgets per kind of run, as JSON: {"main":200000,"subagent":100000,"schedule":50000} (the main conversation with tasks it runs inline, sub-agents, schedules' fires; a kind left out has none). A day starts at midnight in OWNER_TIMEZONE. Before each model call its estimate (prompt + largest answer) is reserved in PostgreSQL; a call that would pass the budget is not made: the run ends with BUDGET_EXCEEDED, a fire ends skipped. At 80 % the owner is told once a day. Empty: no budgets (spend still shown on /budget). See docs/OPERATIONS.md.`,
 			set: func(c *Config, v string) (err error) { c.BudgetDailyTokens, err = budget.ParseLimits(v); return }},
+		{Name: "BUDGET_DAILY_USD", Help: `Daily money budgets per kind of run in US dollars, as JSON: {"main":5,"subagent":2,"schedule":0.5}. Each model call reserves its most possible cost (prompt tokens at the input price + the largest answer at the output price, LLM_PRICES) and settles to its usage (cached tokens at the cached price); a call that would pass the budget is not made, as with BUDGET_DAILY_TOKENS, and both may be set. Every model the service calls (LLM_MODEL, AGENT_PROFILES' models) must have a price, or serve refuses to start. Empty: no money budgets (spend of priced models still shown on /budget).`,
+			set: func(c *Config, v string) (err error) { c.BudgetDailyUSD, err = budget.ParseMoneyLimits(v); return }},
+		{Name: "LLM_PRICES", Help: `Model prices in US dollars per million tokens, as JSON: {"my-model":{"input":1.0,"cached_input":0.25,"output":4.0}} (cached_input and cache_write default to input; a name ending in * matches every model it begins; a name also matches its dated snapshots, e.g. gpt-4o matches gpt-4o-2024-08-06). Added to and overriding the built-in prices of common OpenAI and Anthropic models (docs/OPERATIONS.md lists them). Used for BUDGET_DAILY_USD and the money shown on /budget.`,
+			set: func(c *Config, v string) (err error) { c.LLMPrices, err = budget.ParsePrices(v); return }},
 		{Name: "OWNER_TIMEZONE", Help: "The owner's IANA time zone (e.g. Europe/Berlin): schedules' times are read and shown in it unless a schedule names its own. Default: the server's zone.",
 			set: func(c *Config, v string) error {
 				if v == "" {

@@ -158,6 +158,18 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"BUDGET_DAILY_TOKENS": {`{"main":200000,"schedule":50000}`, func(_ *Config, _ *app.App, b app.Options) error {
 			return all(want("main budget", b.Budget.Limits[services.BudgetMain], 200000), want("schedule budget", b.Budget.Limits[services.BudgetSchedule], 50000))
 		}},
+		"BUDGET_DAILY_USD": {`{"main":5,"schedule":0.5}`, func(_ *Config, _ *app.App, b app.Options) error {
+			return all(want("main money budget", b.Budget.Money[services.BudgetMain], services.MoneyFromUSD(5)), want("schedule money budget", b.Budget.Money[services.BudgetSchedule], services.MoneyFromUSD(0.5)))
+		}},
+		// Every model the service calls has a price (big-model, the
+		// profile's small): else a money budget refuses to start.
+		"LLM_PRICES": {`{"big-model":{"input":3,"cached_input":0.3,"output":15},"small*":{"input":0.1,"output":0.4}}`, func(_ *Config, _ *app.App, b app.Options) error {
+			big, ok1 := b.Budget.Prices.Lookup("big-model")
+			small, ok2 := b.Budget.Prices.Lookup("small")
+			def, ok3 := b.Budget.Prices.Lookup("gpt-4o-mini-2024-07-18")
+			return all(want("big-model's price", fmt.Sprint(ok1, big.Output, big.CachedInput), "true 15 0.3"),
+				want("small's price", fmt.Sprint(ok2, small.CachedInput), "true 0.1"), want("a default price", fmt.Sprint(ok3, def.Input), "true 0.15"))
+		}},
 		"CONTEXT_HISTORY_TOKENS": {"6000", func(_ *Config, _ *app.App, b app.Options) error {
 			return want("working set", b.Context.HistoryTokens, 6000)
 		}},

@@ -41,7 +41,7 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Chat:            c.ChatOptions(),
 		Context:         c.ContextOptions(),
 		SummaryModel:    c.ContextSummaryModel,
-		Budget:          app.BudgetOptions{Limits: c.BudgetDailyTokens},
+		Budget:          app.BudgetOptions{Limits: c.BudgetDailyTokens, Money: c.BudgetDailyUSD, Prices: c.LLMPrices},
 		Agent:           c.AgentOptions(),
 		Queue:           c.QueueOptions(),
 		Web:             c.WebOptions(),

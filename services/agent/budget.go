@@ -22,31 +22,33 @@ func budgetKind(l loopSpec) services.BudgetKind {
 }
 
 // reserve reserves a model call's estimated cost, the request's tokens
-// (counted with the tokenizer) and its largest answer, against the loop's
-// daily budget; a call that would pass it is not made
-// (services.CodeBudgetExceeded).
-func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (services.BudgetHold, error) {
+// (counted with the tokenizer) and its largest answer, in tokens and at
+// the loop's model's price, against the loop's daily budgets; a call that
+// would pass one is not made (services.CodeBudgetExceeded).
+func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (services.BudgetHold, int, error) {
 	if s.opts.Budgets == nil {
-		return services.BudgetHold{}, nil
+		return services.BudgetHold{}, 0, nil
 	}
-	return s.opts.Budgets.Reserve(ctx, budgetKind(l), s.requestTokens(req)+s.maxOutput(req))
+	prompt := s.requestTokens(req)
+	hold, err := s.opts.Budgets.Reserve(ctx, services.BudgetCall{Kind: budgetKind(l), Model: l.provider.Model(), PromptTokens: prompt, MaxOutput: s.maxOutput(req)})
+	return hold, prompt, err
 }
 
-// settleBudget replaces the reservation by the call's reported usage (estimated
-// from the answer when the provider reports none; nothing for a call that
-// failed).
-func (s *Service) settleBudget(ctx context.Context, hold services.BudgetHold, resp *llm.Response) {
+// settleBudget replaces the reservation by the call's reported usage
+// (estimated from the request and the answer when the provider reports
+// none; nothing for a call that failed).
+func (s *Service) settleBudget(ctx context.Context, hold services.BudgetHold, prompt int, resp *llm.Response) {
 	if s.opts.Budgets == nil || hold.Day == "" {
 		return
 	}
-	used := 0
+	var used services.TokenUsage
 	if resp != nil {
-		used = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
-		if used == 0 {
-			used = int(hold.Reserved) - s.maxOutput(llm.Request{}) + s.opts.Tokenizer.Count(resp.Text)
+		used = resp.Usage
+		if used.PromptTokens+used.CompletionTokens == 0 {
+			used = services.TokenUsage{PromptTokens: prompt, CompletionTokens: s.opts.Tokenizer.Count(resp.Text)}
 		}
 	}
-	s.opts.Budgets.Settle(ctx, hold, max(used, 0))
+	s.opts.Budgets.Settle(ctx, hold, used)
 }
 
 // maxOutput is the most a call may answer: the request's bound, or the

@@ -266,6 +266,11 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 		}
 		fmt.Fprintf(&b, "Schedules: %d active of %d (/schedules).\n", active, len(list))
 	}
+	if s.opts.Budgets != nil {
+		if r, err := s.opts.Budgets.Report(ctx); err == nil {
+			b.WriteString(r.StatusLine())
+		}
+	}
 	run, ok, err := s.lastRun(ctx, msg.TimelineScope)
 	if err != nil {
 		return "", err

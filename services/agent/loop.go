@@ -129,12 +129,12 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if capture != nil {
 			callCtx = llm.WithCapture(ctx, capture)
 		}
-		hold, err := s.reserve(ctx, l, req)
+		hold, promptTokens, err := s.reserve(ctx, l, req)
 		if err != nil {
 			return "", u, &cutError{err: err, partial: partial}
 		}
 		resp, err := l.provider.Complete(callCtx, req, onDelta)
-		s.settleBudget(ctx, hold, resp)
+		s.settleBudget(ctx, hold, promptTokens, resp)
 		if stream != nil {
 			stream.flush()
 		}

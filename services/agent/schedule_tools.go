@@ -38,15 +38,32 @@ func (w *watchArgs) request() *services.Watch {
 }
 
 type updateScheduleArgs struct {
-	ID       int64  `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
-	Task     string `json:"task,omitempty" jsonschema:"A new task text."`
-	Name     string `json:"name,omitempty" jsonschema:"A new name."`
-	At       string `json:"at,omitempty" jsonschema:"A new one-shot time (replaces every/cron)."`
-	Every    string `json:"every,omitempty" jsonschema:"A new interval (replaces at/cron)."`
-	Cron     string `json:"cron,omitempty" jsonschema:"A new cron expression (replaces at/every)."`
-	Notify   string `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
-	Timezone string `json:"timezone,omitempty" jsonschema:"A new IANA time zone."`
-	State    string `json:"state,omitempty" jsonschema:"paused to pause it, active to resume it."`
+	ID       int64            `json:"id" jsonschema:"The schedule's id (list_schedules shows them)."`
+	Task     string           `json:"task,omitempty"`
+	Name     string           `json:"name,omitempty"`
+	At       string           `json:"at,omitempty"`
+	Every    string           `json:"every,omitempty"`
+	Cron     string           `json:"cron,omitempty"`
+	Notify   string           `json:"notify,omitempty" jsonschema:"always, on_change or on_finding."`
+	Timezone string           `json:"timezone,omitempty"`
+	State    string           `json:"state,omitempty" jsonschema:"paused or active."`
+	Watch    *updateWatchArgs `json:"watch,omitempty" jsonschema:"As in schedule; url \"\" removes it."`
+}
+
+// updateWatchArgs is update_schedule's watch: schedule's fields, described
+// once in schedule's schema (the prompt carries both; small windows count).
+type updateWatchArgs struct {
+	URL      string   `json:"url"`
+	Selector string   `json:"selector,omitempty"`
+	Pattern  string   `json:"pattern,omitempty"`
+	Ignore   []string `json:"ignore,omitempty"`
+}
+
+func (w *updateWatchArgs) request() *services.Watch {
+	if w == nil {
+		return nil
+	}
+	return (&watchArgs{URL: w.URL, Selector: w.Selector, Pattern: w.Pattern, Ignore: w.Ignore}).request()
 }
 
 type scheduleIDArgs struct {
@@ -64,7 +81,7 @@ func (s *Service) registerScheduleTools(reg *tools.Registry) error {
 			"Each fire runs the task with your tools in a workspace of its own and tells the owner only what the notify policy lets through. "+
 			"Give exactly one of at, every, cron. Times are in the owner's time zone unless timezone says otherwise. "+
 			"To watch or monitor a page (tell me when it changes), give watch.", s.toolSchedule),
-		tools.Func("update_schedule", services.EffectPersist, "Change a schedule: its task, name, time (one of at, every, cron), notify policy, time zone, or pause/resume it (state).", s.toolUpdateSchedule),
+		tools.Func("update_schedule", services.EffectPersist, "Change a schedule; give only what changes, as in schedule (a new at, every or cron replaces its time); state pauses or resumes it.", s.toolUpdateSchedule),
 		tools.Func("cancel_schedule", services.EffectDestructive, "Delete a schedule: it never fires again.", s.toolCancelSchedule),
 		tools.Func("list_schedules", services.EffectRead, "List the owner's schedules with their state, next fire and last result.", s.toolListSchedules),
 	} {
@@ -100,7 +117,7 @@ func (s *Service) toolSchedule(ctx context.Context, call tools.Call, a scheduleA
 func (s *Service) toolUpdateSchedule(ctx context.Context, call tools.Call, a updateScheduleArgs) (tools.Result, error) {
 	sc, err := s.opts.Schedules.Update(ctx, call.TimelineScope, a.ID, 0, services.ScheduleRequest{
 		Task: optional(a.Task), Name: optional(a.Name), At: optional(a.At), Every: optional(a.Every), Cron: optional(a.Cron),
-		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State),
+		Notify: optional(a.Notify), Timezone: optional(a.Timezone), State: optional(a.State), Watch: a.Watch.request(),
 	})
 	if err != nil {
 		return tools.Result{}, err

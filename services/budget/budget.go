@@ -1,8 +1,9 @@
-// Package budget enforces the owner's daily token budgets per kind of run
-// (BUDGET_DAILY_TOKENS): before each model call the run reserves its
-// estimate in PostgreSQL (services.BudgetStore, atomic across instances),
-// after it the reservation is settled to the usage; at 80 % of a budget
-// the owner is told once a day on every channel.
+// Package budget enforces the owner's daily budgets per kind of run, in
+// tokens (BUDGET_DAILY_TOKENS) and in US dollars (BUDGET_DAILY_USD, priced
+// by LLM_PRICES): before each model call the run reserves its estimate in
+// PostgreSQL (services.BudgetStore, atomic across instances), after it the
+// reservation is settled to the usage; at 80 % of a budget the owner is
+// told once a day on every channel.
 package budget
 
 import (
@@ -64,6 +65,12 @@ func knownKind(k services.BudgetKind) bool {
 type Options struct {
 	Store  services.BudgetStore
 	Limits Limits
+	// Money are the daily budgets in US dollars; a call's cost is its
+	// model's price (Prices) times its tokens. A model without a price
+	// costs nothing it could be refused for, except against a money budget
+	// (refused: it cannot be counted; CheckPriced refuses that at start).
+	Money  MoneyLimits
+	Prices Prices
 	// Location is the owner's zone, whose midnight starts a budget's day
 	// (default: the server's).
 	Location *time.Location
@@ -73,9 +80,9 @@ type Options struct {
 	Timeline string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Observe, when set, hears each settled call's tokens and each refusal
-	// (metrics).
-	Observe func(kind services.BudgetKind, tokens int, refused bool)
+	// Observe, when set, hears each settled call's tokens and cost and
+	// each refusal (metrics).
+	Observe func(kind services.BudgetKind, tokens int, cost services.Money, refused bool)
 	Logger  *slog.Logger
 }
 
@@ -110,64 +117,110 @@ func (s *Service) day() (string, time.Time) {
 	return now.Format("2006-01-02"), time.Date(y, m, d+1, 0, 0, 0, 0, s.opts.Location)
 }
 
-func (s *Service) limit(kind services.BudgetKind) int64 {
+func (s *Service) limit(kind services.BudgetKind) services.BudgetAmount {
+	l := services.BudgetAmount{Tokens: math.MaxInt64 / 4, Cost: math.MaxInt64 / 4}
 	if n, ok := s.opts.Limits[kind]; ok {
-		return n
+		l.Tokens = n
 	}
-	return math.MaxInt64 / 4
+	if m, ok := s.opts.Money[kind]; ok {
+		l.Cost = m
+	}
+	return l
 }
 
-// Reserve reserves tokens for one model call of kind. A call that would
-// pass the kind's budget is refused with CodeBudgetExceeded.
-func (s *Service) Reserve(ctx context.Context, kind services.BudgetKind, tokens int) (services.BudgetHold, error) {
+// Reserve reserves a call's estimate, its prompt tokens and largest
+// answer, in tokens and (for a priced model) in money. A call that would
+// pass either of the kind's budgets is refused with CodeBudgetExceeded.
+func (s *Service) Reserve(ctx context.Context, call services.BudgetCall) (services.BudgetHold, error) {
 	day, resets := s.day()
-	hold := services.BudgetHold{Day: day, Kind: kind, Reserved: int64(max(tokens, 0))}
-	d, ok, err := s.opts.Store.ReserveBudget(ctx, day, kind, hold.Reserved, s.limit(kind))
+	kind := call.Kind
+	hold := services.BudgetHold{Day: day, Kind: kind, Model: call.Model, Reserved: int64(max(call.PromptTokens, 0) + max(call.MaxOutput, 0))}
+	price, priced := s.opts.Prices.Lookup(call.Model)
+	if priced {
+		hold.ReservedCost = price.Estimate(call.PromptTokens, call.MaxOutput)
+	}
+	limit := s.limit(kind)
+	moneyLimit, inMoney := s.opts.Money[kind]
+	if inMoney && !priced {
+		s.refused(kind)
+		return services.BudgetHold{}, &services.Error{Kind: services.ERATELIMITED, Code: services.CodeBudgetExceeded,
+			Message: fmt.Sprintf("the daily budget for %s is in money (%s) and model %s has no price in LLM_PRICES, so its calls cannot be counted", services.BudgetKindName(kind), moneyLimit, call.Model)}
+	}
+	d, ok, err := s.opts.Store.ReserveBudget(ctx, day, kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, limit)
 	if err != nil {
 		return services.BudgetHold{}, err
 	}
 	if ok {
 		return hold, nil
 	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(kind, 0, true)
+	s.refused(kind)
+	s.log.Warn("model call refused by the daily budget", "kind", kind, "day", day, "spent", d.Spent, "reserved", d.Reserved,
+		"asked", hold.Reserved, "spent_usd", d.SpentCost.USD(), "reserved_usd", d.ReservedCost.USD(), "asked_usd", hold.ReservedCost.USD())
+	var msg string
+	if inMoney && d.SpentCost+d.ReservedCost+hold.ReservedCost > moneyLimit {
+		msg = fmt.Sprintf("the daily budget for %s (%s) would be passed: %s spent today (%s more held by calls in flight), this call to %s may cost up to %s",
+			services.BudgetKindName(kind), moneyLimit, d.SpentCost, d.ReservedCost, call.Model, hold.ReservedCost)
+	} else {
+		msg = fmt.Sprintf("the daily budget for %s (%s tokens) would be passed: %s tokens spent today (%s more held by calls in flight), this call needs about %s",
+			services.BudgetKindName(kind), services.FormatTokens(limit.Tokens), services.FormatTokens(d.Spent), services.FormatTokens(d.Reserved), services.FormatTokens(hold.Reserved))
 	}
-	s.log.Warn("model call refused by the daily budget", "kind", kind, "day", day, "spent", d.Spent, "reserved", d.Reserved, "asked", tokens)
 	return services.BudgetHold{}, &services.Error{Kind: services.ERATELIMITED, Code: services.CodeBudgetExceeded,
-		Message: fmt.Sprintf("the daily budget for %s (%s tokens) would be passed: %s tokens spent today (%s more held by calls in flight), this call needs about %s; it resets at %s",
-			services.BudgetKindName(kind), services.FormatTokens(s.limit(kind)), services.FormatTokens(d.Spent), services.FormatTokens(d.Reserved), services.FormatTokens(int64(tokens)), resets.Format("2006-01-02 15:04 MST"))}
+		Message: msg + "; it resets at " + resets.Format("2006-01-02 15:04 MST")}
 }
 
-// Settle replaces hold by the tokens the call used; past WarnPercent of
-// the budget the owner is told, once per day and kind.
-func (s *Service) Settle(ctx context.Context, hold services.BudgetHold, used int) {
+func (s *Service) refused(kind services.BudgetKind) {
+	if s.opts.Observe != nil {
+		s.opts.Observe(kind, 0, 0, true)
+	}
+}
+
+// Settle replaces hold by what the call used (its cost at the model's
+// price); past WarnPercent of a budget the owner is told, once per day,
+// kind and unit.
+func (s *Service) Settle(ctx context.Context, hold services.BudgetHold, used services.TokenUsage) {
 	if hold.Day == "" {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	d, err := s.opts.Store.SettleBudget(ctx, hold.Day, hold.Kind, hold.Reserved, int64(used))
+	amount := services.BudgetAmount{Tokens: int64(max(used.PromptTokens, 0) + max(used.CompletionTokens, 0))}
+	if price, ok := s.opts.Prices.Lookup(hold.Model); ok {
+		amount.Cost = price.Cost(used)
+	}
+	d, err := s.opts.Store.SettleBudget(ctx, hold.Day, hold.Kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, amount)
 	if err != nil {
 		s.log.Error("settle budget", "kind", hold.Kind, "day", hold.Day, "err", err)
 		return
 	}
 	if s.opts.Observe != nil {
-		s.opts.Observe(hold.Kind, used, false)
+		s.opts.Observe(hold.Kind, int(amount.Tokens), amount.Cost, false)
 	}
-	limit, bounded := s.opts.Limits[hold.Kind]
-	if !bounded || s.opts.Chat == nil || d.Spent*100 < limit*WarnPercent {
+	if s.opts.Chat == nil {
 		return
 	}
-	// The dedupe key makes it one notice per day and kind, whichever
-	// call or instance gets here first.
-	_, _, err = s.opts.Chat.Post(ctx, services.PostParams{
+	kindName := services.BudgetKindName(hold.Kind)
+	if limit, ok := s.opts.Limits[hold.Kind]; ok && d.Spent*100 >= limit*WarnPercent {
+		s.warn(ctx, fmt.Sprintf("budget:%s:%s:warn", hold.Day, hold.Kind),
+			fmt.Sprintf("Budget: %s tokens of today's %s-token budget for %s are spent (%d%%). Past it, model calls of %s are refused until the budget resets at midnight (%s). /budget shows the spend.",
+				services.FormatTokens(d.Spent), services.FormatTokens(limit), kindName, d.Spent*100/limit, kindName, s.opts.Location))
+	}
+	if limit, ok := s.opts.Money[hold.Kind]; ok && int64(d.SpentCost)*100 >= int64(limit)*WarnPercent {
+		s.warn(ctx, fmt.Sprintf("budget:%s:%s:warn-usd", hold.Day, hold.Kind),
+			fmt.Sprintf("Budget: %s of today's %s budget for %s is spent (%d%%). Past it, model calls of %s are refused until the budget resets at midnight (%s). /budget shows the spend.",
+				d.SpentCost, limit, kindName, int64(d.SpentCost)*100/int64(limit), kindName, s.opts.Location))
+	}
+}
+
+// warn posts a budget notice to the owner's timeline and channels; the
+// dedupe key makes it one notice per day, kind and unit, whichever call
+// or instance gets here first.
+func (s *Service) warn(ctx context.Context, key, text string) {
+	_, _, err := s.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: s.opts.Timeline, Source: services.SourceSystem, Role: services.RoleAssistant,
-		Content: fmt.Sprintf("Budget: %s tokens of today's %s-token budget for %s are spent (%d%%). Past it, model calls of %s are refused until the budget resets at midnight (%s). /budget shows the spend.",
-			services.FormatTokens(d.Spent), services.FormatTokens(limit), services.BudgetKindName(hold.Kind), d.Spent*100/limit, services.BudgetKindName(hold.Kind), s.opts.Location),
-		DedupeKey: fmt.Sprintf("budget:%s:%s:warn", hold.Day, hold.Kind), NotifyOwner: true,
+		Content: text, DedupeKey: key, NotifyOwner: true,
 		Metadata: services.MessageMeta{Notice: "budget_warning"}.Encode(),
 	})
 	if err != nil {
-		s.log.Error("post budget notice", "kind", hold.Kind, "err", err)
+		s.log.Error("post budget notice", "key", key, "err", err)
 	}
 }
 
@@ -181,10 +234,11 @@ func (s *Service) Report(ctx context.Context) (services.BudgetReport, error) {
 	}
 	r := services.BudgetReport{Today: day, ResetsAt: resets, Zone: s.opts.Location.String(), Days: days}
 	for _, k := range services.BudgetKinds {
-		line := services.BudgetKindToday{Kind: k, Limit: s.opts.Limits[k]}
+		line := services.BudgetKindToday{Kind: k, Limit: s.opts.Limits[k], LimitCost: s.opts.Money[k]}
 		for _, d := range days {
 			if d.Day == day && d.Kind == k {
 				line.Spent, line.Reserved, line.Refused = d.Spent, d.Reserved, d.Refused
+				line.SpentCost, line.ReservedCost = d.SpentCost, d.ReservedCost
 			}
 		}
 		r.Kinds = append(r.Kinds, line)

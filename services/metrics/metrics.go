@@ -94,6 +94,7 @@ type Metrics struct {
 	fires            *prometheus.CounterVec
 	budgetTokens     *prometheus.CounterVec
 	budgetRefused    *prometheus.CounterVec
+	budgetCost       *prometheus.CounterVec
 	telegramErrors   *prometheus.CounterVec
 	mcpCalls         *prometheus.CounterVec
 	mcpDuration      *prometheus.HistogramVec
@@ -134,6 +135,7 @@ func New(opts Options) *Metrics {
 	m.handoffs = f.counterVec("switchboard_handoffs_total", "Sub-agent runs (parent_run_id set) that ended and handed back to their parent, by status.", "status")
 	m.fires = f.counterVec("switchboard_schedule_fires_total", "Fires of schedules, by result: ok (nothing told), notified, error, interrupted.", "result")
 	m.budgetTokens = f.counterVec("switchboard_budget_tokens_total", "Tokens of model calls settled against the daily budgets (provider-reported usage, estimated when none), by kind of run: main, subagent, schedule.", "kind")
+	m.budgetCost = f.counterVec("switchboard_budget_cost_usd_total", "US dollars of model calls settled against the daily budgets (usage at the model's LLM_PRICES price; models without a price count nothing), by kind of run.", "kind")
 	m.budgetRefused = f.counterVec("switchboard_budget_refused_total", "Model calls a daily budget refused (BUDGET_EXCEEDED), by kind of run.", "kind")
 	m.compactions = f.counterVec("switchboard_compactions_total", "Context compactions per scope, by result: ok (cursor moved), skipped, free_form (summary kept as written), failed.", "result")
 	m.telegramErrors = f.counterVec("switchboard_telegram_send_errors_total", "Failed Telegram Bot API sends, by error code (HTTP/Bot API code, or network).", "code")
@@ -224,14 +226,15 @@ func (m *Metrics) CompactionObserved(result string) {
 	m.compactions.WithLabelValues(label(result)).Inc()
 }
 
-// BudgetObserved counts one model call's settled tokens against its
-// kind's budget, or one call the budget refused.
-func (m *Metrics) BudgetObserved(kind services.BudgetKind, tokens int, refused bool) {
+// BudgetObserved counts one model call's settled tokens and cost against
+// its kind's budgets, or one call a budget refused.
+func (m *Metrics) BudgetObserved(kind services.BudgetKind, tokens int, cost services.Money, refused bool) {
 	if refused {
 		m.budgetRefused.WithLabelValues(label(string(kind))).Inc()
 		return
 	}
 	m.budgetTokens.WithLabelValues(label(string(kind))).Add(float64(max(tokens, 0)))
+	m.budgetCost.WithLabelValues(label(string(kind))).Add(max(cost, 0).USD())
 }
 
 // TelegramSendError counts one failed Telegram send by its error code: the

@@ -13,14 +13,14 @@ import (
 )
 
 // BenchmarkWorkingSetPrompt measures the prompt of the next turn at
-// timelines of 100 and 10,000 messages (never compacted: the working set
+// timelines of 100, 10,000 and 100,000 messages (never compacted: the working set
 // alone bounds it) at the default settings (128k window,
 // CONTEXT_HISTORY_TOKENS 12,000, 10 kept turns): estimated prompt tokens
 // and Build p50/p95. Run on purpose:
 //
 //	go test -run '^$' -bench WorkingSetPrompt -benchtime 50x ./services/prompt/
 func BenchmarkWorkingSetPrompt(b *testing.B) {
-	for _, n := range []int{100, 10_000} {
+	for _, n := range []int{100, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			ctx := context.Background()
 			pool, _ := dbtest.Schema(b)
