@@ -262,7 +262,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.mcp = mcp.New(o.MCP, mcp.Options{Logger: log, Registry: registry, Observe: a.meter.MCPCallObserved})
 	b.Context = o.Context
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
-	b.Context.Manifests = a.spaces
+	b.Context.Manifests, b.Context.Budgets = a.spaces, a.store
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
 	b.Context.Attachments, b.Context.Media = a.store, a.media
@@ -399,7 +399,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.Sessions = a.store
 	}
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
-	b.Web.Manifests = a.spaces
+	b.Web.Manifests, b.Web.ContextBudgets = a.spaces, a.store
 	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
 	b.Web.ModelReadsImages = b.Agent.PassImages
 	if b.Web.MaxMessageBytes <= 0 {

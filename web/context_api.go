@@ -18,6 +18,8 @@ func (s *Server) registerContextRoutes(api *echo.Group) {
 	g.GET("/context/preview", s.handleContextPreview)
 	g.GET("/context/manifest", s.handleGetManifest)
 	g.PUT("/context/manifest", s.handlePutManifest)
+	g.GET("/context/budget", s.handleGetBudget)
+	g.PUT("/context/budget", s.handlePutBudget)
 	g.GET("/rules", s.handleListRules)
 	g.POST("/rules", s.handleCreateRule)
 	g.PUT("/rules/:id", s.handleUpdateRule)

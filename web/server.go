@@ -53,6 +53,9 @@ type Options struct {
 	// Manifests hold the owner's context manifest (GET/PUT
 	// /api/context/manifest; nil: 503).
 	Manifests services.ContextManifests
+	// ContextBudgets hold the owner's budget profile (GET/PUT
+	// /api/context/budget; nil: 503).
+	ContextBudgets services.ContextBudgets
 	// Tools lists the agent's tools and MCP servers (GET /api/tools).
 	Tools services.ToolCatalog
 	// Model and Provider name the model in use (the page says when it is

@@ -85,7 +85,7 @@ func (l textLayer) fit(tok Tokenizer, budget int) (string, int) {
 // rulesLayer: the rules file of the workspace, then the owner's
 // constraints (hard ones first). Never trimmed unless it alone exceeds the
 // budget (CONTEXT_RULES_OVERBUDGET).
-func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, error) {
+func (m *Manager) rulesLayer(ctx context.Context, timeline string, warns *warningSet) (textLayer, error) {
 	l := textLayer{heading: "## Rules (always follow these)", cuttable: true}
 	for _, f := range m.rulesFiles(timeline) {
 		l.add(fmt.Sprintf("From %s:\n%s", f.Name, f.Text), "rules file "+f.Name)
@@ -106,6 +106,11 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, e
 			}
 			l.add(fmt.Sprintf("- [%s] %s", kind, c.Text), fmt.Sprintf("rule #%d (%s)", c.ID, kind))
 		}
+	}
+	if n := len(l.items); n > services.MaxRuleEntries {
+		warns.add(services.CodeCapacityExceeded, "%d rule entries, a prompt takes at most %d: the last %d (%s to %s) left out",
+			n, services.MaxRuleEntries, n-services.MaxRuleEntries, l.sources[services.MaxRuleEntries], l.sources[n-1])
+		l.items, l.sources = l.items[:services.MaxRuleEntries], l.sources[:services.MaxRuleEntries]
 	}
 	return l, nil
 }
@@ -237,6 +242,11 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 	}
 	items = append(items, m.pinItems(ctx, p, warns)...)
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Score > items[j].Score })
+	if n := len(items); n > services.MaxRetrievedChunks {
+		warns.add(services.CodeCapacityExceeded, "%d retrieved items, a prompt takes at most %d: the %d lowest-scored left out",
+			n, services.MaxRetrievedChunks, n-services.MaxRetrievedChunks)
+		items = items[:services.MaxRetrievedChunks]
+	}
 	for _, it := range items {
 		if it.TimelineScope != p.TimelineScope {
 			m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", p.TimelineScope, "kind", it.Kind)
