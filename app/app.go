@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/media"
 	"github.com/switchboard/switchboard/services/metrics"
+	"github.com/switchboard/switchboard/services/payload"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/schedule"
@@ -149,6 +150,7 @@ type App struct {
 	notifier *repository.Notifier
 	provider llm.Provider
 	spaces   *tools.Workspaces
+	payloads *payload.Builder
 	sandbox  *sandbox.Sandbox
 	media    *media.Store
 	meter    *metrics.Metrics
@@ -281,6 +283,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		}
 	}
 	contextMgr := prompt.New(b.Context)
+	// The context payload of spec 000 (`switchboard context`).
+	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces,
+		Known: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
 
 	// Jobs are inserted in the caller's transaction by an insert-only
 	// client; the queue that works them is built last, from the parts that
@@ -586,6 +591,9 @@ func (a *App) Metrics() *metrics.Metrics { return a.meter }
 
 // Web is the instance's web server.
 func (a *App) Web() *web.Server { return a.web }
+
+// Payloads build the context payloads of spec 000 (`switchboard context`).
+func (a *App) Payloads() *payload.Builder { return a.payloads }
 
 // Bot is the Telegram channel (nil when off).
 func (a *App) Bot() *telegram.Bot { return a.bot }
