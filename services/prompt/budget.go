@@ -38,6 +38,11 @@ const (
 	// CodeManifestInvalid: the context manifest could not be read (not
 	// valid JSON of its shape); its pins were skipped.
 	CodeManifestInvalid = services.CodeManifestInvalid
+	// CodeSourceUnavailable: a source of the prompt failed (the recall
+	// index, the remembered settings, the manifest file, a pinned file
+	// that cannot be read); it was skipped, named, and the prompt built
+	// without it.
+	CodeSourceUnavailable = "CONTEXT_SOURCE_UNAVAILABLE"
 )
 
 // CodeKind returns the services error kind for a ContextManager code, and
@@ -66,6 +71,8 @@ func CodeKind(code string) string {
 		return services.EINVALID
 	case services.CodeCapacityExceeded:
 		return services.EINVALID
+	case CodeSourceUnavailable:
+		return services.EUNAVAILABLE
 	}
 	return services.EINTERNAL
 }

@@ -220,7 +220,8 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 	items := append([]RetrievedItem{}, p.Retrieved...)
 	handoffs, err := m.archivedHandoffs(ctx, p, input)
 	if err != nil {
-		return textLayer{}, err
+		m.sourceFailed(warns, p, "the recall index", "archived handoffs skipped", err)
+		handoffs = nil
 	}
 	items = append(items, handoffs...)
 	if m.opts.Workspace != nil && input != "" {
@@ -276,14 +277,32 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 	}
 	man, err := m.opts.Manifests.ContextManifest(ctx, p.TimelineScope)
 	if err != nil {
-		warns.add(CodeManifestInvalid, "%s skipped: %s", services.ContextManifestFile, services.ErrorMessage(err))
+		if services.ErrorCode(err) == CodeManifestInvalid {
+			warns.add(CodeManifestInvalid, "%s skipped: %s", services.ContextManifestFile, services.ErrorMessage(err))
+		} else {
+			m.sourceFailed(warns, p, "the manifest file "+services.ContextManifestFile, "its pins skipped", err)
+		}
 		return nil
 	}
 	var out []RetrievedItem
 	for i, pin := range man.Pins {
-		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) { return m.opts.Workspace.ReadFile(p.TimelineScope, path) })
+		// A file that is there but cannot be read (a directory, refused,
+		// an I/O error) is a failing source; a file, section or lines
+		// that are not there is a missing pin.
+		var readErr error
+		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) {
+			data, err := m.opts.Workspace.ReadFile(p.TimelineScope, path)
+			if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+				readErr = err
+			}
+			return data, err
+		})
 		if err != nil {
-			warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			if readErr == nil {
+				warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			} else {
+				m.sourceFailed(warns, p, "pinned file "+pin.Path, "pin "+pin.String()+" skipped", readErr)
+			}
 			continue
 		}
 		// Earlier pins rank a little higher, so the last ones are left out first.

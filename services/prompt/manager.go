@@ -301,7 +301,9 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	}
 	settings, err := m.settingsLayer(ctx, p.TimelineScope)
 	if err != nil {
-		return Prompt{}, err
+		// Preferences are worth having, not worth failing the turn for.
+		m.sourceFailed(&warns, p, "remembered settings", "settings skipped", err)
+		settings = textLayer{heading: settings.heading}
 	}
 	var input services.Message
 	if p.Trigger != nil && p.Trigger.ID == p.TriggerID {
@@ -954,4 +956,12 @@ func (m *Manager) budgetProfile(ctx context.Context, timeline string, warns *war
 		return def
 	}
 	return b
+}
+
+// sourceFailed records a source that failed: it is skipped with a
+// CONTEXT_SOURCE_UNAVAILABLE warning naming it, and logged; the build goes
+// on without it.
+func (m *Manager) sourceFailed(warns *warningSet, p BuildParams, source, what string, err error) {
+	m.log.Warn("prompt source unavailable", "code", CodeSourceUnavailable, "timeline", p.TimelineScope, "scope", p.ContextScope, "source", source, "err", err)
+	warns.add(CodeSourceUnavailable, "%s could not be read, %s: %s", source, what, services.ErrorMessage(err))
 }
