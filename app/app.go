@@ -405,6 +405,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
 	b.Web.Manifests, b.Web.ContextBudgets = a.spaces, a.store
+	b.Web.Blocks = workspaceBlocks{spaces: a.spaces, count: tokenizer.Count}
 	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
 	b.Web.ModelReadsImages = b.Agent.PassImages
 	if b.Web.MaxMessageBytes <= 0 {

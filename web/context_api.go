@@ -20,6 +20,7 @@ func (s *Server) registerContextRoutes(api *echo.Group) {
 	g.PUT("/context/manifest", s.handlePutManifest)
 	g.GET("/context/budget", s.handleGetBudget)
 	g.PUT("/context/budget", s.handlePutBudget)
+	g.GET("/workspace/blocks", s.handleBlocks)
 	g.GET("/rules", s.handleListRules)
 	g.POST("/rules", s.handleCreateRule)
 	g.PUT("/rules/:id", s.handleUpdateRule)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -71,4 +72,22 @@ func (s *Server) handlePutBudget(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, BudgetJSON{Version: b.Version, Layers: b.Layers})
+}
+
+// handleBlocks is GET /api/workspace/blocks?path=…: the block tree of a
+// file of the owner's workspace (services.FileBlocks): Markdown sections,
+// a JSON object's keys, or the whole file; each with the pin selecting it.
+func (s *Server) handleBlocks(c echo.Context) error {
+	if s.opts.Blocks == nil {
+		return services.Errorf(services.EUNAVAILABLE, "workspace blocks are not available on this server")
+	}
+	p := c.QueryParam("path")
+	if strings.TrimSpace(p) == "" {
+		return services.Errorf(services.EINVALID, "query parameter path: the workspace file to list (notes.md)")
+	}
+	fb, err := s.opts.Blocks.Blocks(c.Request().Context(), s.opts.OwnerTimeline, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, fb)
 }
