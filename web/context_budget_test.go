@@ -170,6 +170,23 @@ func TestContextBudgetAPI(t *testing.T) {
 		t.Fatalf("PUT over an invalid profile: %d %s", r.StatusCode, body)
 	}
 
+	// Two updates at the same version at once: one is stored, the other
+	// refused with CONTEXT_BUDGET_CONFLICT.
+	same := strings.Replace(string(example), `"version": 0`, `"version": 3`, 1)
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			r, _ := do(t, "PUT", url+"/api/context/budget", testToken, same)
+			codes <- r.StatusCode
+		}()
+	}
+	if a, b := <-codes, <-codes; a+b != 200+409 {
+		t.Fatalf("two updates at version 3: %d and %d, want one 200 and one 409", a, b)
+	}
+	if b := get(); b.Version != 4 {
+		t.Fatalf("after the race: version %d", b.Version)
+	}
+
 	// Capacity: 500 rules at most, the 501st refused with a clear error.
 	if _, err := pool.Exec(ctx, `INSERT INTO context_constraints (timeline_scope, text, hard)
 		SELECT $1, 'r' || g, false FROM generate_series(2, 500) g`, services.DefaultTimeline); err != nil {
