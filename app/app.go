@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/media"
 	"github.com/switchboard/switchboard/services/metrics"
+	"github.com/switchboard/switchboard/services/payload"
 	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/schedule"
@@ -152,6 +153,7 @@ type App struct {
 	notifier *repository.Notifier
 	provider llm.Provider
 	spaces   *tools.Workspaces
+	payloads *payload.Builder
 	sandbox  *sandbox.Sandbox
 	media    *media.Store
 	meter    *metrics.Metrics
@@ -265,7 +267,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.mcp = mcp.New(o.MCP, mcp.Options{Logger: log, Registry: registry, Observe: a.meter.MCPCallObserved})
 	b.Context = o.Context
 	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
-	b.Context.Manifests = a.spaces
+	b.Context.Manifests, b.Context.Budgets = a.spaces, a.store
 	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
 	b.Context.HistoryRule = historyRule(registry)
 	b.Context.Attachments, b.Context.Media = a.store, a.media
@@ -284,6 +286,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		}
 	}
 	contextMgr := prompt.New(b.Context)
+	// The context payload of spec 000 (`switchboard context`).
+	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces,
+		Known: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
 
 	// Jobs are inserted in the caller's transaction by an insert-only
 	// client; the queue that works them is built last, from the parts that
@@ -413,7 +418,8 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.Sessions = a.store
 	}
 	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
-	b.Web.Manifests = a.spaces
+	b.Web.Manifests, b.Web.ContextBudgets = a.spaces, a.store
+	b.Web.Blocks = workspaceBlocks{spaces: a.spaces, count: tokenizer.Count}
 	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
 	b.Web.ModelReadsImages = b.Agent.PassImages
 	if b.Web.MaxMessageBytes <= 0 {
@@ -600,6 +606,9 @@ func (a *App) Metrics() *metrics.Metrics { return a.meter }
 
 // Web is the instance's web server.
 func (a *App) Web() *web.Server { return a.web }
+
+// Payloads build the context payloads of spec 000 (`switchboard context`).
+func (a *App) Payloads() *payload.Builder { return a.payloads }
 
 // Bot is the Telegram channel (nil when off).
 func (a *App) Bot() *telegram.Bot { return a.bot }

@@ -53,9 +53,16 @@ func (s *Store) CreateConstraint(ctx context.Context, c services.Constraint) (se
 	if err := validConstraintText(c.Text); err != nil {
 		return services.Constraint{}, err
 	}
+	// At most services.MaxRuleEntries rules per timeline (seed 001's
+	// capacity), checked in the insert itself.
 	out, err := scanConstraint(s.db.QueryRow(ctx, `
-		INSERT INTO context_constraints (timeline_scope, text, hard) VALUES ($1, $2, $3)
-		RETURNING `+constraintColumns, c.TimelineScope, strings.TrimSpace(c.Text), c.Hard))
+		INSERT INTO context_constraints (timeline_scope, text, hard)
+		SELECT $1, $2, $3 WHERE (SELECT count(*) FROM context_constraints WHERE timeline_scope = $1) < $4
+		RETURNING `+constraintColumns, c.TimelineScope, strings.TrimSpace(c.Text), c.Hard, services.MaxRuleEntries))
+	if err == pgx.ErrNoRows {
+		return services.Constraint{}, services.CodedErrorf(services.EINVALID, services.CodeCapacityExceeded,
+			"this conversation already has %d rules, the most a prompt takes: remove one before adding another", services.MaxRuleEntries)
+	}
 	return out, wrapErr("create constraint", err)
 }
 

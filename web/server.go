@@ -53,6 +53,12 @@ type Options struct {
 	// Manifests hold the owner's context manifest (GET/PUT
 	// /api/context/manifest; nil: 503).
 	Manifests services.ContextManifests
+	// ContextBudgets hold the owner's budget profile (GET/PUT
+	// /api/context/budget; nil: 503).
+	ContextBudgets services.ContextBudgets
+	// Blocks list the owner's workspace files' blocks (GET
+	// /api/workspace/blocks; nil: 503).
+	Blocks services.WorkspaceBlocks
 	// Tools lists the agent's tools and MCP servers (GET /api/tools).
 	Tools services.ToolCatalog
 	// Model and Provider name the model in use (the page says when it is

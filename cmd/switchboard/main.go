@@ -30,6 +30,8 @@ Usage:
   switchboard audit verify         check the audit trail's hash chain: "ok, N entries" or the first broken row
   switchboard inspect [NAME] [--json]
                                    run repository/inspect.sql's named queries read-only (--list names them)
+  switchboard context --mode index|timeline|detail|map [--task-id RUN] [--ids m12,s3] [--query WORDS] [--profile NAME]
+                                   print the context payload (context_payload.v2) as one JSON object
   switchboard help                 this text
 
 With no configuration, serve uses the PostgreSQL on 127.0.0.1:5432 if one
@@ -60,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "tui":
 		// The TUI is a client: it reads its own flags and env, not the server's.
 		return runTUI(ctx, args, getenv, stdout, stderr)
-	case "serve", "migrate", "token", "pair", "inspect", "audit":
+	case "serve", "migrate", "token", "pair", "inspect", "audit", "context":
 	default:
 		printUsage(stderr)
 		return fmt.Errorf("unknown command %q", verb)
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runInspect(ctx, cfg, log, args, stdout)
 	case "audit":
 		return runAudit(ctx, cfg, log, args, stdout)
+	case "context":
+		return runContext(ctx, cfg, log, args, stdout, stderr)
 	default:
 		if len(args) > 0 {
 			return fmt.Errorf("serve takes no arguments, got %q (configure it with environment variables; see switchboard help)", strings.Join(args, " "))

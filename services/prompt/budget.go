@@ -38,6 +38,11 @@ const (
 	// CodeManifestInvalid: the context manifest could not be read (not
 	// valid JSON of its shape); its pins were skipped.
 	CodeManifestInvalid = services.CodeManifestInvalid
+	// CodeSourceUnavailable: a source of the prompt failed (the recall
+	// index, the remembered settings, the manifest file, a pinned file
+	// that cannot be read); it was skipped, named, and the prompt built
+	// without it.
+	CodeSourceUnavailable = "CONTEXT_SOURCE_UNAVAILABLE"
 )
 
 // CodeKind returns the services error kind for a ContextManager code, and
@@ -64,6 +69,10 @@ func CodeKind(code string) string {
 		return services.ETOOLARGE
 	case CodeManifestInvalid:
 		return services.EINVALID
+	case services.CodeCapacityExceeded:
+		return services.EINVALID
+	case CodeSourceUnavailable:
+		return services.EUNAVAILABLE
 	}
 	return services.EINTERNAL
 }
@@ -173,7 +182,30 @@ func TrimOrder() []Layer {
 // CodeBudgetFallback for negative counts (the layer is capped at its default
 // share) and for unknown layers (ignored). At most one warning per code.
 func Allocate(total int, needs map[Layer]int) (alloc map[Layer]int, warnings []Warning) {
+	return AllocateWith(services.DefaultContextBudget(), total, needs)
+}
+
+// AllocateWith is Allocate under a budget profile (a timeline's stored
+// one, services.ContextBudgets): its shares and minimums replace Policy's.
+// The minimums are the floors of the first trimming pass (in TrimOrder,
+// which a profile does not change: seed 001 trims retrieved first); the
+// shares are the threshold of the rules warning (the rules' share) and the
+// cap of a layer whose count is not valid. A profile that is not valid is
+// not used (the default is, with CodeBudgetFallback).
+func AllocateWith(profile services.ContextBudget, total int, needs map[Layer]int) (alloc map[Layer]int, warnings []Warning) {
 	var w warningSet
+	if err := profile.Validate(); err != nil {
+		w.add(CodeBudgetFallback, "budget profile not used, the default is: %s", services.ErrorMessage(err))
+		profile = services.DefaultContextBudget()
+	}
+	policy := func(l Layer) LayerPolicy {
+		p := Policy(l)
+		if lb, ok := profile.Layers[string(l)]; ok {
+			p.SharePercent, p.MinTokens = lb.SharePercent, lb.MinTokens
+		}
+		return p
+	}
+	rulesWarn := policy(LayerRules).SharePercent
 	total = max(total, 0)
 
 	var unknown []string
@@ -200,7 +232,7 @@ func Allocate(total int, needs map[Layer]int) (alloc map[Layer]int, warnings []W
 		n := min(needs[l], maxLayerTokens)
 		if n < 0 {
 			invalid = append(invalid, string(l))
-			n = rest * Policy(l).SharePercent / 100
+			n = rest * policy(l).SharePercent / 100
 		}
 		need[l] = n
 	}
@@ -208,8 +240,8 @@ func Allocate(total int, needs map[Layer]int) (alloc map[Layer]int, warnings []W
 		w.add(CodeBudgetFallback, "negative token counts for %s, default shares used", strings.Join(invalid, ", "))
 	}
 
-	if r := need[LayerRules]; r > rest*RulesWarnPercent/100 {
-		w.add(CodeRulesOverbudget, "rules need %d tokens, over %d%% of %d", r, RulesWarnPercent, rest)
+	if r := need[LayerRules]; r > rest*rulesWarn/100 {
+		w.add(CodeRulesOverbudget, "rules need %d tokens, over %d%% of %d", r, rulesWarn, rest)
 	}
 	if in := need[LayerInput]; in > MaxInputTokens {
 		w.add(CodeInputTooLarge, "input needs %d tokens, limit is %d", in, MaxInputTokens)
@@ -232,8 +264,8 @@ func Allocate(total int, needs map[Layer]int) (alloc map[Layer]int, warnings []W
 		}
 	}
 	for _, l := range TrimOrder() {
-		if Policy(l).Trimmable {
-			cut(l, Policy(l).MinTokens)
+		if p := policy(l); p.Trimmable {
+			cut(l, p.MinTokens)
 		}
 	}
 	for _, l := range TrimOrder() {

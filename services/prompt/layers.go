@@ -85,7 +85,7 @@ func (l textLayer) fit(tok Tokenizer, budget int) (string, int) {
 // rulesLayer: the rules file of the workspace, then the owner's
 // constraints (hard ones first). Never trimmed unless it alone exceeds the
 // budget (CONTEXT_RULES_OVERBUDGET).
-func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, error) {
+func (m *Manager) rulesLayer(ctx context.Context, timeline string, warns *warningSet) (textLayer, error) {
 	l := textLayer{heading: "## Rules (always follow these)", cuttable: true}
 	for _, f := range m.rulesFiles(timeline) {
 		l.add(fmt.Sprintf("From %s:\n%s", f.Name, f.Text), "rules file "+f.Name)
@@ -106,6 +106,11 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string) (textLayer, e
 			}
 			l.add(fmt.Sprintf("- [%s] %s", kind, c.Text), fmt.Sprintf("rule #%d (%s)", c.ID, kind))
 		}
+	}
+	if n := len(l.items); n > services.MaxRuleEntries {
+		warns.add(services.CodeCapacityExceeded, "%d rule entries, a prompt takes at most %d: the last %d (%s to %s) left out",
+			n, services.MaxRuleEntries, n-services.MaxRuleEntries, l.sources[services.MaxRuleEntries], l.sources[n-1])
+		l.items, l.sources = l.items[:services.MaxRuleEntries], l.sources[:services.MaxRuleEntries]
 	}
 	return l, nil
 }
@@ -215,7 +220,8 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 	items := append([]RetrievedItem{}, p.Retrieved...)
 	handoffs, err := m.archivedHandoffs(ctx, p, input)
 	if err != nil {
-		return textLayer{}, err
+		m.sourceFailed(warns, p, "the recall index", "archived handoffs skipped", err)
+		handoffs = nil
 	}
 	items = append(items, handoffs...)
 	if m.opts.Workspace != nil && input != "" {
@@ -237,6 +243,11 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 	}
 	items = append(items, m.pinItems(ctx, p, warns)...)
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Score > items[j].Score })
+	if n := len(items); n > services.MaxRetrievedChunks {
+		warns.add(services.CodeCapacityExceeded, "%d retrieved items, a prompt takes at most %d: the %d lowest-scored left out",
+			n, services.MaxRetrievedChunks, n-services.MaxRetrievedChunks)
+		items = items[:services.MaxRetrievedChunks]
+	}
 	for _, it := range items {
 		if it.TimelineScope != p.TimelineScope {
 			m.log.Error("context scope violation refused", "code", CodeScopeViolation, "timeline", p.TimelineScope, "kind", it.Kind)
@@ -266,14 +277,32 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 	}
 	man, err := m.opts.Manifests.ContextManifest(ctx, p.TimelineScope)
 	if err != nil {
-		warns.add(CodeManifestInvalid, "%s skipped: %s", services.ContextManifestFile, services.ErrorMessage(err))
+		if services.ErrorCode(err) == CodeManifestInvalid {
+			warns.add(CodeManifestInvalid, "%s skipped: %s", services.ContextManifestFile, services.ErrorMessage(err))
+		} else {
+			m.sourceFailed(warns, p, "the manifest file "+services.ContextManifestFile, "its pins skipped", err)
+		}
 		return nil
 	}
 	var out []RetrievedItem
 	for i, pin := range man.Pins {
-		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) { return m.opts.Workspace.ReadFile(p.TimelineScope, path) })
+		// A file that is there but cannot be read (a directory, refused,
+		// an I/O error) is a failing source; a file, section or lines
+		// that are not there is a missing pin.
+		var readErr error
+		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) {
+			data, err := m.opts.Workspace.ReadFile(p.TimelineScope, path)
+			if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+				readErr = err
+			}
+			return data, err
+		})
 		if err != nil {
-			warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			if readErr == nil {
+				warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			} else {
+				m.sourceFailed(warns, p, "pinned file "+pin.Path, "pin "+pin.String()+" skipped", readErr)
+			}
 			continue
 		}
 		// Earlier pins rank a little higher, so the last ones are left out first.

@@ -39,6 +39,9 @@ type Options struct {
 	// Manifests read each timeline's context manifest, whose pins main
 	// prompts include in the retrieved layer (nil: none).
 	Manifests services.ContextManifests
+	// Budgets hold each timeline's budget profile, the layers' shares and
+	// minimums (nil: the default profile).
+	Budgets services.ContextBudgets
 	// Tokenizer counts tokens of text not counted when stored.
 	Tokenizer Tokenizer
 	// SystemPrompt defaults to DefaultSystemPrompt.
@@ -218,6 +221,9 @@ type Inspection struct {
 	PrefixUnchanged bool          `json:"prefix_unchanged"`
 	ReadScope       string        `json:"read_scope"`
 	CursorID        int64         `json:"cursor_id"`
+	// BudgetVersion is the version of the budget profile the build used
+	// (0: the default, none stored or the stored one not valid).
+	BudgetVersion int `json:"budget_version,omitempty"`
 	// WorkingSet is the tokens the history's turns (with the current
 	// input) could take in this build: the kept turns plus HistoryTokens,
 	// within the window. HistoryTurnTokens is what they took, HistoryTurns
@@ -275,6 +281,8 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	ins := Inspection{Budget: budget, Window: m.opts.Window}
 	var warns warningSet
 	tok := m.opts.Tokenizer
+	profile := m.budgetProfile(ctx, p.TimelineScope, &warns)
+	ins.BudgetVersion = profile.Version
 
 	// Gather every layer at full size.
 	baseSystem := m.opts.SystemPrompt
@@ -287,13 +295,15 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		systemTokens += ToolTokens(tok, t)
 		defs = append(defs, t)
 	}
-	rules, err := m.rulesLayer(ctx, p.TimelineScope)
+	rules, err := m.rulesLayer(ctx, p.TimelineScope, &warns)
 	if err != nil {
 		return Prompt{}, err
 	}
 	settings, err := m.settingsLayer(ctx, p.TimelineScope)
 	if err != nil {
-		return Prompt{}, err
+		// Preferences are worth having, not worth failing the turn for.
+		m.sourceFailed(&warns, p, "remembered settings", "settings skipped", err)
+		settings = textLayer{heading: settings.heading}
 	}
 	var input services.Message
 	if p.Trigger != nil && p.Trigger.ID == p.TriggerID {
@@ -366,11 +376,11 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		// History takes whatever the other layers leave (read within it
 		// below); for allocation it asks for its minimum, so retrieved and
 		// settings are only trimmed when the window is really short.
-		LayerHistory: min(Policy(LayerHistory).MinTokens, budget/4),
+		LayerHistory: min(profile.Layers[string(LayerHistory)].MinTokens, budget/4),
 		LayerInput:   inputTokens,
 		LayerTodo:    todo.tokens(tok),
 	}
-	alloc, aw := Allocate(budget, needs)
+	alloc, aw := AllocateWith(profile, budget, needs)
 	for _, w := range aw {
 		if w.Code == CodeInputTooLarge && (alloc[LayerInput] < inputTokens || inputTokens > MaxInputTokens) {
 			return Prompt{}, services.CodedErrorf(services.ETOOLARGE, CodeInputTooLarge,
@@ -922,4 +932,36 @@ func hasFiles(msg services.Message) bool {
 func replyTo(m services.Message) int64 {
 	meta := metaOf(m)
 	return meta.ReplyTo
+}
+
+// budgetProfile is the timeline's budget profile: the stored one, or the
+// default when none is stored. A stored profile that is not valid, or that
+// cannot be read, is not used: the build goes on with the default and a
+// CONTEXT_BUDGET_FALLBACK warning naming the problem.
+func (m *Manager) budgetProfile(ctx context.Context, timeline string, warns *warningSet) services.ContextBudget {
+	def := services.DefaultContextBudget()
+	if m.opts.Budgets == nil {
+		return def
+	}
+	b, err := m.opts.Budgets.ContextBudget(ctx, timeline)
+	if err == nil && b.Validate() != nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		if services.ErrorCode(err) == CodeBudgetFallback {
+			warns.add(CodeBudgetFallback, "%s", services.ErrorMessage(err))
+		} else {
+			warns.add(CodeBudgetFallback, "the budget profile could not be read, the default is used: %s", services.ErrorMessage(err))
+		}
+		return def
+	}
+	return b
+}
+
+// sourceFailed records a source that failed: it is skipped with a
+// CONTEXT_SOURCE_UNAVAILABLE warning naming it, and logged; the build goes
+// on without it.
+func (m *Manager) sourceFailed(warns *warningSet, p BuildParams, source, what string, err error) {
+	m.log.Warn("prompt source unavailable", "code", CodeSourceUnavailable, "timeline", p.TimelineScope, "scope", p.ContextScope, "source", source, "err", err)
+	warns.add(CodeSourceUnavailable, "%s could not be read, %s: %s", source, what, services.ErrorMessage(err))
 }
