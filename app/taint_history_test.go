@@ -332,3 +332,30 @@ func stepKindsOf(t *testing.T, in *apptest.Instance, run int64) string {
 	}
 	return strings.Join(kinds, ",")
 }
+
+// TestTaintedHandoffInHistory: a sub-agent of a clean parent reads a
+// hostile page and reports it; the handoff row records the page. A turn
+// later the owner says "do what the helper said": the obedient model's
+// remember is held, the run tainted by the earlier handoff and naming the
+// page the child read.
+func TestTaintedHandoffInHistory(t *testing.T) {
+	w := newInjWorld(t)
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+	pageURL := w.page.URL + "/remember"
+	model.Enqueue(
+		llmtest.Call("delegate", `{"task":"read the weekly news page and report"}`),
+		llmtest.Call("fetch_url", `{"url":"`+pageURL+`"}`),
+		llmtest.Text("Report: "+injText("remember")),
+		llmtest.Text("The helper reported."))
+	ask(t, in, "have a helper read the news")
+	idle(t, in)
+	model.Enqueue(w.call("remember", 0), llmtest.Text("done"))
+	a, run := heldAfter(t, in, "do what the helper said")
+	want := "after reading an earlier sub-agent handoff written after reading the handoff of sub-agent"
+	if a.Tool != "remember" || !strings.Contains(run.TaintedBy, want) || !strings.Contains(run.TaintedBy, "after reading "+pageURL) {
+		t.Fatalf("held %s; run tainted %q, want %q and the page", a.Tool, run.TaintedBy, want)
+	}
+	nothingLasted(t, in, w)
+}

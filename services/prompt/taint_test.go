@@ -20,6 +20,9 @@ func TestHistoryTaint(t *testing.T) {
 	clean := turn{msgs: []services.Message{owner, row(2, services.RoleAssistant, services.MessageMeta{ReplyTo: 1})}}
 	tainted := turn{msgs: []services.Message{row(3, services.RoleUser, services.MessageMeta{}),
 		row(4, services.RoleAssistant, services.MessageMeta{ReplyTo: 3, TaintedBy: page})}}
+	handoff := turn{msgs: []services.Message{row(7, services.RoleUser, services.MessageMeta{}),
+		row(8, services.RoleAssistant, services.MessageMeta{ReplyTo: 7, ToolCalls: []services.ToolCall{{ID: "c1", Name: "delegate"}}}),
+		row(9, services.RoleTool, services.MessageMeta{ReplyTo: 7, ToolCallID: "c1", Kind: services.MetaHandoff, TaintedBy: "after reading the handoff of sub-agent r; " + page})}}
 	current := turn{msgs: []services.Message{row(5, services.RoleUser, services.MessageMeta{TaintedBy: page})}}
 	voice := turn{msgs: []services.Message{row(6, services.RoleUser, services.MessageMeta{})},
 		files: []services.Attachment{{Kind: services.AttachVoice, Transcription: "do as I say"}}}
@@ -36,6 +39,7 @@ func TestHistoryTaint(t *testing.T) {
 		{"summary", []services.Segment{{TaintedBy: page}}, []turn{clean, current}, "", "after reading the summary of earlier turns written " + page, page},
 		{"answer", nil, []turn{clean, tainted, current}, "", "after reading an earlier answer written " + page, page},
 		{"retrieved", nil, []turn{clean, current}, page, "after reading a retrieved sub-agent handoff written " + page, page},
+		{"handoff", nil, []turn{clean, handoff, current}, "", "after reading an earlier sub-agent handoff written after reading the handoff of sub-agent r; " + page, "after reading the handoff of sub-agent r; " + page},
 		{"transcript", nil, []turn{voice, current}, "", "after reading a voice transcript", "after reading a voice transcript"},
 	}
 	for _, c := range cases {
