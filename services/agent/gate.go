@@ -44,11 +44,12 @@ type gate struct {
 	// TaintedBy): a later prompt that carries them starts tainted.
 	roots []string
 	hosts map[string]bool
-	// read are the texts a fetch_url call's URL is looked up in (the
-	// owner's message and the pages this loop fetched): in a tainted loop
-	// only a URL found verbatim there reads without egress.
-	read []string
-	held []heldCall
+	// given is the owner's words the loop works from (the message a main
+	// run answers, a fire's task); read the pages this loop fetched. In a
+	// tainted loop a fetch_url reads without egress only when its URL is
+	// found verbatim in given, or on a host it fetched in read.
+	given, read []string
+	held        []heldCall
 	// settled are the held calls a resumed run settled, with their results.
 	settled []llm.Message
 	calls   []services.ToolCall
@@ -212,8 +213,9 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 
 // effectOf classifies one call: the tool's declared class, except that
 // fetch_url reads (no egress) from a host this run already fetched without
-// a query string or user info (in a tainted run only a URL found verbatim
-// in the owner's message or a page the run fetched), and send_file on the owner's own timeline sends to the
+// a query string or user info (in a tainted run: a URL found verbatim in
+// the owner's words the run works from, on any host, or in a page the run
+// fetched, on a host it fetched), and send_file on the owner's own timeline sends to the
 // owner (workspace) unless the run answers a group.
 func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) services.Effect {
 	switch t.Name {
@@ -225,11 +227,12 @@ func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) ser
 			if u, err := url.Parse(a.URL); err == nil && u.RawQuery == "" && !u.ForceQuery && u.Host != "" && u.User == nil {
 				g.mu.Lock()
 				seen := g.hosts[strings.ToLower(u.Host)]
-				if seen && g.origin != "" {
+				if g.origin != "" {
 					// Tainted: the path (and fragment) could carry what
-					// the run read out to the host; only a URL the run was
-					// given verbatim reads.
-					seen = g.foundLocked(a.URL)
+					// the run read out to the host; only a URL the owner
+					// gave, or a page's own link on a host it fetched,
+					// reads.
+					seen = found(g.given, a.URL) || seen && found(g.read, a.URL)
 				}
 				g.mu.Unlock()
 				if seen {
@@ -273,9 +276,21 @@ func namesManifest(args json.RawMessage) bool {
 // maxReadTexts bounds the texts a loop keeps to look fetch URLs up in.
 const maxReadTexts = 64
 
-// readText keeps text a later fetch_url's URL may be found in verbatim:
-// the owner's message a run answers, and each page a fetch_url returned
-// (its JSON and, decoded, its content, so escaping cannot hide a link).
+// give keeps the owner's words the loop works from (the message a main
+// run on the owner's timeline answers, a fire's task): a URL found there
+// verbatim is the owner's, not composed by the model.
+func (g *gate) give(text string) {
+	if g == nil || strings.TrimSpace(text) == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.given = append(g.given, text)
+}
+
+// readText keeps each page a fetch_url returned (its JSON and, decoded, its
+// content, so escaping cannot hide a link): a later fetch of a link found
+// there verbatim, on a host the loop fetched, reads.
 func (g *gate) readText(text string) {
 	if g == nil || strings.TrimSpace(text) == "" {
 		return
@@ -296,10 +311,9 @@ func (g *gate) readText(text string) {
 	}
 }
 
-// foundLocked reports whether u appears verbatim in a text the loop keeps
-// (g.mu held).
-func (g *gate) foundLocked(u string) bool {
-	for _, t := range g.read {
+// found reports whether u appears verbatim in one of texts.
+func found(texts []string, u string) bool {
+	for _, t := range texts {
 		if strings.Contains(t, u) {
 			return true
 		}

@@ -403,7 +403,9 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	if obs.TaintedBy != "" {
 		g.taintWith(ctx, obs.TaintedBy, obs.TaintSources)
 	}
-	g.readText(trigger.Content)
+	if run.TimelineScope == services.DefaultTimeline {
+		g.give(trigger.Content) // the owner's words (a stranger's are not)
+	}
 	s.logWarnings(run, obs)
 	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", obs, usage{}, err

@@ -414,6 +414,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
 		store: scoped, replyTo: run.TriggerMessageID}
 	g := s.newGate(key.Starter, run.ID, run.TaintedBy)
+	g.give(sc.Task) // the owner's (or owner-approved) task: its URLs are the owner's
 	if obs.TaintedBy != "" {
 		// Its prompt carries text written under taint (the main
 		// conversation's, or an earlier fire's read back).
