@@ -95,6 +95,11 @@ func TestHostileSuite(t *testing.T) {
 				timeline, source := services.DefaultTimeline, services.SourceWeb
 				if src == "stranger" {
 					timeline, source = "tg:777", services.SourceTelegram
+				} else {
+					// A fresh conversation: the earlier cases' answers were
+					// written under taint and would taint this one.
+					idle(t, in)
+					ask(t, in, "/new")
 				}
 				replies := append(append([]llmtest.Reply{}, intro...), attack, llmtest.Text("done"))
 				model.Enqueue(replies...)
@@ -161,7 +166,9 @@ func TestHostileSuite(t *testing.T) {
 		t.Fatalf("the attacker got %d request(s)", n)
 	}
 
-	// The same calls in an untainted owner run just work.
+	// The same calls in an untainted owner run (a fresh conversation) just work.
+	idle(t, in)
+	ask(t, in, "/new")
 	for _, name := range []string{"remember", "rule", "schedule", "exfil_fetch"} {
 		model.Enqueue(attacks(h)[name], llmtest.Text("done"))
 		ask(t, in, "please do "+name)
@@ -370,9 +377,12 @@ func TestManifestWriteIsPersist(t *testing.T) {
 	if _, err := in.App.Agent().DecideApproval(ctx, as[0].ID, false, "web"); err != nil {
 		t.Fatal(err)
 	}
-	// The owner's own run: a workspace write, no approval.
+	// The owner's own run in a fresh conversation (the tainted turn's
+	// answer would taint it through history): a workspace write, no approval.
+	waitFor(t, "the denied run's end", func() bool { return model.Pending() == 0 && len(model.Requests()) >= 3 })
+	idle(t, in)
+	ask(t, in, "/new")
 	model.Enqueue(llmtest.Call("write_file", `{"path":"context.json","content":"{\"version\":1,\"pins\":[]}"}`), llmtest.Text("pinned nothing"))
-	waitFor(t, "the denied run's end", func() bool { return model.Pending() == 2 && len(model.Requests()) >= 3 })
 	ask(t, in, "clear my pins")
 	if n := manifests(); n != 1 {
 		t.Fatalf("the owner's own manifest write: %d files", n)

@@ -283,6 +283,11 @@ func TestHostileMatrix(t *testing.T) {
 	for i, src := range injSources {
 		for _, attempt := range injAttempts {
 			t.Run(src+"/"+attempt, func(t *testing.T) {
+				// Each case is a fresh conversation: the earlier cases'
+				// answers, written under taint, would taint it from its
+				// start (taint through history) and hide its own source.
+				idle(t, in)
+				ask(t, in, "/new")
 				w.begin(src, attempt, i)
 				w.mu.Lock()
 				w.saved = fmt.Sprint(archived[attempt])
@@ -493,7 +498,9 @@ func TestHostileMatrix(t *testing.T) {
 		t.Errorf("audit chain: %+v %v (%d rows)", v, err, len(rows))
 	}
 
-	// The same calls in an untainted owner run just work.
+	// The same calls in an untainted owner run (a fresh conversation) just work.
+	idle(t, in)
+	ask(t, in, "/new")
 	for i, attempt := range injAttempts {
 		w.begin("owner", attempt, i)
 		model.Enqueue(w.call(attempt, i), llmtest.Text("done"))
@@ -590,7 +597,10 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 		return len(reqs) == 4 && strings.Contains(reqs[3].LastMessage, "denied this call")
 	})
 
-	// The owner's own request in the group, untainted: sent.
+	// The owner's own request in the group, untainted (a fresh
+	// conversation: the tainted turn would taint it through history): sent.
+	idle(t, in)
+	ask(t, in, "/new")
 	model.Enqueue(llmtest.Call("send_file", `{"path":"notes.txt"}`), llmtest.Text("sent"))
 	run = runOf(inGroup("@bot send my notes here"))
 	if as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID}); run.Status != services.RunOK || len(as) != 0 {

@@ -14,12 +14,12 @@ import (
 var _ services.ContextStore = (*Store)(nil)
 
 const segmentColumns = `id, timeline_scope, scope, kind, from_message_id, until_message_id, summary_text,
-	token_count, COALESCE(focus, ''), created_at`
+	token_count, COALESCE(focus, ''), tainted_by, created_at`
 
 func scanSegment(row pgx.Row) (services.Segment, error) {
 	var s services.Segment
 	err := row.Scan(&s.ID, &s.TimelineScope, &s.Scope, &s.Kind, &s.FromMessageID, &s.UntilMessageID,
-		&s.SummaryText, &s.TokenCount, &s.Focus, &s.CreatedAt)
+		&s.SummaryText, &s.TokenCount, &s.Focus, &s.TaintedBy, &s.CreatedAt)
 	return s, err
 }
 
@@ -76,10 +76,10 @@ func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (servic
 		var err error
 		out, err = scanSegment(txs.db.QueryRow(ctx, `
 			INSERT INTO chat_summary_segments (timeline_scope, scope, kind, from_message_id, until_message_id,
-				summary_text, token_count, focus)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))
+				summary_text, token_count, focus, tainted_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9)
 			RETURNING `+segmentColumns,
-			seg.TimelineScope, seg.Scope, seg.Kind, seg.FromMessageID, seg.UntilMessageID, seg.SummaryText, seg.TokenCount, seg.Focus))
+			seg.TimelineScope, seg.Scope, seg.Kind, seg.FromMessageID, seg.UntilMessageID, seg.SummaryText, seg.TokenCount, seg.Focus, seg.TaintedBy))
 		if err != nil {
 			return wrapErr("append segment", err)
 		}

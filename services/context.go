@@ -50,7 +50,12 @@ type Segment struct {
 	SummaryText    string
 	TokenCount     int
 	Focus          string
-	CreatedAt      time.Time
+	// TaintedBy names the untrusted sources of the turns a summary was
+	// written from ("" when every summarised row was the owner's or the
+	// service's, or written by an untainted run): a prompt carrying the
+	// summary starts its run tainted.
+	TaintedBy string
+	CreatedAt time.Time
 }
 
 // Constraint is one of the owner's rules for a timeline.

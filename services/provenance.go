@@ -22,7 +22,17 @@ const (
 	OriginSchedule   OriginKind = "schedule"   // a schedule's fire (Detail: the schedule)
 	OriginHandoff    OriginKind = "handoff"    // a sub-agent's handoff (Detail: the agent)
 	OriginRecall     OriginKind = "recall"     // a recalled archive item
+	// OriginHistory is text of the conversation written under taint (an
+	// answer, a summary, a handoff) that a later prompt carries (Detail:
+	// what it is and the sources it was written after).
+	OriginHistory OriginKind = "history"
 )
+
+// HistoryOrigin is the origin of what (e.g. "an earlier answer"), written
+// by a run that had read the untrusted sources named by taintedBy.
+func HistoryOrigin(what, taintedBy string) Origin {
+	return Origin{Kind: OriginHistory, Detail: what + " written " + taintedBy}
+}
 
 // Origin is the provenance of one item of a model's context.
 type Origin struct {
@@ -58,6 +68,8 @@ func (o Origin) String() string {
 		return "after reading the handoff of sub-agent " + or(d, "(unnamed)")
 	case OriginRecall:
 		return "after reading a recalled archive item"
+	case OriginHistory:
+		return "after reading " + d
 	case OriginSchedule:
 		return "in the fire of schedule " + d
 	case OriginOwner:

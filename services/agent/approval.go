@@ -299,14 +299,31 @@ func (s *Service) settle(ctx context.Context, run services.Run, g *gate, a servi
 		return s.executeApproved(ctx, run, g, a)
 	}
 	res := tools.ErrorResult("APPROVAL_"+strings.ToUpper(string(a.State)), fmt.Sprintf(content, a.ID))
-	return s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	// A call found executing was listed by the run that began it.
+	withCall := a.State != services.ApprovalExecuting
+	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
 		if next != a.State {
 			if _, err := tx.TransitionApproval(ctx, a.ID, a.State, next, "", "interrupted"); err != nil {
 				return err
 			}
 		}
-		return s.storeApprovalResult(ctx, tx, run, a, res)
+		return s.storeApprovalResult(ctx, tx, run, a, res, withCall)
 	})
+	if err == nil && withCall && run.ID != a.RunID {
+		s.publishUse(ctx, run, services.ToolUse{ID: a.CallID, Name: a.Tool, Arg: services.ToolArg(a.Arguments), Status: "error", Code: res.ErrorCode})
+	}
+	return err
+}
+
+// publishUse tells the owner's clients, live, of a call a resumed run
+// settled (the tool activity under its answer).
+func (s *Service) publishUse(ctx context.Context, run services.Run, use services.ToolUse) {
+	if s.opts.Publisher == nil {
+		return
+	}
+	if data, err := json.Marshal(use); err == nil {
+		_ = s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventTool, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data})
+	}
 }
 
 // executeApproved runs an approved call exactly once: marked executing in
@@ -323,12 +340,24 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 		}
 		return err
 	}
+	// The resumed run lists the call it executes (its tool activity on the
+	// page and the debug page), as the run that held it listed it waiting.
+	use := services.ToolUse{ID: a.CallID, Name: a.Tool, Arg: services.ToolArg(a.Arguments), Status: "running"}
+	if _, err := s.opts.Store.AppendStep(ctx, run.ID, services.StepToolCall, s.stepPayload(services.ToolCallStep{
+		ID: a.CallID, Name: a.Tool, Arguments: a.Arguments, StepOrigin: services.StepOrigin{TaintedBy: a.TaintedBy}})); err != nil {
+		return err
+	}
+	s.publishUse(ctx, run, use)
+	started := time.Now()
 	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
 		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	if t, ok := s.opts.Tools.Get(a.Tool); ok {
 		if a.Tool == "fetch_url" {
 			g.fetched(a.Arguments)
+			if !res.IsError {
+				g.readText(res.Content)
+			}
 		}
 		if o, ok := resultOrigin(t, a.Arguments); ok {
 			g.taint(ctx, o)
@@ -339,34 +368,54 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 	if res.IsError {
 		status = "error: " + res.ErrorCode
 	}
-	return s.opts.Store.Transact(context.WithoutCancel(ctx), func(tx services.Store) error {
+	err := s.opts.Store.Transact(context.WithoutCancel(ctx), func(tx services.Store) error {
 		if _, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalExecuting, services.ApprovalExecuted, "", status); err != nil {
 			return err
 		}
-		return s.storeApprovalResult(ctx, tx, run, a, res)
+		return s.storeApprovalResult(ctx, tx, run, a, res, false)
 	})
+	if err == nil {
+		use.Status, use.DurationMS = "ok", time.Since(started).Milliseconds()
+		if res.IsError {
+			use.Status, use.Code = "error", res.ErrorCode
+		}
+		s.publishUse(ctx, run, use)
+	}
+	return err
 }
 
 // storeApprovalResult stores a held call's result in the waiting turn
-// (once: keyed by the approval) with its step on the resuming run.
-func (s *Service) storeApprovalResult(ctx context.Context, tx services.Store, run services.Run, a services.Approval, res tools.Result) error {
+// (once: keyed by the approval) with its step on the resuming run; withCall
+// also records the call's step there, first, when run is not the run that
+// held it (which recorded it): the resumed run's tool activity lists it.
+func (s *Service) storeApprovalResult(ctx context.Context, tx services.Store, run services.Run, a services.Approval, res tools.Result, withCall bool) error {
 	if g := gateOf(ctx); g != nil {
 		g.mu.Lock()
 		g.calls = append(g.calls, services.ToolCall{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments})
 		g.settled = append(g.settled, llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: a.CallID, IsError: res.IsError})
 		g.mu.Unlock()
 	}
+	if withCall && run.ID != a.RunID {
+		if _, err := tx.AppendStep(ctx, run.ID, services.StepToolCall, s.stepPayload(services.ToolCallStep{
+			ID: a.CallID, Name: a.Tool, Arguments: a.Arguments, StepOrigin: services.StepOrigin{TaintedBy: a.TaintedBy}})); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.AppendStep(ctx, run.ID, services.StepToolResult, s.stepPayload(services.ToolResultStep{
 		ID: a.CallID, Name: a.Tool, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content),
 		StepOrigin: services.StepOrigin{TaintedBy: a.TaintedBy}})); err != nil {
 		return err
+	}
+	taint := taintedRow(ctx)
+	if taint == "" {
+		taint = a.TaintedBy
 	}
 	_, _, err := tx.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: a.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false, DedupeKey: fmt.Sprintf("approval:%d:result", a.ID),
 		TokenCount: s.opts.Tokenizer.Count(res.Content),
 		Metadata: services.MessageMeta{RunID: run.ID, ReplyTo: a.TriggerMessageID, ToolCallID: a.CallID, ToolName: a.Tool,
-			IsError: res.IsError, ApprovalID: a.ID}.Encode(),
+			IsError: res.IsError, ApprovalID: a.ID, TaintedBy: taint}.Encode(),
 	})
 	return err
 }
@@ -423,7 +472,7 @@ func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, er
 				return err
 			}
 			res := tools.ErrorResult("APPROVAL_CANCELLED", fmt.Sprintf("The owner stopped the run while this call waited (approval #%d); it was not run.", a.ID))
-			return s.storeApprovalResult(ctx, tx, services.Run{ID: a.RunID, TimelineScope: a.TimelineScope}, cur, res)
+			return s.storeApprovalResult(ctx, tx, services.Run{ID: a.RunID, TimelineScope: a.TimelineScope}, cur, res, false)
 		})
 		if services.IsKind(err, services.ECONFLICT) {
 			continue

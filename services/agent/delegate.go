@@ -354,22 +354,29 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 	var msg services.Message
 	var created bool
 	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
-		if _, err := tx.FinishRun(ctx, child.ID, services.RunFinish{Status: h.Status, Error: errorText(h),
-			PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}); err != nil {
+		done, err := tx.FinishRun(ctx, child.ID, services.RunFinish{Status: h.Status, Error: errorText(h),
+			PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached})
+		if err != nil {
 			return err
+		}
+		// A handoff is a sub-agent's text (its parent is tainted by reading
+		// it): the row records that, and the sources the child read.
+		taint := services.Origin{Kind: services.OriginHandoff, Detail: h.AgentID}.String()
+		if done.TaintedBy != "" && done.TaintedBy != taint {
+			taint += "; " + done.TaintedBy
 		}
 		if _, _, err := tx.InsertMessage(ctx, services.NewMessage{
 			TimelineScope: parent.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
 			Content: string(body), Visible: false, DedupeKey: fmt.Sprintf("handoff:%d", child.ID),
 			TokenCount: s.opts.Tokenizer.Count(string(body)),
-			Metadata:   services.MessageMeta{RunID: parent.ID, ReplyTo: parent.TriggerMessageID, ToolCallID: call.CallID, ToolName: "delegate", Kind: services.MetaHandoff, ChildRunID: child.ID, IsError: h.Status != services.RunOK}.Encode(),
+			Metadata: services.MessageMeta{RunID: parent.ID, ReplyTo: parent.TriggerMessageID, ToolCallID: call.CallID, ToolName: "delegate",
+				Kind: services.MetaHandoff, ChildRunID: child.ID, IsError: h.Status != services.RunOK, TaintedBy: taint}.Encode(),
 		}); err != nil {
 			return err
 		}
 		if _, err := tx.AppendStep(ctx, parent.ID, services.StepHandoff, body); err != nil {
 			return err
 		}
-		var err error
 		msg, created, err = s.opts.Chat.PostTx(ctx, tx, marker)
 		return err
 	})

@@ -39,8 +39,17 @@ type gate struct {
 
 	mu     sync.Mutex
 	origin string
-	hosts  map[string]bool
-	held   []heldCall
+	// roots are the untrusted sources behind the taint ("after reading
+	// http://…"), recorded on the rows the loop writes (MessageMeta.
+	// TaintedBy): a later prompt that carries them starts tainted.
+	roots []string
+	hosts map[string]bool
+	// given is the owner's words the loop works from (the message a main
+	// run answers, a fire's task); read the pages this loop fetched. In a
+	// tainted loop a fetch_url reads without egress only when its URL is
+	// found verbatim in given, or on a host it fetched in read.
+	given, read []string
+	held        []heldCall
 	// settled are the held calls a resumed run settled, with their results.
 	settled []llm.Message
 	calls   []services.ToolCall
@@ -60,8 +69,53 @@ func gateOf(ctx context.Context) *gate {
 }
 
 func (s *Service) newGate(starter services.Starter, runID int64, origin string) *gate {
-	return &gate{s: s, starter: starter, runID: runID, origin: origin, hosts: map[string]bool{}}
+	g := &gate{s: s, starter: starter, runID: runID, hosts: map[string]bool{}}
+	g.start(origin)
+	return g
 }
+
+// start marks a loop tainted from its start by origin ("": clean), without
+// recording it on the run (the caller does, or the run has it already).
+func (g *gate) start(origin string) {
+	if origin == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.origin == "" {
+		g.origin = origin
+	}
+	g.addRoot(origin)
+}
+
+// maxRoots bounds the sources a row records (the first ones).
+const maxRoots = 3
+
+func (g *gate) addRoot(r string) {
+	if r == "" || len(g.roots) >= maxRoots {
+		return
+	}
+	for _, x := range g.roots {
+		if x == r {
+			return
+		}
+	}
+	g.roots = append(g.roots, r)
+}
+
+// rootsText is what the rows the loop writes record (MessageMeta.
+// TaintedBy): its untrusted sources, "" while clean.
+func (g *gate) rootsText() string {
+	if g == nil {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return strings.Join(g.roots, "; ")
+}
+
+// taintedRow is the TaintedBy of a row written in ctx's loop.
+func taintedRow(ctx context.Context) string { return gateOf(ctx).rootsText() }
 
 // taintedBy is the origin that tainted the loop, "" when clean.
 func (g *gate) taintedBy() string {
@@ -83,12 +137,20 @@ func (g *gate) taint(ctx context.Context, o services.Origin) {
 	if o.Trusted() {
 		return
 	}
+	g.taintWith(ctx, o.String(), o.String())
+}
+
+// taintWith marks the loop tainted: origin is what the owner is shown (the
+// first stays), roots the sources its rows record (for text read from
+// history, the sources that history row records, so they do not nest).
+func (g *gate) taintWith(ctx context.Context, origin, roots string) {
 	g.mu.Lock()
 	first := g.origin == ""
 	if first {
-		g.origin = o.String()
+		g.origin = origin
 	}
-	origin := g.origin
+	g.addRoot(roots)
+	origin = g.origin
 	g.mu.Unlock()
 	if first && g.runID != 0 {
 		if err := g.s.opts.Store.SetRunTaint(context.WithoutCancel(ctx), g.runID, origin); err != nil {
@@ -151,7 +213,9 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 
 // effectOf classifies one call: the tool's declared class, except that
 // fetch_url reads (no egress) from a host this run already fetched without
-// a query string, and send_file on the owner's own timeline sends to the
+// a query string or user info (in a tainted run: a URL found verbatim in
+// the owner's words the run works from, on any host, or in a page the run
+// fetched, on a host it fetched), and send_file on the owner's own timeline sends to the
 // owner (workspace) unless the run answers a group.
 func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) services.Effect {
 	switch t.Name {
@@ -160,9 +224,16 @@ func (g *gate) effectOf(t tools.Tool, timeline string, args json.RawMessage) ser
 			URL string `json:"url"`
 		}
 		if json.Unmarshal(args, &a) == nil {
-			if u, err := url.Parse(a.URL); err == nil && u.RawQuery == "" && u.Host != "" {
+			if u, err := url.Parse(a.URL); err == nil && u.RawQuery == "" && !u.ForceQuery && u.Host != "" && u.User == nil {
 				g.mu.Lock()
 				seen := g.hosts[strings.ToLower(u.Host)]
+				if g.origin != "" {
+					// Tainted: the path (and fragment) could carry what
+					// the run read out to the host; only a URL the owner
+					// gave, or a page's own link on a host it fetched,
+					// reads.
+					seen = found(g.given, a.URL) || seen && found(g.read, a.URL)
+				}
 				g.mu.Unlock()
 				if seen {
 					return services.EffectRead
@@ -196,6 +267,54 @@ func namesManifest(args json.RawMessage) bool {
 		}
 		clean := strings.TrimLeft(path.Clean("/"+strings.ReplaceAll(v, "\\", "/")), "/")
 		if strings.EqualFold(clean, services.ContextManifestFile) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxReadTexts bounds the texts a loop keeps to look fetch URLs up in.
+const maxReadTexts = 64
+
+// give keeps the owner's words the loop works from (the message a main
+// run on the owner's timeline answers, a fire's task): a URL found there
+// verbatim is the owner's, not composed by the model.
+func (g *gate) give(text string) {
+	if g == nil || strings.TrimSpace(text) == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.given = append(g.given, text)
+}
+
+// readText keeps each page a fetch_url returned (its JSON and, decoded, its
+// content, so escaping cannot hide a link): a later fetch of a link found
+// there verbatim, on a host the loop fetched, reads.
+func (g *gate) readText(text string) {
+	if g == nil || strings.TrimSpace(text) == "" {
+		return
+	}
+	texts := []string{text}
+	var page struct {
+		Content string `json:"content"`
+	}
+	if strings.HasPrefix(strings.TrimSpace(text), "{") && json.Unmarshal([]byte(text), &page) == nil && page.Content != "" {
+		texts = append(texts, page.Content)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range texts {
+		if len(g.read) < maxReadTexts {
+			g.read = append(g.read, t)
+		}
+	}
+}
+
+// found reports whether u appears verbatim in one of texts.
+func found(texts []string, u string) bool {
+	for _, t := range texts {
+		if strings.Contains(t, u) {
 			return true
 		}
 	}

@@ -354,6 +354,9 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 			res = s.opts.Tools.Execute(ctx, call.Name, c)
 			if call.Name == "fetch_url" {
 				l.gate.fetched(call.Arguments)
+				if !res.IsError {
+					l.gate.readText(res.Content)
+				}
 			}
 			if o, ok := resultOrigin(t, call.Arguments); ok {
 				l.gate.taint(ctx, o)
@@ -416,7 +419,7 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleAssistant,
 		Source: services.SourceAgent, Content: text, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(text) + 20*len(resp.ToolCalls),
-		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCalls: resp.ToolCalls}.Encode(),
+		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCalls: resp.ToolCalls, TaintedBy: taintedRow(ctx)}.Encode(),
 	})
 	return err
 }
@@ -439,7 +442,7 @@ func (r mainRecorder) toolResultTx(ctx context.Context, tx services.Store, call 
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
-		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError}.Encode(),
+		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError, TaintedBy: taintedRow(ctx)}.Encode(),
 	})
 	return err
 }
@@ -465,12 +468,16 @@ func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error
 		return nil
 	}
 	m.TimelineScope, m.ContextScope, m.AgentID, m.Source, m.Visible = r.timeline, r.scope, r.agentID, services.SourceAgent, false
-	if r.replyTo != 0 {
+	if taint := taintedRow(ctx); r.replyTo != 0 || taint != "" {
+		// A fire's rows are read back by its schedule's next fires.
 		meta, err := services.DecodeMeta(m.Metadata)
 		if err != nil {
 			return err
 		}
-		meta.ReplyTo = r.replyTo
+		if r.replyTo != 0 {
+			meta.ReplyTo = r.replyTo
+		}
+		meta.TaintedBy = taint
 		m.Metadata = meta.Encode()
 	}
 	_, _, err := r.s.opts.Store.InsertMessage(ctx, m)

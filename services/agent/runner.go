@@ -85,7 +85,8 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answering call's step is stored with the answer (lastStep).
 	var lastStep func(tx services.Store) error
 	runCtx, inline := withInlineUsage(runCtx)
-	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep)
+	var g *gate
+	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep, &g)
 	// Tasks delegated inline are paid for by this run (last, which decides
 	// compaction, stays the main prompt's).
 	u.include(inline.total())
@@ -136,7 +137,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// The answer (or notice) and the end of the run commit together: a crash
 	// leaves either a queued/running run (retried or interrupted) or an
 	// answered, finished one, never an answer without a closed run.
-	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: u.truncated}
+	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: u.truncated, TaintedBy: g.rootsText()}
 	if s.opts.LLM.Name() == llm.ProviderOffline {
 		// How to configure a model is for the owner, not for the model
 		// configured later: such answers stay out of prompts.
@@ -368,12 +369,15 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 
 // loop builds the prompt and runs the model/tool loop. It returns the final
 // answer text, the prompt inspection and the usage.
-func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error) (string, prompt.Inspection, usage, error) {
+//
+// *gp receives the run's gate (its taint marks the answer).
+func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error, gp **gate) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
 	g := s.newGate(mainStarter(run.TimelineScope), run.ID, "")
+	*gp = g
 	g.group = inGroup(trigger)
 	if o := s.startOrigin(ctx, run, trigger); o != "" {
-		g.origin = o
+		g.start(o)
 		if run.TaintedBy == "" {
 			if err := s.opts.Store.SetRunTaint(ctx, run.ID, o); err != nil {
 				return "", prompt.Inspection{}, usage{}, err
@@ -393,6 +397,15 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		return "", prompt.Inspection{}, usage{}, err
 	}
 	obs := built.Inspection
+	// Text of the prompt's history written under taint (an answer that
+	// quoted a page, a summary of such turns, a handoff) taints the run
+	// as the text itself did; the owner's new words stay the owner's.
+	if obs.TaintedBy != "" {
+		g.taintWith(ctx, obs.TaintedBy, obs.TaintSources)
+	}
+	if run.TimelineScope == services.DefaultTimeline {
+		g.give(trigger.Content) // the owner's words (a stranger's are not)
+	}
 	s.logWarnings(run, obs)
 	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
 		return "", obs, usage{}, err

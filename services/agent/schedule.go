@@ -160,7 +160,7 @@ func (s *Service) startFireRun(ctx context.Context, tx services.Store, sc servic
 			TimelineScope: sc.TimelineScope, ContextScope: scope, Role: services.RoleUser, Source: services.SourceSchedule,
 			AgentID: services.ScheduleAgent, Content: input, Visible: false, TokenCount: s.opts.Tokenizer.Count(input),
 			DedupeKey: fmt.Sprintf("fire:%d:input", fire.ID),
-			Metadata:  services.MessageMeta{ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
+			Metadata:  services.MessageMeta{ScheduleID: sc.ID, ScheduleName: sc.Name, TaintedBy: taintedBy}.Encode(),
 		})
 		if err != nil {
 			return services.Run{}, err
@@ -195,9 +195,16 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 	err := s.retryConflict(endCtx, func(tx services.Store) error {
 		posted = posted[:0]
 		var err error
+		// The notification carries the fire's taint: a later prompt that
+		// includes it starts tainted.
+		taint := run.TaintedBy
 		if run.ID != 0 {
-			if _, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
+			var done services.Run
+			if done, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
 				return err
+			}
+			if done.TaintedBy != "" {
+				taint = done.TaintedBy
 			}
 		}
 		var ended services.ScheduleFire
@@ -214,7 +221,7 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 			}
 		}
 		if decision.Notify {
-			msg, err := s.postNotice(endCtx, tx, sc, fire, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message)
+			msg, err := s.postNotice(endCtx, tx, sc, fire, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message, taint)
 			if err != nil {
 				return err
 			}
@@ -225,7 +232,7 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 			}
 		}
 		if decision.Paused {
-			msg, err := s.postNotice(endCtx, tx, sc, fire, "paused", decision.PauseNotice)
+			msg, err := s.postNotice(endCtx, tx, sc, fire, "paused", decision.PauseNotice, "")
 			if err != nil {
 				return err
 			}
@@ -284,15 +291,16 @@ func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) 
 }
 
 // postNotice posts a schedule's message to the owner's timeline (visible
-// in main, delivered to every channel of the owner), once per fire and kind.
-func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services.Schedule, fire services.ScheduleFire, kind, text string) (services.Message, error) {
+// in main, delivered to every channel of the owner), once per fire and
+// kind; taintedBy marks text a tainted fire wrote.
+func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services.Schedule, fire services.ScheduleFire, kind, text, taintedBy string) (services.Message, error) {
 	msg, _, err := s.opts.Chat.PostTx(ctx, tx, services.PostParams{
 		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", fire.ID, kind), NotifyOwner: true,
 		// No run id: the fire's steps stay out of the owner's view (the
 		// page shows a run's tool calls under its answer); the fire row
 		// links the two for the debug page.
-		Metadata: services.MessageMeta{Kind: services.MetaScheduleNotice, ScheduleID: sc.ID, ScheduleName: sc.Name}.Encode(),
+		Metadata: services.MessageMeta{Kind: services.MetaScheduleNotice, ScheduleID: sc.ID, ScheduleName: sc.Name, TaintedBy: taintedBy}.Encode(),
 	})
 	return msg, err
 }
@@ -405,9 +413,12 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	}
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
 		store: scoped, replyTo: run.TriggerMessageID}
-	var g *gate
-	if run.TaintedBy != "" {
-		g = s.newGate(key.Starter, run.ID, run.TaintedBy)
+	g := s.newGate(key.Starter, run.ID, run.TaintedBy)
+	g.give(sc.Task) // the owner's (or owner-approved) task: its URLs are the owner's
+	if obs.TaintedBy != "" {
+		// Its prompt carries text written under taint (the main
+		// conversation's, or an earlier fire's read back).
+		g.taintWith(ctx, obs.TaintedBy, obs.TaintSources)
 	}
 	return s.toolLoop(ctx, loopSpec{
 		kind: kindSchedule, provider: s.fireProvider(sc), req: req, box: box, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens, gate: g,

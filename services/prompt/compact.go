@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,7 +237,7 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 	seg, err := m.opts.Context.AppendSegment(ctx, services.Segment{
 		TimelineScope: timeline, Scope: scope, Kind: services.SegmentSummary,
 		FromMessageID: turns[0].msgs[0].ID, UntilMessageID: maxID(turns[:n]),
-		SummaryText: text, TokenCount: tok.Count(text), Focus: focus,
+		SummaryText: text, TokenCount: tok.Count(text), Focus: focus, TaintedBy: turnsTaint(turns[:n]),
 	})
 	if services.IsKind(err, services.ECONFLICT) {
 		// Another compaction (or /new) moved the cursor meanwhile: its
@@ -287,6 +288,25 @@ func groupTurns(rows []services.Message, timeline string) []turn {
 	}
 	return turns
 }
+
+// turnsTaint is what a summary of ts records of their taint: the sources
+// its tainted rows record (the first maxSummaryRoots, "; "-joined), ""
+// when no row was written under taint. The summary is the model's
+// rewording of those rows, so it carries their taint to later prompts.
+func turnsTaint(ts []turn) string {
+	var roots []string
+	for _, t := range ts {
+		for _, r := range t.msgs {
+			if by := metaOf(r).TaintedBy; by != "" && !slices.Contains(roots, by) && len(roots) < maxSummaryRoots {
+				roots = append(roots, by)
+			}
+		}
+	}
+	return strings.Join(roots, "; ")
+}
+
+// maxSummaryRoots bounds the sources a summary records.
+const maxSummaryRoots = 3
 
 func maxID(ts []turn) int64 {
 	var m int64

@@ -32,6 +32,9 @@ type textLayer struct {
 	// cuttable: when even the first item does not fit, its text is cut
 	// (rules); otherwise whole items are dropped.
 	cuttable bool
+	// taint: the sources of the first item written under taint (a
+	// retrieved handoff), "" when none was.
+	taint string
 }
 
 func (l *textLayer) add(item, source string) {
@@ -255,6 +258,9 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 			continue
 		}
 		l.add(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title)
+		if l.taint == "" {
+			l.taint = it.TaintedBy
+		}
 	}
 	return l, nil
 }
@@ -369,7 +375,7 @@ func (m *Manager) archivedHandoffs(ctx context.Context, p BuildParams, input str
 		}
 		out = append(out, RetrievedItem{TimelineScope: r.TimelineScope, Kind: "handoff",
 			Title: fmt.Sprintf("%s, run %d, %s, %s (%s)", h.AgentID, h.RunID, h.Status, r.CreatedAt.UTC().Format("2006-01-02"), services.RecallRef(services.RecallMessage, r.ID)),
-			Text:  text, Score: score[r.ID]})
+			Text:  text, Score: score[r.ID], TaintedBy: metaOf(r).TaintedBy})
 	}
 	return out, nil
 }

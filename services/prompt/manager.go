@@ -185,6 +185,8 @@ type RetrievedItem struct {
 	Title         string
 	Text          string
 	Score         float64
+	// TaintedBy: the item was written under taint (its sources).
+	TaintedBy string
 }
 
 // LayerReport is one layer of the inspection record.
@@ -235,6 +237,14 @@ type Inspection struct {
 	HistoryTrimmed    int `json:"history_trimmed,omitempty"`
 	// Sources break each layer down by source (only when explained).
 	Sources []SourceReport `json:"sources,omitempty"`
+	// TaintedBy is set when the prompt carries text written under taint
+	// (a history row or summary segment recording tainted_by, a retrieved
+	// handoff): what the owner is shown ("after reading an earlier answer
+	// written after reading http://…"). TaintSources are the untrusted
+	// sources behind it, which the run's own rows record in turn. The run
+	// starts tainted by it (docs/SECURITY.md, "Taint through history").
+	TaintedBy    string `json:"tainted_by,omitempty"`
+	TaintSources string `json:"taint_sources,omitempty"`
 }
 
 // Prompt is a provider-ready request plus its inspection record.
@@ -427,6 +437,8 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 	turns, turnTrim, turnUsed := m.stepCut(p.TimelineScope+"/"+p.ContextScope, hist.turns, hist.trimmed, hist.used, hist.limit, p.TriggerID != 0)
 	ins.WorkingSet, ins.HistoryTurnTokens, ins.HistoryTrimmed = hist.limit, turnUsed, turnTrim
 	ins.HistoryTurns = max(len(turns)-btoi(p.TriggerID != 0), 0)
+
+	ins.TaintedBy, ins.TaintSources = historyTaint(segKept, turns, p.TriggerID, retrieved.taint)
 
 	// The stable prefix: system, tools, rules, settings.
 	system := baseSystem
@@ -740,6 +752,57 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 		}
 	}
 	return out
+}
+
+// historyTaint finds the first text of a prompt written under taint: an
+// archived summary of tainted turns, a row of history a tainted run (or
+// fire, or sub-agent) wrote, or a retrieved handoff. It returns what the
+// owner is shown and the sources behind it; "" when the prompt carries
+// none. The metadata was decoded to place the rows (metaOf remembers it):
+// no query and no second decode.
+func historyTaint(segs []services.Segment, turns []turn, triggerID int64, retrieved string) (string, string) {
+	for _, s := range segs {
+		if s.TaintedBy != "" {
+			return services.HistoryOrigin("the summary of earlier turns", s.TaintedBy).String(), s.TaintedBy
+		}
+	}
+	for _, t := range turns {
+		if t.msgs[0].ID != triggerID {
+			// An earlier voice note's transcript is in history with its
+			// message (Attachment.Describe): not the owner's typed words.
+			for _, f := range t.files {
+				if f.Kind.Transcribable() && f.Transcription != "" {
+					o := services.Origin{Kind: services.OriginTranscript, Detail: f.DisplayName()}.String()
+					return o, o
+				}
+			}
+		}
+		for _, m := range t.msgs {
+			if m.ID == triggerID {
+				continue // the current input: the owner's words (or a fire's, tainted at its start)
+			}
+			meta := metaOf(m)
+			if meta.TaintedBy == "" {
+				continue
+			}
+			what := "an earlier message"
+			switch {
+			case meta.Kind == services.MetaHandoff:
+				what = "an earlier sub-agent handoff"
+			case m.Role == services.RoleTool:
+				what = "an earlier tool result"
+			case m.Role == services.RoleAssistant && len(meta.ToolCalls) > 0:
+				what = "an earlier tool call"
+			case m.Role == services.RoleAssistant:
+				what = "an earlier answer"
+			}
+			return services.HistoryOrigin(what, meta.TaintedBy).String(), meta.TaintedBy
+		}
+	}
+	if retrieved != "" {
+		return services.HistoryOrigin("a retrieved sub-agent handoff", retrieved).String(), retrieved
+	}
+	return "", ""
 }
 
 // OpenCallNote is the result a prompt gives a stored tool call that has
