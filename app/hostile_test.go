@@ -498,10 +498,12 @@ func TestHostileMatrix(t *testing.T) {
 		t.Errorf("audit chain: %+v %v (%d rows)", v, err, len(rows))
 	}
 
-	// The same calls in an untainted owner run (a fresh conversation) just work.
-	idle(t, in)
-	ask(t, in, "/new")
+	// The same calls in an untainted owner run (a fresh conversation) just
+	// work. Each starts after /new: a case that read a page (the owner's
+	// own fetch) taints the turns after it (taint through history).
 	for i, attempt := range injAttempts {
+		idle(t, in)
+		ask(t, in, "/new")
 		w.begin("owner", attempt, i)
 		model.Enqueue(w.call(attempt, i), llmtest.Text("done"))
 		ask(t, in, "please do "+attempt)

@@ -421,6 +421,8 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 			  AND ($4::timestamptz IS NULL OR created_at >= $4)
 			  AND ($5::timestamptz IS NULL OR created_at < $5)
 			  AND ($6::bigint = 0 OR id <= $6)
+			  AND (NOT $8::boolean OR id > COALESCE((SELECT max(from_message_id) FROM chat_summary_segments
+			                                         WHERE timeline_scope = $1 AND scope = $2 AND kind = 'reset'), 0))
 			ORDER BY id DESC LIMIT ` + strconv.Itoa(recallHandoffCandidates) + `
 		),
 		vectors AS (SELECT id, to_tsvector('simple', left(content, 1000)) AS v FROM recent),
@@ -435,14 +437,17 @@ func (s *Store) searchMessages(ctx context.Context, q services.RecallQuery) ([]s
 		// partial index whatever the words) spares planning it each time.
 		headline, mode = `''`, pgx.QueryExecModeCacheStatement
 	}
+	args := []any{mode, q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit}
+	if q.HandoffsOnly {
+		args = append(args, q.AfterReset)
+	}
 	rows, err := s.db.Query(ctx, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $3) AS q),`+hits+`
 		SELECT m.id, m.role, m.context_scope, COALESCE(m.agent_id, ''), m.created_at,
 			`+headline+`,
 			COALESCE(m.token_count, 0), length(m.content), hits.score, COALESCE(m.metadata->>'kind', '')
 		FROM hits JOIN chat_messages m ON m.id = hits.id, q
-		ORDER BY hits.score DESC, m.id DESC`, mode,
-		q.View.TimelineScope, q.View.ContextScope, recallTSQuery(q), timeArg(q.After), timeArg(q.Before), q.MaxID, q.Limit)
+		ORDER BY hits.score DESC, m.id DESC`, args...)
 	if err != nil {
 		return nil, wrapErr("search messages", err)
 	}

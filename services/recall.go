@@ -67,7 +67,11 @@ type RecallQuery struct {
 	// kind handoff); MaxID, when set, keeps ids up to it.
 	Kind         string
 	HandoffsOnly bool
-	MaxID        int64
+	// AfterReset, with HandoffsOnly, keeps the handoffs after the view
+	// scope's last /new (its reset segment): a fresh context does not
+	// bring back what came before it.
+	AfterReset bool
+	MaxID      int64
 	// Limit bounds the hits (1..100).
 	Limit int
 }

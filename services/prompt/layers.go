@@ -326,7 +326,9 @@ const maxRetrievedHandoffs = 3
 // the history layer) that share words with the input, most relevant first
 // (full-text rank among the newest archived handoffs, services.RecallStore).
 // Only main prompts on the scoped read path retrieve them: the legacy path
-// reads visible rows only, and its prompts stay as they were.
+// reads visible rows only, and its prompts stay as they were. None from
+// before the last /new: a fresh context brings nothing back unasked
+// (recall_search still finds them).
 func (m *Manager) archivedHandoffs(ctx context.Context, p BuildParams, input string) ([]RetrievedItem, error) {
 	if !m.opts.ScopedRead || m.opts.Recall == nil || p.ContextScope != services.MainScope {
 		return nil, nil
@@ -344,7 +346,7 @@ func (m *Manager) archivedHandoffs(ctx context.Context, p BuildParams, input str
 	}
 	view := services.NewRecallView(p.TimelineScope, services.MainScope, m.ReadScope(services.MainScope))
 	hits, err := m.opts.Recall.SearchRecall(ctx, services.RecallQuery{View: view, Terms: terms, AnyTerm: true,
-		Kind: services.RecallMessage, HandoffsOnly: true, MaxID: sum.UntilMessageID, Limit: maxRetrievedHandoffs})
+		Kind: services.RecallMessage, HandoffsOnly: true, AfterReset: true, MaxID: sum.UntilMessageID, Limit: maxRetrievedHandoffs})
 	if err != nil || len(hits) == 0 {
 		return nil, err
 	}

@@ -75,4 +75,25 @@ func TestArchivedHandoffsEnterTheRetrievedLayerByRelevance(t *testing.T) {
 	if got := build(false, "How does the billing export work?"); got != "" {
 		t.Fatalf("the legacy read path retrieved:\n%s", got)
 	}
+
+	// /new (a reset segment): nothing from before it comes back unasked;
+	// a handoff archived after it does.
+	reset := seedTurns(t, s, "global", 1, "/new")
+	if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", Kind: services.SegmentReset,
+		FromMessageID: reset, UntilMessageID: reset}); err != nil {
+		t.Fatal(err)
+	}
+	if got := build(true, "How does the billing export work?"); got != "" {
+		t.Fatalf("after /new the retrieved layer brought back what came before it:\n%s", got)
+	}
+	handoff("global", 12, "The billing export moved to JSON.", "")
+	until := seedTurns(t, s, "global", 1, "archived after the reset")
+	if _, err := s.AppendSegment(ctx, services.Segment{TimelineScope: "global", Scope: "main", FromMessageID: reset + 1, UntilMessageID: until,
+		SummaryText: "## Archived Session Summary\nLater talk.", TokenCount: 8}); err != nil {
+		t.Fatal(err)
+	}
+	got = build(true, "How does the billing export work?")
+	if !strings.Contains(got, "run 12") || strings.Contains(got, "run 7") {
+		t.Fatalf("after /new, a handoff archived since should be retrieved and none before:\n%s", got)
+	}
 }
