@@ -519,7 +519,7 @@ function showOutbox() {
 // an error text (refused: not worth retrying).
 async function post(item) {
   try {
-    const r = await request("POST", "/api/messages", { content: item.text, client_key: item.key });
+    const r = await request("POST", "/api/messages", { content: item.text, client_key: item.key, source: "web" });
     if (r.ok) { append(r.body.message); return "ok"; }
     if (r.status === 401) return "retry";
     if (r.status < 500 && r.status !== 429) return r.body.error || ("Error " + r.status);
@@ -567,6 +567,7 @@ function addFiles(files) {
 async function sendFiles(text) {
   const fd = new FormData();
   fd.append("content", text);
+  fd.append("source", "web");
   fd.append("client_key", crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
   for (const f of pendingFiles) fd.append("file", f, f.name);
   showError("");
