@@ -395,6 +395,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Web = o.Web
 	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
 	b.Web.Approvals, b.Web.Stopper = a.agent, a.agent
+	b.Web.ToolResults = a.agent
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}

@@ -105,6 +105,9 @@ type ChatStore interface {
 	GetSummary(ctx context.Context, timelineScope, scope string) (Summary, error)
 	// UpsertSummary creates or moves the summary cursor of (timeline, scope).
 	UpsertSummary(ctx context.Context, s Summary) (Summary, error)
+	// ToolResultMessage returns the hidden row holding the result of tool
+	// call callID of run runID in timeline; ENOTFOUND when there is none.
+	ToolResultMessage(ctx context.Context, timeline string, runID int64, callID string) (Message, error)
 }
 
 // PostParams is one inbound (or agent-written) visible message.

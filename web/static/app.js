@@ -72,6 +72,47 @@ function setTools(li, tools, live) {
   box.querySelector("summary").textContent = (live ? "working: " : "") + n + (n === 1 ? " tool call" : " tool calls") + (errs ? ", " + errs + " failed" : "");
   const ol = box.querySelector("ol");
   ol.replaceChildren(...tools.map(toolLine));
+  ol.querySelectorAll("li.tool").forEach((line, i) => addToolResult(line, li.dataset.run, tools[i]));
+}
+
+// Tool results. Each finished call under an answer opens (folded at
+// first) to what it returned, read when first opened from
+// GET /api/runs/:run/tools/:call: the text the model read with secrets
+// masked, cut by the server at 8 KiB (the line says how much more there
+// was), JSON indented, and the images the tool returned shown as images.
+function addToolResult(line, run, u) {
+  if (!run || !u || (u.status !== "ok" && u.status !== "error")) return;
+  line.classList.add("has-result");
+  const d = el("details", { class: "tresult" }, el("summary", {}, u.status === "error" ? "error text" : "result"));
+  d.addEventListener("toggle", () => {
+    if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; loadToolResult(d, run, u.id); }
+  });
+  line.append(d);
+}
+
+async function loadToolResult(d, run, call) {
+  const box = el("div", { class: "tbody" }, "loading…");
+  d.append(box);
+  try {
+    const r = await request("GET", "/api/runs/" + encodeURIComponent(run) + "/tools/" + encodeURIComponent(call));
+    if (!r.ok) { box.classList.add("error"); box.textContent = r.body.error || "HTTP " + r.status; return; }
+    const kids = [];
+    for (const img of r.body.images || []) {
+      const a = el("a", { class: "timg", href: img.url, target: "_blank", rel: "noopener", title: img.name + " · " + fmtSize(img.size) },
+        el("img", { src: img.url, alt: "image " + img.name + " returned by " + r.body.tool, loading: "lazy" }));
+      kids.push(a);
+    }
+    const text = r.body.content.trim().startsWith("{") || r.body.content.trim().startsWith("[") ? prettyArgs(r.body.content) : r.body.content;
+    kids.push(el("pre", { class: "ttext" + (r.body.is_error ? " error" : "") }, text));
+    if (r.body.truncated) {
+      kids.push(el("div", { class: "tmore" }, "Shown: the first " + [...r.body.content].length.toLocaleString() + " of " +
+        r.body.chars.toLocaleString() + " characters (the agent read all of them; the debug page has the whole request)."));
+    }
+    box.replaceChildren(...kids);
+  } catch (e) {
+    box.classList.add("error");
+    box.textContent = "The result could not be read: the server is unreachable.";
+  }
 }
 
 function addCopyButtons(body) {
@@ -99,6 +140,7 @@ function render(m) {
   const li = $("msg").content.firstElementChild.cloneNode(true);
   li.classList.add(m.role);
   li.dataset.id = m.id;
+  if (m.metadata && m.metadata.run_id) li.dataset.run = m.metadata.run_id;
   li.dataset.source = m.source;
   const label = li.querySelector(".label");
   label.classList.add(m.source);
@@ -381,6 +423,7 @@ function streamFor(run) {
   if (!li) {
     li = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
     li.classList.add("streaming");
+    li.dataset.run = run;
     streams.set(run, li);
     list.append(li);
   }
