@@ -369,10 +369,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The Telegram channel: stores inbound messages through ChatService and
 	// delivers through the queue.
 	tstore := repository.NewTelegramStore(a.pool)
+	desk := &telegram.Desk{Store: tstore, Chat: a.chat, Queue: enqueuer, Logger: log}
 	outbound := map[services.Source]services.OutboundHandler{}
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
+		t.Pairings = desk
 		t.Media, t.Audit, t.Approvals = a.media, a.store, a.agent
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
@@ -407,7 +409,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
-	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
+	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, desk, scheduler
 	b.Web.Budgets = budgets
 	b.Web.Media, b.Web.Attachments, b.Web.Audit = a.media, a.store, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {

@@ -161,6 +161,9 @@ type MessageMeta struct {
 	RunStatus RunStatus `json:"run_status,omitempty"`
 	// Notice names a notice that is not an answer (e.g. "compaction_failed").
 	Notice string `json:"notice,omitempty"`
+	// PairingCode is the code of the pairing a "pairing" notice asks the
+	// owner to decide, or a "pairing_decided" notice reports.
+	PairingCode string `json:"pairing_code,omitempty"`
 	// ToolCalls are the calls of an assistant step.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID, ToolName and IsError describe a tool result row.

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"text/tabwriter"
 
+	"github.com/switchboard/switchboard/channels/telegram"
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 )
 
@@ -25,7 +27,14 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 	defer closeDB()
 	pairings := repository.NewTelegramStore(pool)
 	if args[0] == "approve" {
-		p, err := pairings.ApprovePairing(ctx, args[1])
+		// Through the Desk, so the stranger is told in their chat (the
+		// serving process's outbound worker sends it).
+		enq, err := queue.NewEnqueuer(ctx, pool, log)
+		if err != nil {
+			return err
+		}
+		desk := &telegram.Desk{Store: pairings, Queue: enq, Logger: log}
+		p, err := desk.ApprovePairing(ctx, args[1])
 		if err != nil {
 			return err
 		}

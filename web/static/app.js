@@ -186,6 +186,8 @@ function render(m) {
   } else {
     setTools(li, m.tools, false);
   }
+  if (m.metadata && m.metadata.notice === "pairing" && m.metadata.pairing_code) pairingCard(li, m.metadata.pairing_code);
+  if (m.metadata && m.metadata.notice === "pairing_decided" && m.metadata.pairing_code) pairingDecided(m);
   // An answer that failed, timed out or was interrupted offers to ask the
   // question again (/retry, as in every channel).
   const rs = m.metadata && m.metadata.run_status;
@@ -195,6 +197,44 @@ function render(m) {
     li.append(retry);
   }
   return li;
+}
+
+// Pairing requests. A stranger's request to talk to the agent (a
+// "pairing" notice) gets Approve and Deny buttons (POST
+// /api/pairings/approve|deny); the notice of its decision, made here, on
+// Telegram or elsewhere, marks the request's card.
+function pairingCard(li, code) {
+  li.dataset.pairing = code;
+  const approve = el("button", { class: "approve", type: "button" }, "Approve");
+  const deny = el("button", { class: "deny", type: "button" }, "Deny");
+  const card = el("div", { class: "pcard pending" }, el("div", { class: "pactions" }, approve, deny), el("div", { class: "pstate" }));
+  const state = card.querySelector(".pstate");
+  const decide = async (verb) => {
+    approve.disabled = deny.disabled = true;
+    try {
+      const r = await request("POST", "/api/pairings/" + verb, { code: code });
+      if (r.ok) { markPairing(card, verb === "approve" ? "Approved" : "Denied"); return; }
+      state.textContent = r.body.error || "HTTP " + r.status;
+      if (r.status === 404) markPairing(card, state.textContent); else approve.disabled = deny.disabled = false;
+    } catch (e) {
+      state.textContent = "Not sent: the server could not be reached. Try again.";
+      approve.disabled = deny.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => decide("approve"));
+  deny.addEventListener("click", () => decide("deny"));
+  li.append(card);
+}
+
+function markPairing(card, text) {
+  card.classList.remove("pending");
+  card.querySelector(".pactions").hidden = true;
+  card.querySelector(".pstate").textContent = text;
+}
+
+function pairingDecided(m) {
+  const card = list.querySelector('li.msg[data-pairing="' + CSS.escape(m.metadata.pairing_code) + '"] .pcard');
+  if (card) markPairing(card, m.content.startsWith("Approved") ? "Approved" : "Denied");
 }
 
 // Approvals. STATE_ORDER keeps a card from going back (a notice presented
