@@ -765,3 +765,14 @@ func flagsByDatabase(ctx context.Context, o Options, store *repository.Store) (O
 	o.Context.Compaction.ScopedWrite = f.ScopedWrite
 	return o, nil
 }
+
+// NewPairingDesk is the owner's side of pairing outside a serving process
+// (`switchboard pair approve`): it decides through the database and queues
+// the stranger's message, which a serving process sends.
+func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (services.Pairings, error) {
+	enq, err := queue.NewEnqueuer(ctx, pool, log)
+	if err != nil {
+		return nil, err
+	}
+	return &telegram.Desk{Store: repository.NewTelegramStore(pool), Queue: enq, Logger: log}, nil
+}

@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"text/tabwriter"
 
-	"github.com/switchboard/switchboard/channels/telegram"
+	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 )
 
@@ -29,11 +28,10 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 	if args[0] == "approve" {
 		// Through the Desk, so the stranger is told in their chat (the
 		// serving process's outbound worker sends it).
-		enq, err := queue.NewEnqueuer(ctx, pool, log)
+		desk, err := app.NewPairingDesk(ctx, pool, log)
 		if err != nil {
 			return err
 		}
-		desk := &telegram.Desk{Store: pairings, Queue: enq, Logger: log}
 		p, err := desk.ApprovePairing(ctx, args[1])
 		if err != nil {
 			return err
