@@ -388,10 +388,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The Telegram channel: stores inbound messages through ChatService and
 	// delivers through the queue.
 	tstore := repository.NewTelegramStore(a.pool)
+	desk := &telegram.Desk{Store: tstore, Chat: a.chat, Queue: enqueuer, Logger: log}
 	outbound := map[services.Source]services.OutboundHandler{}
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
 		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
+		t.Pairings = desk
 		t.Media, t.Audit, t.Approvals = a.media, a.store, a.agent
 		t.SendError = a.meter.TelegramSendError
 		if a.bot, err = telegram.New(ctx, *t); err != nil {
@@ -414,6 +416,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	b.Web = o.Web
 	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
 	b.Web.Approvals, b.Web.Stopper = a.agent, a.agent
+	b.Web.ToolResults = a.agent
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}
@@ -426,7 +429,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
 	}
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
-	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, tstore, scheduler
+	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, desk, scheduler
 	b.Web.Budgets = budgets
 	b.Web.Media, b.Web.Attachments, b.Web.Audit = a.media, a.store, a.store
 	if a.bot != nil && b.Telegram.Mode == "webhook" {
@@ -784,4 +787,15 @@ func flagsByDatabase(ctx context.Context, o Options, store *repository.Store) (O
 	o.Context.ScopedRead = f.ScopedRead
 	o.Context.Compaction.ScopedWrite = f.ScopedWrite
 	return o, nil
+}
+
+// NewPairingDesk is the owner's side of pairing outside a serving process
+// (`switchboard pair approve`): it decides through the database and queues
+// the stranger's message, which a serving process sends.
+func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (services.Pairings, error) {
+	enq, err := queue.NewEnqueuer(ctx, pool, log)
+	if err != nil {
+		return nil, err
+	}
+	return &telegram.Desk{Store: repository.NewTelegramStore(pool), Queue: enq, Logger: log}, nil
 }

@@ -114,6 +114,22 @@ func (s *Store) GetMessage(ctx context.Context, id int64) (services.Message, err
 	return m, nil
 }
 
+// ToolResultMessage returns the hidden row holding the result of tool call
+// callID of run runID in timeline. The run's rows come after its trigger, so
+// the scan starts there (idx_chat_messages_timeline_scope_id).
+func (s *Store) ToolResultMessage(ctx context.Context, timeline string, runID int64, callID string) (services.Message, error) {
+	m, err := scanMessage(s.db.QueryRow(ctx, `
+		SELECT `+messageColumns+` FROM chat_messages
+		WHERE timeline_scope = $1
+		  AND id > COALESCE((SELECT trigger_message_id FROM agent_runs WHERE id = $2 AND timeline_scope = $1), 0)
+		  AND role = 'tool' AND metadata->>'run_id' = $2::text AND metadata->>'tool_call_id' = $3
+		ORDER BY id LIMIT 1`, timeline, runID, callID))
+	if err != nil {
+		return services.Message{}, wrapErr(fmt.Sprintf("result of tool call %q of run %d", callID, runID), err)
+	}
+	return m, nil
+}
+
 // timelineLockKey is the first key of the per-timeline advisory lock; the
 // second is a hash of schema and timeline (advisory locks are per database,
 // and deployments or tests may share one database in several schemas).

@@ -115,6 +115,21 @@ func (s *TelegramStore) ApprovePairing(ctx context.Context, code string) (servic
 	return p, wrapErr("approve telegram pairing", err)
 }
 
+// DenyPairing refuses the pending, unexpired pairing with code: it expires
+// now (the row stays; asking again later draws a new code). ENOTFOUND when
+// there is none.
+func (s *TelegramStore) DenyPairing(ctx context.Context, code string) (services.Pairing, error) {
+	code = strings.ToUpper(strings.TrimSpace(code))
+	p, err := scanPairing(s.pool.QueryRow(ctx, `
+		UPDATE telegram_pairings SET expires_at = now()
+		WHERE code = $1 AND approved_at IS NULL AND expires_at > now()
+		RETURNING `+pairingColumns, code))
+	if err != nil && errors.Is(err, pgx.ErrNoRows) {
+		return services.Pairing{}, services.Errorf(services.ENOTFOUND, "no pending pairing with code %q (unknown, expired or already decided)", code)
+	}
+	return p, wrapErr("deny telegram pairing", err)
+}
+
 // ListPairings returns approved pairings and unexpired pending ones,
 // oldest first.
 func (s *TelegramStore) ListPairings(ctx context.Context) ([]services.Pairing, error) {

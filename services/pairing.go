@@ -33,4 +33,8 @@ type Pairings interface {
 	// (case-insensitive); ENOTFOUND when there is none (unknown, expired or
 	// already approved).
 	ApprovePairing(ctx context.Context, code string) (Pairing, error)
+	// DenyPairing refuses the pending, unexpired pairing with code: its
+	// code stops working (the stranger may ask again later, with a new
+	// code); ENOTFOUND as for ApprovePairing.
+	DenyPairing(ctx context.Context, code string) (Pairing, error)
 }

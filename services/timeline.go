@@ -105,6 +105,9 @@ type ChatStore interface {
 	GetSummary(ctx context.Context, timelineScope, scope string) (Summary, error)
 	// UpsertSummary creates or moves the summary cursor of (timeline, scope).
 	UpsertSummary(ctx context.Context, s Summary) (Summary, error)
+	// ToolResultMessage returns the hidden row holding the result of tool
+	// call callID of run runID in timeline; ENOTFOUND when there is none.
+	ToolResultMessage(ctx context.Context, timeline string, runID int64, callID string) (Message, error)
 }
 
 // PostParams is one inbound (or agent-written) visible message.
@@ -158,6 +161,9 @@ type MessageMeta struct {
 	RunStatus RunStatus `json:"run_status,omitempty"`
 	// Notice names a notice that is not an answer (e.g. "compaction_failed").
 	Notice string `json:"notice,omitempty"`
+	// PairingCode is the code of the pairing a "pairing" notice asks the
+	// owner to decide, or a "pairing_decided" notice reports.
+	PairingCode string `json:"pairing_code,omitempty"`
 	// ToolCalls are the calls of an assistant step.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID, ToolName and IsError describe a tool result row.

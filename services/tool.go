@@ -106,3 +106,25 @@ type Image struct {
 	MIMEType string `json:"mime_type"`
 	Data     []byte `json:"data"`
 }
+
+// ToolResultView is one tool call's result as the owner's chat page shows
+// it: the text the model read, with the service's secrets masked, cut at
+// a size a page shows (Chars is the whole length), and the images the tool
+// returned (attachments of the result's row).
+type ToolResultView struct {
+	RunID     int64        `json:"run_id"`
+	CallID    string       `json:"call_id"`
+	Tool      string       `json:"tool"`
+	IsError   bool         `json:"is_error"`
+	Content   string       `json:"content"`
+	Chars     int          `json:"chars"`
+	Truncated bool         `json:"truncated"`
+	Images    []Attachment `json:"-"`
+}
+
+// ToolResults reads tool calls' results for the owner's pages.
+type ToolResults interface {
+	// ToolResult returns the result of call callID of run runID in
+	// timeline; ENOTFOUND when the run has no such result (yet).
+	ToolResult(ctx context.Context, timeline string, runID int64, callID string) (ToolResultView, error)
+}

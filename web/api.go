@@ -158,20 +158,25 @@ func decodeJSON(r *http.Request, v any) error {
 	return checkTextFields(v)
 }
 
-func clientSource(s string) (services.Source, error) {
+// clientSource is the channel a client's post is labelled with: the one it
+// names (web, tui or api), else dflt — api for a REST post (a script or
+// program: the chat page and the TUI name themselves), web for a websocket
+// frame (the protocol the page and the TUI speak).
+func clientSource(s string, dflt services.Source) (services.Source, error) {
 	switch services.Source(s) {
-	case "", services.SourceWeb:
-		return services.SourceWeb, nil
-	case services.SourceTUI:
-		return services.SourceTUI, nil
+	case "":
+		return dflt, nil
+	case services.SourceWeb, services.SourceTUI, services.SourceAPI:
+		return services.Source(s), nil
 	}
-	return "", services.Errorf(services.EINVALID, "source %q: want web or tui", s)
+	return "", services.Errorf(services.EINVALID, "source %q: want web, tui or api", s)
 }
 
 // ownerPost turns a client's post (REST body or websocket frame) into the
-// owner's PostParams: source web or tui, client_key as idempotency key.
-func (s *Server) ownerPost(source, content, clientKey string) (services.PostParams, error) {
-	src, err := clientSource(source)
+// owner's PostParams: the source it names (else dflt), client_key as
+// idempotency key.
+func (s *Server) ownerPost(dflt services.Source, source, content, clientKey string) (services.PostParams, error) {
+	src, err := clientSource(source, dflt)
 	if err != nil {
 		return services.PostParams{}, err
 	}
@@ -193,7 +198,7 @@ func (s *Server) handlePostMessage(c echo.Context) error {
 	if err := decodeJSON(c.Request(), &req); err != nil {
 		return err
 	}
-	p, err := s.ownerPost(req.Source, req.Content, req.ClientKey)
+	p, err := s.ownerPost(services.SourceAPI, req.Source, req.Content, req.ClientKey)
 	if err != nil {
 		return err
 	}

@@ -212,7 +212,7 @@ func TestTimelinePagination(t *testing.T) {
 	if resp, body := do(t, "GET", in.URL+"/api/timeline?after=0&before=5", testToken, ""); resp.StatusCode != 400 || !strings.Contains(body, "not both") {
 		t.Fatalf("after=0 with before: %d %s", resp.StatusCode, body)
 	}
-	if latest.Messages[0].Source != "web" || latest.Messages[0].Role != "user" {
+	if latest.Messages[0].Source != "api" || latest.Messages[0].Role != "user" {
 		t.Fatalf("labels: %+v", latest.Messages[0])
 	}
 }
@@ -385,5 +385,50 @@ func TestRulesMemoryAndContextAPI(t *testing.T) {
 	}
 	if r, _ := do(t, "DELETE", fmt.Sprintf("%s/api/rules/%d?version=2", in.URL, rule.ID), testToken, ""); r.StatusCode != 404 {
 		t.Fatalf("delete again: %d", r.StatusCode)
+	}
+}
+
+// TestPostsAreLabelledByTheirChannel: a REST post that names no source is
+// labelled api (a script, not the chat page), in its answer, the timeline
+// and the websocket; the page and the TUI name themselves; a websocket frame
+// without a source is the page's; an unknown source is refused, naming the
+// ones there are.
+func TestPostsAreLabelledByTheirChannel(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, newSchemaURL(t))
+	ws := dialWS(t, in.URL, "")
+	ws.untilReady()
+	want := []string{"api", "web", "tui", "api"}
+	for i, body := range []string{`{"content":"from curl"}`, `{"content":"from the page","source":"web"}`,
+		`{"content":"from the tui","source":"tui"}`, `{"content":"said api","source":"api"}`} {
+		resp, b := do(t, "POST", in.URL+"/api/messages", testToken, body)
+		var out struct{ Message wire.Message }
+		_ = json.Unmarshal([]byte(b), &out)
+		if resp.StatusCode != 201 || out.Message.Source != want[i] {
+			t.Fatalf("POST %s: %d %s, want source %s", body, resp.StatusCode, b, want[i])
+		}
+	}
+	for i, m := range ws.messages(4) {
+		if m.Source != want[i] {
+			t.Fatalf("websocket message %d: source %q, want %q", i, m.Source, want[i])
+		}
+	}
+	resp, b := do(t, "POST", in.URL+"/api/messages", testToken, `{"content":"x","source":"fax"}`)
+	if resp.StatusCode != 400 || !strings.Contains(b, `source \"fax\": want web, tui or api`) {
+		t.Fatalf("unknown source: %d %s", resp.StatusCode, b)
+	}
+	if err := ws.conn.Write(t.Context(), 1, []byte(`{"type":"post","content":"a frame"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m := ws.messages(1); m[0].Source != "web" {
+		t.Fatalf("websocket post without source: %+v", m[0])
+	}
+	page, _ := in.Chat.Timeline(t.Context(), "global", 0, 0, 50)
+	var got []string
+	for _, m := range page.Messages {
+		got = append(got, string(m.Source))
+	}
+	if strings.Join(got, ",") != "api,web,tui,api,web" {
+		t.Fatalf("stored sources %v", got)
 	}
 }

@@ -119,7 +119,13 @@ func do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Res
 
 func post(t testing.TB, base, content string) wire.Message {
 	t.Helper()
-	b, _ := json.Marshal(map[string]string{"content": content})
+	return postAs(t, base, "", content)
+}
+
+// postAs posts content as a client naming source ("": none, a script).
+func postAs(t testing.TB, base, source, content string) wire.Message {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"content": content, "source": source})
 	resp, body := do(t, "POST", base+"/api/messages", testToken, string(b))
 	if resp.StatusCode != 201 {
 		t.Fatalf("post: %d %s", resp.StatusCode, body)

@@ -90,7 +90,7 @@ func (s *Server) handleUpload(c echo.Context) error {
 			return err
 		}
 	}
-	p, err := s.ownerPost(fields["source"], fields["content"], fields["client_key"])
+	p, err := s.ownerPost(services.SourceAPI, fields["source"], fields["content"], fields["client_key"])
 	if err != nil {
 		return err
 	}

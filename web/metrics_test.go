@@ -21,7 +21,7 @@ func TestMetricsAfterScriptedSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	trigger := post(t, in.URL, "hello from the web")
+	trigger := postAs(t, in.URL, "web", "hello from the web")
 	ws := dialWS(t, in.URL, "")
 	ws.untilReady()
 

@@ -21,6 +21,7 @@ func (s *Server) registerPairingRoutes(e *echo.Echo, api *echo.Group) {
 	e.POST("/telegram/webhook", s.handleTelegramWebhook)
 	api.GET("/pairings", s.handleListPairings)
 	api.POST("/pairings/approve", s.handleApprovePairing)
+	api.POST("/pairings/deny", s.handleDenyPairing)
 }
 
 func (s *Server) handlePairingsPage(c echo.Context) error {
@@ -88,5 +89,27 @@ func (s *Server) handleApprovePairing(c echo.Context) error {
 		return err
 	}
 	s.audit(c.Request().Context(), services.PairingAudit(s.auditChannel(c), "approved", v))
+	return c.JSON(http.StatusOK, map[string]any{"pairing": pairingView(v)})
+}
+
+// handleDenyPairing is POST /api/pairings/deny {"code":"…"}: the pending
+// request's code stops working and the stranger is told (the Desk).
+func (s *Server) handleDenyPairing(c echo.Context) error {
+	var req ApprovePairingRequest
+	if err := decodeJSON(c.Request(), &req); err != nil {
+		return err
+	}
+	if req.Code == "" || len(req.Code) > 32 {
+		return services.Errorf(services.EINVALID, "code is required (the 6 characters the Telegram user was given)")
+	}
+	p := s.opts.Pairings
+	if p == nil {
+		return services.Errorf(services.ENOTFOUND, "the Telegram channel is not configured")
+	}
+	v, err := p.DenyPairing(c.Request().Context(), req.Code)
+	if err != nil {
+		return err
+	}
+	s.audit(c.Request().Context(), services.PairingAudit(s.auditChannel(c), "denied", v))
 	return c.JSON(http.StatusOK, map[string]any{"pairing": pairingView(v)})
 }

@@ -31,6 +31,10 @@ func (f *fakePairings) ApprovePairing(_ context.Context, code string) (services.
 	return services.Pairing{UserID: 9, TimelineScope: "tg:9"}, nil
 }
 
+func (f *fakePairings) DenyPairing(_ context.Context, code string) (services.Pairing, error) {
+	return services.Pairing{}, services.Errorf(services.ENOTFOUND, "no pending pairing with code %q", code)
+}
+
 func TestPairingRoutes(t *testing.T) {
 	t.Parallel()
 	// Off: a server without the Telegram channel; then one with it.

@@ -101,6 +101,9 @@ type Options struct {
 	Stopper services.TurnStopper
 	// Approvals backs /api/approvals and /api/policy (nil: 503).
 	Approvals services.ApprovalDecider
+	// ToolResults backs GET /api/runs/:run/tools/:call (a tool call's
+	// result under an answer on the page; nil: 503). See tool_results.go.
+	ToolResults services.ToolResults
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
@@ -184,6 +187,7 @@ func New(opts Options) *Server {
 	s.registerScheduleRoutes(api)
 	api.GET("/budget", s.handleBudget)
 	s.registerApprovalRoutes(api)
+	s.registerToolResultRoutes(api)
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)

@@ -179,7 +179,7 @@ func (s *Server) wsReader(ctx context.Context, cancel context.CancelFunc, conn *
 				continue
 			}
 		}
-		p, err := s.ownerPost(f.Source, f.Content, f.ClientKey)
+		p, err := s.ownerPost(services.SourceWeb, f.Source, f.Content, f.ClientKey)
 		if err == nil {
 			err = checkTextFields(f)
 		}

@@ -43,6 +43,9 @@ func parseDecision(data string) (id int64, approve bool, ok bool) {
 // edited to show the outcome, without its buttons. An error means the
 // update should be delivered again (the database is unavailable).
 func (b *Bot) handleCallback(ctx context.Context, q *models.CallbackQuery) error {
+	if code, approve, ok := parsePairingDecision(q.Data); ok {
+		return b.handlePairingPress(ctx, q, code, approve)
+	}
 	id, approve, ok := parseDecision(q.Data)
 	var answer string
 	switch {

@@ -125,6 +125,10 @@ type Options struct {
 	// Approvals decides an approval when the owner presses its Approve or
 	// Deny button (nil: the buttons answer that approvals are unavailable).
 	Approvals services.ApprovalDecider
+	// Pairings decides pairings when the owner presses a request's
+	// buttons (the Desk, which tells the stranger); nil: the buttons say
+	// pairings are not available.
+	Pairings services.Pairings
 	// Audit records pairing requests (nil: not recorded).
 	Audit  services.AuditLog
 	Queue  services.OutboundQueue
@@ -531,6 +535,11 @@ func (b *Bot) requestPairing(ctx context.Context, msg *models.Message) (services
 		if err == nil && p.Code == code && b.opts.Audit != nil { // a new request, not the pending one again
 			if _, aerr := b.opts.Audit.AppendAudit(ctx, services.PairingAudit(string(Channel), "asked", p)); aerr != nil {
 				b.log.Error("audit: pairing request not recorded", "from_id", p.UserID, "err", aerr)
+			}
+		}
+		if err == nil && !p.Approved() { // keyed by the code: asking again announces nothing new
+			if err := b.announcePairing(ctx, p); err != nil {
+				return services.Pairing{}, err
 			}
 		}
 		if !services.IsKind(err, services.ECONFLICT) {

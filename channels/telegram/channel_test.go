@@ -304,11 +304,23 @@ func TestPolicies(t *testing.T) {
 			u.Message.ID = 11 + i
 			_ = b.HandleUpdate(t.Context(), u)
 		}
-		n := f.notices()
-		if len(f.posts) != 0 || len(n) != 1 {
-			t.Fatalf("posts %+v notices %+v", f.posts, n)
+		// The owner is told once too: a notice in the owner's timeline
+		// and a message with Approve / Deny buttons in the owner's chat.
+		var n, asks []OutboundPayload
+		for _, o := range f.notices() {
+			if o.ChatID == 9 {
+				n = append(n, o)
+			} else {
+				asks = append(asks, o)
+			}
 		}
 		code := f.pairings[9].Code
+		if len(f.posts) != 1 || f.posts[0].TimelineScope != services.DefaultTimeline || f.posts[0].Source != services.SourceSystem ||
+			!strings.Contains(f.posts[0].Content, "`Ann` (Telegram id 9) asks to talk to the agent") || len(n) != 1 ||
+			len(asks) != 1 || asks[0].ChatID != 1 || asks[0].PairingCode != code || !strings.Contains(asks[0].Text, code) {
+			t.Fatalf("posts %+v notices %+v owner %+v", f.posts, n, asks)
+		}
+		f.posts = nil
 		if len(code) != 6 || !strings.Contains(n[0].Text, code) {
 			t.Fatalf("code %q not in %+v", code, n)
 		}

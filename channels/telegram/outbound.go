@@ -41,6 +41,9 @@ type OutboundPayload struct {
 	// its request is edited to show the decision, without its buttons,
 	// before the notice is sent.
 	Decided int64 `json:"decided,omitempty"`
+	// PairingCode, for a stranger's pairing request sent to the owner,
+	// puts Approve / Deny buttons under its last message.
+	PairingCode string `json:"pairing_code,omitempty"`
 }
 
 // approvalKey is the delivery key of approval id's request to chat.
@@ -374,6 +377,9 @@ func (b *Bot) items(p OutboundPayload) []item {
 			}
 			if p.ApprovalID != 0 && ci == len(chunks)-1 {
 				params.ReplyMarkup = approvalKeyboard(p.ApprovalID)
+			}
+			if p.PairingCode != "" && ci == len(chunks)-1 {
+				params.ReplyMarkup = pairingKeyboard(p.PairingCode)
 			}
 			return b.send(ctx, params)
 		}})

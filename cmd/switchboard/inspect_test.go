@@ -118,7 +118,7 @@ func TestServeExposesMetricsAndDebug(t *testing.T) {
 	})
 	for _, want := range []string{
 		`switchboard_runs_finished_total{status="ok"} 1`,
-		`switchboard_messages_total{channel="web"} 1`,
+		`switchboard_messages_total{channel="api"} 1`, // a REST post that names no source
 		`switchboard_messages_total{channel="agent"} 1`,
 		`switchboard_http_requests_total{code="201",method="POST",route="/api/messages"} 1`,
 		`switchboard_db_scrape_success 1`,

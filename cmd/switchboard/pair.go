@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"text/tabwriter"
 
+	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/services"
 )
@@ -25,7 +26,13 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 	defer closeDB()
 	pairings := repository.NewTelegramStore(pool)
 	if args[0] == "approve" {
-		p, err := pairings.ApprovePairing(ctx, args[1])
+		// Through the Desk, so the stranger is told in their chat (the
+		// serving process's outbound worker sends it).
+		desk, err := app.NewPairingDesk(ctx, pool, log)
+		if err != nil {
+			return err
+		}
+		p, err := desk.ApprovePairing(ctx, args[1])
 		if err != nil {
 			return err
 		}

@@ -275,7 +275,7 @@ func TestTelegramPairing(t *testing.T) {
 		t.Fatalf("no code in %q", got[0].Message.Text)
 	}
 	time.Sleep(300 * time.Millisecond) // why kept: asserts the unpaired sender reaches NO agent and NO timeline; nothing signals "decided not to", and the check must outlast the handler's other goroutines
-	if n := in.Agent.count(); n != 0 || len(timeline(t, in.Store, "tg:9")) != 0 || len(timeline(t, in.Store, "global")) != 0 {
+	if n := in.Agent.count(); n != 0 || len(timeline(t, in.Store, "tg:9")) != 0 || len(ownerRows(t, in.Store)) != 0 {
 		t.Fatalf("an unpaired sender reached the agent: %d turns", n)
 	}
 
@@ -298,6 +298,11 @@ func TestTelegramPairing(t *testing.T) {
 		t.Fatalf("pair list: %v %q", err, out.String())
 	}
 
+	// The stranger is told (the serving process sends what the command queued).
+	got = emu.WaitBotMessages(t, tgToken, 9, 1, 15*time.Second)
+	if len(got) != 1 || !strings.Contains(got[0].Message.Text, "The owner approved you") {
+		t.Fatalf("the stranger was not told of the approval: %+v", got)
+	}
 	emu.Send(t, tgToken, stranger, "hello now")
 	got = emu.WaitBotMessages(t, tgToken, 9, 1, 15*time.Second)
 	if len(got) != 1 || got[0].Message.Text != "You said: hello now" {
@@ -307,13 +312,27 @@ func TestTelegramPairing(t *testing.T) {
 	if len(own) != 2 || own[0].Content != "hello now" || own[0].Source != "telegram" {
 		t.Fatalf("tg:9 timeline: %+v", own)
 	}
-	if g := timeline(t, in.Store, "global"); len(g) != 0 {
+	if g := ownerRows(t, in.Store); len(g) != 0 {
 		t.Fatalf("the owner's timeline shows the stranger: %+v", g)
 	}
 	// Through the API too.
 	if resp, body := ownerRequest(t, "GET", in.WebURL+"/api/timeline", ""); resp.StatusCode != 200 || strings.Contains(body, "hello now") {
 		t.Fatalf("owner timeline: %s", body)
 	}
+}
+
+// ownerRows are the owner's timeline's rows but the notices of pairing
+// requests (which name the stranger, never their messages).
+func ownerRows(t *testing.T, store *repository.Store) []services.Message {
+	t.Helper()
+	var out []services.Message
+	for _, m := range timeline(t, store, "global") {
+		if meta, _ := services.DecodeMeta(m.Metadata); m.Source == services.SourceSystem && meta.Notice == "pairing" {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func ownerRequest(t *testing.T, method, url, body string) (*http.Response, string) {

@@ -235,7 +235,7 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 	f := s.opts.Flags
 	fmt.Fprintf(&b, "Model: %s (%s), context window %d tokens.\n", s.opts.LLM.Model(), s.opts.LLM.Name(), s.opts.LLM.ContextWindow())
 	fmt.Fprintf(&b, "Context: %s.\n", f.Describe())
-	if s.opts.Catalog != nil {
+	if s.opts.Catalog != nil && msg.TimelineScope == services.DefaultTimeline { // the owner's servers are the owner's business
 		_, servers := s.opts.Catalog.ToolCatalog()
 		for _, sv := range servers {
 			if sv.State != "ready" {
@@ -571,6 +571,16 @@ func (s *Service) cmdTools(timeline string) string {
 		return b.String()
 	}
 	_, servers := s.opts.Catalog.ToolCatalog()
+	if timeline != services.DefaultTimeline {
+		// A paired stranger learns nothing of the owner's servers: only
+		// those shared with every conversation, by their tools.
+		for _, sv := range servers {
+			if names := bySource[sv.Name]; len(names) > 0 {
+				fmt.Fprintf(&b, "\nMCP server %s: %d tools: %s.", sv.Name, len(names), strings.Join(names, ", "))
+			}
+		}
+		return b.String()
+	}
 	if len(servers) == 0 {
 		b.WriteString("\nNo MCP servers are configured (MCP_SERVERS).")
 	}

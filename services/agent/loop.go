@@ -438,12 +438,15 @@ func (r mainRecorder) toolResultTx(ctx context.Context, tx services.Store, call 
 	if res.Stored { // the tool stored its result itself (a handoff)
 		return nil
 	}
-	_, _, err := tx.InsertMessage(ctx, services.NewMessage{
+	m, _, err := tx.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
 		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError, TaintedBy: taintedRow(ctx)}.Encode(),
 	})
+	if err == nil && len(res.Images) > 0 {
+		err = r.s.saveResultImages(ctx, tx, r.run.TimelineScope, m.ID, call, res)
+	}
 	return err
 }
 

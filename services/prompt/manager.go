@@ -622,7 +622,7 @@ var channelNames = map[services.Source]string{
 	services.SourceTelegram: "Telegram",
 	services.SourceWeb:      "the web chat page",
 	services.SourceTUI:      "the terminal UI",
-	services.SourceAPI:      "the OpenAI-compatible API",
+	services.SourceAPI:      "the HTTP API (a program or script: REST or OpenAI-compatible)",
 	services.SourceSchedule: "a schedule (the service, on the owner's behalf)",
 	services.SourceAgent:    "the main agent, which delegated this task",
 }

@@ -72,6 +72,47 @@ function setTools(li, tools, live) {
   box.querySelector("summary").textContent = (live ? "working: " : "") + n + (n === 1 ? " tool call" : " tool calls") + (errs ? ", " + errs + " failed" : "");
   const ol = box.querySelector("ol");
   ol.replaceChildren(...tools.map(toolLine));
+  ol.querySelectorAll("li.tool").forEach((line, i) => addToolResult(line, li.dataset.run, tools[i]));
+}
+
+// Tool results. Each finished call under an answer opens (folded at
+// first) to what it returned, read when first opened from
+// GET /api/runs/:run/tools/:call: the text the model read with secrets
+// masked, cut by the server at 8 KiB (the line says how much more there
+// was), JSON indented, and the images the tool returned shown as images.
+function addToolResult(line, run, u) {
+  if (!run || !u || (u.status !== "ok" && u.status !== "error")) return;
+  line.classList.add("has-result");
+  const d = el("details", { class: "tresult" }, el("summary", {}, u.status === "error" ? "error text" : "result"));
+  d.addEventListener("toggle", () => {
+    if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; loadToolResult(d, run, u.id); }
+  });
+  line.append(d);
+}
+
+async function loadToolResult(d, run, call) {
+  const box = el("div", { class: "tbody" }, "loading…");
+  d.append(box);
+  try {
+    const r = await request("GET", "/api/runs/" + encodeURIComponent(run) + "/tools/" + encodeURIComponent(call));
+    if (!r.ok) { box.classList.add("error"); box.textContent = r.body.error || "HTTP " + r.status; return; }
+    const kids = [];
+    for (const img of r.body.images || []) {
+      const a = el("a", { class: "timg", href: img.url, target: "_blank", rel: "noopener", title: img.name + " · " + fmtSize(img.size) },
+        el("img", { src: img.url, alt: "image " + img.name + " returned by " + r.body.tool, loading: "lazy" }));
+      kids.push(a);
+    }
+    const text = r.body.content.trim().startsWith("{") || r.body.content.trim().startsWith("[") ? prettyArgs(r.body.content) : r.body.content;
+    kids.push(el("pre", { class: "ttext" + (r.body.is_error ? " error" : "") }, text));
+    if (r.body.truncated) {
+      kids.push(el("div", { class: "tmore" }, "Shown: the first " + [...r.body.content].length.toLocaleString() + " of " +
+        r.body.chars.toLocaleString() + " characters (the agent read all of them; the debug page has the whole request)."));
+    }
+    box.replaceChildren(...kids);
+  } catch (e) {
+    box.classList.add("error");
+    box.textContent = "The result could not be read: the server is unreachable.";
+  }
 }
 
 function addCopyButtons(body) {
@@ -99,6 +140,7 @@ function render(m) {
   const li = $("msg").content.firstElementChild.cloneNode(true);
   li.classList.add(m.role);
   li.dataset.id = m.id;
+  if (m.metadata && m.metadata.run_id) li.dataset.run = m.metadata.run_id;
   li.dataset.source = m.source;
   const label = li.querySelector(".label");
   label.classList.add(m.source);
@@ -144,6 +186,8 @@ function render(m) {
   } else {
     setTools(li, m.tools, false);
   }
+  if (m.metadata && m.metadata.notice === "pairing" && m.metadata.pairing_code) pairingCard(li, m.metadata.pairing_code);
+  if (m.metadata && m.metadata.notice === "pairing_decided" && m.metadata.pairing_code) pairingDecided(m);
   // An answer that failed, timed out or was interrupted offers to ask the
   // question again (/retry, as in every channel).
   const rs = m.metadata && m.metadata.run_status;
@@ -153,6 +197,44 @@ function render(m) {
     li.append(retry);
   }
   return li;
+}
+
+// Pairing requests. A stranger's request to talk to the agent (a
+// "pairing" notice) gets Approve and Deny buttons (POST
+// /api/pairings/approve|deny); the notice of its decision, made here, on
+// Telegram or elsewhere, marks the request's card.
+function pairingCard(li, code) {
+  li.dataset.pairing = code;
+  const approve = el("button", { class: "approve", type: "button" }, "Approve");
+  const deny = el("button", { class: "deny", type: "button" }, "Deny");
+  const card = el("div", { class: "pcard pending" }, el("div", { class: "pactions" }, approve, deny), el("div", { class: "pstate" }));
+  const state = card.querySelector(".pstate");
+  const decide = async (verb) => {
+    approve.disabled = deny.disabled = true;
+    try {
+      const r = await request("POST", "/api/pairings/" + verb, { code: code });
+      if (r.ok) { markPairing(card, verb === "approve" ? "Approved" : "Denied"); return; }
+      state.textContent = r.body.error || "HTTP " + r.status;
+      if (r.status === 404) markPairing(card, state.textContent); else approve.disabled = deny.disabled = false;
+    } catch (e) {
+      state.textContent = "Not sent: the server could not be reached. Try again.";
+      approve.disabled = deny.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => decide("approve"));
+  deny.addEventListener("click", () => decide("deny"));
+  li.append(card);
+}
+
+function markPairing(card, text) {
+  card.classList.remove("pending");
+  card.querySelector(".pactions").hidden = true;
+  card.querySelector(".pstate").textContent = text;
+}
+
+function pairingDecided(m) {
+  const card = list.querySelector('li.msg[data-pairing="' + CSS.escape(m.metadata.pairing_code) + '"] .pcard');
+  if (card) markPairing(card, m.content.startsWith("Approved") ? "Approved" : "Denied");
 }
 
 // Approvals. STATE_ORDER keeps a card from going back (a notice presented
@@ -381,6 +463,7 @@ function streamFor(run) {
   if (!li) {
     li = render({ id: 0, role: "assistant", source: "agent", content: "", created_at: new Date().toISOString() });
     li.classList.add("streaming");
+    li.dataset.run = run;
     streams.set(run, li);
     list.append(li);
   }
@@ -519,7 +602,7 @@ function showOutbox() {
 // an error text (refused: not worth retrying).
 async function post(item) {
   try {
-    const r = await request("POST", "/api/messages", { content: item.text, client_key: item.key });
+    const r = await request("POST", "/api/messages", { content: item.text, client_key: item.key, source: "web" });
     if (r.ok) { append(r.body.message); return "ok"; }
     if (r.status === 401) return "retry";
     if (r.status < 500 && r.status !== 429) return r.body.error || ("Error " + r.status);
@@ -567,6 +650,7 @@ function addFiles(files) {
 async function sendFiles(text) {
   const fd = new FormData();
   fd.append("content", text);
+  fd.append("source", "web");
   fd.append("client_key", crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random());
   for (const f of pendingFiles) fd.append("file", f, f.name);
   showError("");

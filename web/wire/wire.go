@@ -196,3 +196,20 @@ type Pairings struct {
 	Pending  []Pairing `json:"pending"`
 	Approved []Pairing `json:"approved"`
 }
+
+// ToolResult is GET /api/runs/:run/tools/:call's body: what one tool call
+// returned, as the chat page shows it under its line. Content is the text
+// the model read with the service's secrets masked ([secret]), cut at
+// 8 KiB when Truncated (Chars is the whole length, in characters); Images
+// are the images the tool returned (an MCP screenshot), served like other
+// attachments.
+type ToolResult struct {
+	RunID     int64        `json:"run_id"`
+	CallID    string       `json:"call_id"`
+	Tool      string       `json:"tool"`
+	IsError   bool         `json:"is_error"`
+	Content   string       `json:"content"`
+	Chars     int          `json:"chars"`
+	Truncated bool         `json:"truncated"`
+	Images    []Attachment `json:"images"`
+}

@@ -1,0 +1,156 @@
+package app_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/channels/telegram/tgtest"
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/mcp"
+)
+
+// TestPairingIsAConversation: a stranger who writes to the bot gets a
+// code, and the owner is told at once — in their Telegram chat with
+// Approve / Deny buttons (an inline keyboard the strict Bot API server
+// accepts) and in the owner's timeline (the page's card) — naming the
+// stranger and the code. The owner's press approves through
+// callback_query; the stranger is told, and their next message reaches
+// the agent; the owner's timeline says it was approved. A second
+// stranger denied with the button is told so and stays out. A paired
+// stranger's /tools names none of the owner's MCP servers (the owner's
+// does).
+func TestPairingIsAConversation(t *testing.T) {
+	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+		o.MCP = mcp.Config{"ownersecretsrv": {Command: "/nonexistent/mcp-server"}}
+	})
+	model.Enqueue(llmtest.Text("hi owner"))
+	strict.Send(owner, "hello")
+	if got := strict.WaitMessages(ownerTG, 1, 30*time.Second); len(got) != 1 || got[0].Text != "hi owner" {
+		t.Fatalf("first answer on Telegram: %+v", got)
+	}
+	ctx := context.Background()
+	anna := tgtest.User{ID: 4242, FirstName: "Anna", Username: "anna"}
+	strict.Send(anna, "hi, may I talk to your agent?")
+	got := strict.WaitMessages(anna.ID, 1, 30*time.Second)
+	if len(got) != 1 || !strings.Contains(got[0].Text, "ask its owner to approve the code") {
+		t.Fatalf("the stranger's code: %+v", got)
+	}
+	p, err := repository.NewTelegramStore(in.App.Pool()).PairingByUser(ctx, anna.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := waitPairingAsk(t, strict, p.Code)
+	if !strings.Contains(request.Text, "Anna @anna (Telegram id 4242) asks to talk to the agent") || !strings.Contains(request.Text, p.Code) {
+		t.Fatalf("the owner's notice: %q", request.Text)
+	}
+	notice := waitTimeline(t, in, func(m services.Message) bool {
+		meta, _ := services.DecodeMeta(m.Metadata)
+		return meta.Notice == "pairing" && meta.PairingCode == p.Code
+	})
+	if !strings.Contains(notice.Content, "Anna @anna") {
+		t.Fatalf("the timeline's notice: %q", notice.Content)
+	}
+
+	// A stranger's press decides nothing; the owner's approves.
+	q := strict.Press(anna, ownerTG, request.MessageID, "pair:approve:"+p.Code)
+	waitAnswer(t, strict, q, "Only the owner decides pairings")
+	q = strict.Press(owner, ownerTG, request.MessageID, "pair:approve:"+p.Code)
+	waitAnswer(t, strict, q, "Approved Anna @anna")
+	got = strict.WaitMessages(anna.ID, 2, 30*time.Second)
+	if len(got) != 2 || !strings.Contains(got[1].Text, "The owner approved you") {
+		t.Fatalf("the stranger was not told: %+v", got)
+	}
+	for _, m := range strict.Messages(ownerTG) {
+		if m.MessageID == request.MessageID && (m.Buttons != nil || !strings.Contains(m.Text, "Approved Anna")) {
+			t.Fatalf("the request after the decision: %+v", m)
+		}
+	}
+	waitTimeline(t, in, func(m services.Message) bool {
+		meta, _ := services.DecodeMeta(m.Metadata)
+		return meta.Notice == "pairing_decided" && meta.PairingCode == p.Code && strings.HasPrefix(m.Content, "Approved: `Anna @anna`")
+	})
+
+	// Paired: the stranger talks to the agent, and /tools hides the owner's servers.
+	model.Enqueue(llmtest.Text("hello Anna"))
+	strict.Send(anna, "thanks!")
+	if got = strict.WaitMessages(anna.ID, 3, 30*time.Second); len(got) != 3 || got[2].Text != "hello Anna" {
+		t.Fatalf("the paired stranger's answer: %+v", got)
+	}
+	strict.Send(anna, "/tools")
+	got = strict.WaitMessages(anna.ID, 4, 30*time.Second)
+	if len(got) != 4 || !strings.Contains(got[3].Text, "Built-in tools") || strings.Contains(got[3].Text, "ownersecretsrv") || strings.Contains(got[3].Text, "MCP") {
+		t.Fatalf("a paired stranger's /tools: %+v", got[len(got)-1])
+	}
+	if reply := ask(t, in, "/tools"); !strings.Contains(reply, "ownersecretsrv") {
+		t.Fatalf("the owner's /tools lacks the server: %q", reply)
+	}
+
+	// Denied.
+	bob := tgtest.User{ID: 4343, FirstName: "Bob"}
+	strict.Send(bob, "let me in")
+	strict.WaitMessages(bob.ID, 1, 30*time.Second)
+	pb, err := repository.NewTelegramStore(in.App.Pool()).PairingByUser(ctx, bob.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request = waitPairingAsk(t, strict, pb.Code)
+	q = strict.Press(owner, ownerTG, request.MessageID, "pair:deny:"+pb.Code)
+	waitAnswer(t, strict, q, "Denied Bob")
+	got = strict.WaitMessages(bob.ID, 2, 30*time.Second)
+	if len(got) != 2 || !strings.Contains(got[1].Text, "did not approve") {
+		t.Fatalf("the denied stranger was not told: %+v", got)
+	}
+	if pb, _ = repository.NewTelegramStore(in.App.Pool()).PairingByUser(ctx, bob.ID); pb.Approved() {
+		t.Fatal("denied, yet approved")
+	}
+	q = strict.Press(owner, ownerTG, request.MessageID, "pair:approve:"+pb.Code)
+	waitAnswer(t, strict, q, "no pending pairing")
+}
+
+// waitPairingAsk waits for the owner's Telegram notice of pairing code,
+// with its Approve / Deny buttons.
+func waitPairingAsk(t *testing.T, strict *tgtest.Strict, code string) tgtest.Sent {
+	t.Helper()
+	want := []string{"pair:approve:" + code, "pair:deny:" + code}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		for _, m := range strict.Messages(ownerTG) {
+			if slices.Equal(m.Buttons, want) {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pairing request with buttons for the owner: %+v", strict.Messages(ownerTG))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitTimeline waits for a row of the owner's timeline that ok accepts.
+func waitTimeline(t *testing.T, in *apptest.Instance, ok func(services.Message) bool) services.Message {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		page, err := in.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if ok(m) {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			for _, m := range page.Messages {
+				t.Logf("timeline: %d %s %s %s %.200q", m.ID, m.Role, m.Source, m.Metadata, m.Content)
+			}
+			t.Fatal("the row looked for is not in the owner's timeline")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
