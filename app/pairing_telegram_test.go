@@ -119,38 +119,47 @@ func TestPairingIsAConversation(t *testing.T) {
 func waitPairingAsk(t *testing.T, strict *tgtest.Strict, code string) tgtest.Sent {
 	t.Helper()
 	want := []string{"pair:approve:" + code, "pair:deny:" + code}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	var found tgtest.Sent
+	if !poll(30*time.Second, func() bool {
 		for _, m := range strict.Messages(ownerTG) {
 			if slices.Equal(m.Buttons, want) {
-				return m
+				found = m
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pairing request with buttons for the owner: %+v", strict.Messages(ownerTG))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no pairing request with buttons for the owner: %+v", strict.Messages(ownerTG))
 	}
+	return found
 }
 
 // waitTimeline waits for a row of the owner's timeline that ok accepts.
 func waitTimeline(t *testing.T, in *apptest.Instance, ok func(services.Message) bool) services.Message {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		page, err := in.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 200)
-		if err != nil {
-			t.Fatal(err)
+	var page services.TimelinePage
+	var found services.Message
+	var err error
+	if poll(30*time.Second, func() bool {
+		if page, err = in.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 200); err != nil {
+			return true
 		}
 		for _, m := range page.Messages {
 			if ok(m) {
-				return m
+				found = m
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			for _, m := range page.Messages {
-				t.Logf("timeline: %d %s %s %s %.200q", m.ID, m.Role, m.Source, m.Metadata, m.Content)
-			}
-			t.Fatal("the row looked for is not in the owner's timeline")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) && err == nil && found.ID != 0 {
+		return found
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Messages {
+		t.Logf("timeline: %d %s %s %s %.200q", m.ID, m.Role, m.Source, m.Metadata, m.Content)
+	}
+	t.Fatal("the row looked for is not in the owner's timeline")
+	return services.Message{}
 }

@@ -32,15 +32,11 @@ func TestToolResultsShownOnThePage(t *testing.T) {
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Options) {
 		o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 	}})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, servers := in.App.Tools().ToolCatalog(); len(servers) == 1 && servers[0].State == "ready" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server-everything did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollEvery(60*time.Second, 100*time.Millisecond, func() bool {
+		_, servers := in.App.Tools().ToolCatalog()
+		return len(servers) == 1 && servers[0].State == "ready"
+	}) {
+		t.Fatal("server-everything did not start")
 	}
 	var long strings.Builder
 	long.WriteString("owner token: " + testToken + "\n")
