@@ -541,7 +541,9 @@ func TestTelegramInBrowser(t *testing.T) {
 	pagePoll(t, ctx, `document.querySelector("#result").textContent.includes("tg:9")`)
 	pagePoll(t, ctx, `document.querySelector("#approved").textContent.includes("Stranger")`)
 	emu.Send(t, tgToken, tgtest.User{ID: 9, FirstName: "Stranger"}, "am I in?")
-	if got := emu.WaitBotMessages(t, tgToken, 9, 1, 15*time.Second); len(got) != 1 || got[0].Message.Text != "You said: am I in?" {
+	// First the notice that the owner approved (pairing is a
+	// conversation), then the answer.
+	if got := emu.WaitBotMessages(t, tgToken, 9, 2, 15*time.Second); len(got) != 2 || !strings.Contains(got[0].Message.Text, "approved you") || got[1].Message.Text != "You said: am I in?" {
 		t.Fatalf("answer after approval on the page: %+v", got)
 	}
 }

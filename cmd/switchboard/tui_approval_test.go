@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,8 @@ import (
 // the run read a stranger's page) shows under its request with the held
 // call marked and what to type; /approve typed in the terminal runs it
 // exactly once, and the request then shows the decision.
+var approvedViaTUI = regexp.MustCompile(`✓ approved( · running| · ran)? via tui`)
+
 func TestTUIApprovalInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("tmux not installed")
@@ -64,7 +67,9 @@ func TestTUIApprovalInTmux(t *testing.T) {
 	model.Enqueue(llmtest.Text("sent after your approval"))
 	tm.typeLine(fmt.Sprintf("/approve %d", id))
 	screen = tm.waitFor("the decision on the request and the answer", func(s string) bool {
-		return strings.Contains(s, "✓ approved via tui") && !strings.Contains(s, wait) && strings.Contains(s, "sent after your approval")
+		// "approved", then "approved · running", "approved · ran" as the
+		// call goes on: which one the screen shows depends on when it is read.
+		return approvedViaTUI.MatchString(s) && !strings.Contains(s, wait) && strings.Contains(s, "sent after your approval")
 	})
 	if !strings.Contains(screen, fmt.Sprintf("#%d approved: fetch_url (via tui).", id)) {
 		t.Errorf("no decision notice:\n%s", screen)
