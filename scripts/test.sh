@@ -57,7 +57,8 @@ fi
 
 # One package at a time, two tests each, keeps the suite within about 30
 # connections of a shared PostgreSQL (measured: 29, app's tests; two
-# packages at once peaked at 45: TEST_PARALLEL_PACKAGES=2). When the server
+# packages at once peaked at 45 and took 549 s against 828 s:
+# TEST_PARALLEL_PACKAGES=2). When the server
 # has fewer than 32 connections free, one test at a time (25 measured
 # against max_connections=60 with 30 held by others). TEST_PARALLEL_*
 # decide when set. A server not reachable here (the tests then start their
