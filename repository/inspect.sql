@@ -1,6 +1,6 @@
 -- Switchboard inspection queries. Run with:
 --   psql "$DATABASE_URL" -f repository/inspect.sql
--- The first three are seed 003's appendix ("常用巡检 SQL"), verbatim.
+-- The first three are the basic checks: recent visible messages, summary cursors, recent runs.
 
 -- name: recent_visible_messages
 -- 最近 20 条可见聊天消息 (the 20 most recent visible chat messages)
