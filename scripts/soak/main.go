@@ -186,6 +186,38 @@ type client struct {
 	ids   []int64
 }
 
+// soak is one run: the servers, the clients and what they saw.
+type soak struct {
+	o     options
+	token string
+	insts []*instance
+	cur   atomic.Pointer[window]
+
+	sentMu   sync.Mutex
+	sentAt   map[string]time.Time // content → when its post was sent
+	idSent   map[int64]time.Time  // user message id → when its post was sent
+	answered map[int64]bool
+
+	clients   []*client
+	connected chan struct{}
+	dialSlots chan struct{}
+	started   time.Time
+}
+
+// frame is what a client decodes of a websocket frame.
+type frame struct {
+	Type    string `json:"type"`
+	LastID  int64  `json:"last_id"`
+	Message *struct {
+		ID       int64  `json:"id"`
+		Role     string `json:"role"`
+		Content  string `json:"content"`
+		Metadata struct {
+			ReplyTo int64 `json:"reply_to"`
+		} `json:"metadata"`
+	} `json:"message"`
+}
+
 func run(ctx context.Context, o options) error {
 	if o.instances < 1 || o.clients < 1 || o.rate <= 0 {
 		return errors.New("-instances, -clients and -rate must be positive")
@@ -213,7 +245,6 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer scr.Drop()
-	admin, schema, dbURL := scr.Admin, scr.Name, scr.URL
 
 	model, err := llmtest.Listen("127.0.0.1:0")
 	if err != nil {
@@ -222,261 +253,281 @@ func run(ctx context.Context, o options) error {
 	defer model.Close()
 	model.SetLatency(o.modelLatency)
 
-	token := "soak-owner-token-" + schema
-	env := []string{"DATABASE_URL=" + dbURL, "HTTP_ADDR=127.0.0.1:0", "WEB_AUTH_TOKEN=" + token, "LOG_LEVEL=warn",
-		"LLM_PROVIDER=openai", "LLM_BASE_URL=" + model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=soak",
-		"RATE_LIMIT_PER_MINUTE=0"}
-	var insts []*instance
-	defer func() {
-		for _, in := range insts {
-			_ = in.cmd.Process.Signal(os.Interrupt)
-			_ = in.cmd.Wait()
-		}
-	}()
-	for i := 0; i < o.instances; i++ {
-		in, err := startInstance(o.bin, env, filepath.Join(tmp, fmt.Sprint("data", i)))
-		if err != nil {
-			return err
-		}
-		insts = append(insts, in)
+	s := &soak{o: o, token: "soak-owner-token-" + scr.Name,
+		sentAt: map[string]time.Time{}, idSent: map[int64]time.Time{}, answered: map[int64]bool{}}
+	s.cur.Store(&window{})
+	defer s.stopInstances()
+	if err := s.startInstances(tmp, scr.URL, model.OpenAIBaseURL()); err != nil {
+		return err
 	}
 	fmt.Printf("soak: %d clients over %d instance(s), %.1f msg/s for %s, model latency %s, open-files limit %d\n",
 		o.clients, o.instances, o.rate, o.duration, o.modelLatency, limit)
 
-	var cur atomic.Pointer[window]
-	cur.Store(&window{})
-	var sentMu sync.Mutex
-	sentAt := map[string]time.Time{} // content → when its post was sent
-	idSent := map[int64]time.Time{}  // user message id → when its post was sent
-	answered := map[int64]bool{}
-
-	// The clients.
 	cctx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
-	clients := make([]*client, o.clients)
 	var cwg sync.WaitGroup
-	connected := make(chan struct{}, o.clients)
-	dialSlots := make(chan struct{}, 50)
-	for i := range clients {
-		c := &client{inst: i % o.instances}
-		clients[i] = c
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			first := true
-			last := int64(0)
-			for cctx.Err() == nil {
-				dialSlots <- struct{}{}
-				q := ""
-				if !first {
-					q = "?after=" + strconv.FormatInt(last, 10)
-				}
-				dctx, cancel := context.WithTimeout(cctx, 30*time.Second)
-				conn, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(insts[c.inst].url, "http")+"/api/ws"+q,
-					&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
-				cancel()
-				<-dialSlots
-				if err != nil {
-					if cctx.Err() == nil {
-						w := cur.Load()
-						w.mu.Lock()
-						w.dialErrors++
-						w.mu.Unlock()
-						time.Sleep(500 * time.Millisecond)
-					}
-					continue
-				}
-				conn.SetReadLimit(1 << 20)
-				for {
-					_, data, err := conn.Read(cctx)
-					if err != nil {
-						break
-					}
-					now := time.Now()
-					var f struct {
-						Type    string `json:"type"`
-						LastID  int64  `json:"last_id"`
-						Message *struct {
-							ID       int64  `json:"id"`
-							Role     string `json:"role"`
-							Content  string `json:"content"`
-							Metadata struct {
-								ReplyTo int64 `json:"reply_to"`
-							} `json:"metadata"`
-						} `json:"message"`
-					}
-					if json.Unmarshal(data, &f) != nil {
-						continue
-					}
-					w := cur.Load()
-					switch f.Type {
-					case "ready":
-						if first {
-							c.start, last, first = f.LastID, f.LastID, false
-							connected <- struct{}{}
-						}
-					case "message":
-						m := f.Message
-						if m.ID <= last {
-							w.mu.Lock()
-							w.orderErrors++
-							w.mu.Unlock()
-							continue
-						}
-						last = m.ID
-						c.ids = append(c.ids, m.ID)
-						sentMu.Lock()
-						t0, ok := sentAt[m.Content]
-						var turn time.Duration
-						if m.Role == "assistant" && m.Metadata.ReplyTo != 0 && c == clients[0] {
-							if t, ok := idSent[m.Metadata.ReplyTo]; ok {
-								if answered[m.Metadata.ReplyTo] {
-									w.mu.Lock()
-									w.answersDup++
-									w.mu.Unlock()
-								}
-								answered[m.Metadata.ReplyTo] = true
-								turn = now.Sub(t)
-							}
-						}
-						sentMu.Unlock()
-						w.mu.Lock()
-						w.framesReceived++
-						if ok && m.Role == "user" {
-							w.delivery = append(w.delivery, now.Sub(t0))
-						}
-						if turn > 0 {
-							w.turn = append(w.turn, turn)
-							w.answersSeen++
-						}
-						w.mu.Unlock()
-					}
-				}
-				conn.CloseNow()
-				if cctx.Err() == nil {
-					w := cur.Load()
-					w.mu.Lock()
-					w.drops++
-					w.mu.Unlock()
-				}
-			}
-		}()
+	if err := s.connectClients(ctx, cctx, &cwg); err != nil {
+		return err
 	}
-	connectStart := time.Now()
-	for i := 0; i < o.clients; i++ {
-		select {
-		case <-connected:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Minute):
-			return fmt.Errorf("only %d of %d clients connected after 2 minutes", i, o.clients)
-		}
-	}
-	fmt.Printf("soak: %d clients connected in %s\n\n", o.clients, time.Since(connectStart).Round(time.Millisecond))
 
-	// The poster.
-	httpc := &http.Client{Timeout: 30 * time.Second}
 	pctx, stopPosting := context.WithTimeout(ctx, o.duration)
 	defer stopPosting()
 	var pwg sync.WaitGroup
 	pwg.Add(1)
-	go func() {
-		defer pwg.Done()
-		tick := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-pctx.Done():
-				return
-			case <-tick.C:
-			}
-			pwg.Add(1)
-			go func(n int) {
-				defer pwg.Done()
-				content := fmt.Sprintf("soak message %d", n)
-				body, _ := json.Marshal(map[string]string{"content": content, "client_key": fmt.Sprint("soak-", n)})
-				req, _ := http.NewRequest("POST", insts[n%len(insts)].url+"/api/messages", bytes.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set("Content-Type", "application/json")
-				t0 := time.Now()
-				sentMu.Lock()
-				sentAt[content] = t0
-				sentMu.Unlock()
-				resp, err := httpc.Do(req)
-				w := cur.Load()
-				if err != nil {
-					w.mu.Lock()
-					w.posts++
-					w.postErrors++
-					w.mu.Unlock()
-					return
-				}
-				var out struct {
-					Message struct{ ID int64 } `json:"message"`
-				}
-				_ = json.NewDecoder(resp.Body).Decode(&out)
-				resp.Body.Close()
-				w.mu.Lock()
-				w.posts++
-				if resp.StatusCode != 201 {
-					w.postErrors++
-				}
-				w.post = append(w.post, time.Since(t0))
-				w.mu.Unlock()
-				sentMu.Lock()
-				idSent[out.Message.ID] = t0
-				sentMu.Unlock()
-			}(n)
-		}
-	}()
+	go s.post(pctx, &pwg)
 
-	// Reports.
-	fmt.Println("| t | posts | post errors | post p50/p99 ms | delivery p50/p95/p99/max ms | turn p50/p99 ms | ws drops | dial errors | order errors | per instance: RSS MiB, fds, goroutines |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	report := func(at time.Duration) {
-		w := cur.Swap(&window{})
-		time.Sleep(50 * time.Millisecond) // let writers of the old window finish
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		var per []string
-		for _, in := range insts {
-			rss, fds := procStatus(in.cmd.Process.Pid)
-			per = append(per, fmt.Sprintf("%.0f, %d, %d", rss, fds, goroutines(in.url, token)))
-		}
-		fmt.Printf("| %s | %d | %d | %s / %s | %s / %s / %s / %s | %s / %s | %d | %d | %d | %s |\n",
-			at.Round(time.Second), w.posts, w.postErrors, ms(pct(w.post, .5)), ms(pct(w.post, .99)),
-			ms(pct(w.delivery, .5)), ms(pct(w.delivery, .95)), ms(pct(w.delivery, .99)), ms(pct(w.delivery, 1)),
-			ms(pct(w.turn, .5)), ms(pct(w.turn, .99)), w.drops, w.dialErrors, w.orderErrors+w.answersDup, strings.Join(per, " · "))
-	}
-	started := time.Now()
-	ticker := time.NewTicker(o.interval)
-loop:
-	for {
-		select {
-		case <-ticker.C:
-			report(time.Since(started))
-		case <-pctx.Done():
-			break loop
-		}
-	}
-	ticker.Stop()
+	s.reportUntil(pctx)
 	pwg.Wait()
 	// Let the last answers arrive, then compare every client with the timeline.
 	time.Sleep(3*time.Second + o.modelLatency*4)
-	report(time.Since(started))
+	s.report(time.Since(s.started))
 	stopClients()
 	cwg.Wait()
+	return s.verify(ctx, scr.Admin, scr.Name)
+}
 
-	var all []int64
+func (s *soak) startInstances(tmp, dbURL, modelURL string) error {
+	env := []string{"DATABASE_URL=" + dbURL, "HTTP_ADDR=127.0.0.1:0", "WEB_AUTH_TOKEN=" + s.token, "LOG_LEVEL=warn",
+		"LLM_PROVIDER=openai", "LLM_BASE_URL=" + modelURL, "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=soak",
+		"RATE_LIMIT_PER_MINUTE=0"}
+	for i := 0; i < s.o.instances; i++ {
+		in, err := startInstance(s.o.bin, env, filepath.Join(tmp, fmt.Sprint("data", i)))
+		if err != nil {
+			return err
+		}
+		s.insts = append(s.insts, in)
+	}
+	return nil
+}
+
+func (s *soak) stopInstances() {
+	for _, in := range s.insts {
+		_ = in.cmd.Process.Signal(os.Interrupt)
+		_ = in.cmd.Wait()
+	}
+}
+
+// connectClients starts every client and waits until each has its first
+// ready frame.
+func (s *soak) connectClients(ctx, cctx context.Context, cwg *sync.WaitGroup) error {
+	s.clients = make([]*client, s.o.clients)
+	s.connected = make(chan struct{}, s.o.clients)
+	s.dialSlots = make(chan struct{}, 50)
+	for i := range s.clients {
+		c := &client{inst: i % s.o.instances}
+		s.clients[i] = c
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			s.follow(cctx, c)
+		}()
+	}
+	connectStart := time.Now()
+	for i := 0; i < s.o.clients; i++ {
+		select {
+		case <-s.connected:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("only %d of %d clients connected after 2 minutes", i, s.o.clients)
+		}
+	}
+	fmt.Printf("soak: %d clients connected in %s\n\n", s.o.clients, time.Since(connectStart).Round(time.Millisecond))
+	return nil
+}
+
+// follow keeps client c connected until ctx ends, reconnecting after the
+// last id it saw.
+func (s *soak) follow(ctx context.Context, c *client) {
+	first := true
+	last := int64(0)
+	for ctx.Err() == nil {
+		s.dialSlots <- struct{}{}
+		q := ""
+		if !first {
+			q = "?after=" + strconv.FormatInt(last, 10)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		conn, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(s.insts[c.inst].url, "http")+"/api/ws"+q,
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + s.token}}})
+		cancel()
+		<-s.dialSlots
+		if err != nil {
+			if ctx.Err() == nil {
+				s.count(func(w *window) { w.dialErrors++ })
+				time.Sleep(500 * time.Millisecond)
+			}
+			continue
+		}
+		conn.SetReadLimit(1 << 20)
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				break
+			}
+			var f frame
+			if json.Unmarshal(data, &f) != nil {
+				continue
+			}
+			s.receive(c, f, time.Now(), &first, &last)
+		}
+		conn.CloseNow()
+		if ctx.Err() == nil {
+			s.count(func(w *window) { w.drops++ })
+		}
+	}
+}
+
+// count applies fn to the current window under its lock.
+func (s *soak) count(fn func(w *window)) {
+	w := s.cur.Load()
+	w.mu.Lock()
+	fn(w)
+	w.mu.Unlock()
+}
+
+// receive records one frame client c got at now.
+func (s *soak) receive(c *client, f frame, now time.Time, first *bool, last *int64) {
+	switch f.Type {
+	case "ready":
+		if *first {
+			c.start, *last, *first = f.LastID, f.LastID, false
+			s.connected <- struct{}{}
+		}
+	case "message":
+		m := f.Message
+		if m.ID <= *last {
+			s.count(func(w *window) { w.orderErrors++ })
+			return
+		}
+		*last = m.ID
+		c.ids = append(c.ids, m.ID)
+		s.sentMu.Lock()
+		t0, ok := s.sentAt[m.Content]
+		var turn time.Duration
+		dup := false
+		if m.Role == "assistant" && m.Metadata.ReplyTo != 0 && c == s.clients[0] {
+			if t, ok := s.idSent[m.Metadata.ReplyTo]; ok {
+				dup = s.answered[m.Metadata.ReplyTo]
+				s.answered[m.Metadata.ReplyTo] = true
+				turn = now.Sub(t)
+			}
+		}
+		s.sentMu.Unlock()
+		s.count(func(w *window) {
+			if dup {
+				w.answersDup++
+			}
+			w.framesReceived++
+			if ok && m.Role == "user" {
+				w.delivery = append(w.delivery, now.Sub(t0))
+			}
+			if turn > 0 {
+				w.turn = append(w.turn, turn)
+				w.answersSeen++
+			}
+		})
+	}
+}
+
+// post sends -rate messages per second until ctx ends.
+func (s *soak) post(ctx context.Context, pwg *sync.WaitGroup) {
+	defer pwg.Done()
+	httpc := &http.Client{Timeout: 30 * time.Second}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.o.rate))
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pwg.Add(1)
+		go func(n int) {
+			defer pwg.Done()
+			s.postOne(httpc, n)
+		}(n)
+	}
+}
+
+func (s *soak) postOne(httpc *http.Client, n int) {
+	content := fmt.Sprintf("soak message %d", n)
+	body, _ := json.Marshal(map[string]string{"content": content, "client_key": fmt.Sprint("soak-", n)})
+	req, _ := http.NewRequest("POST", s.insts[n%len(s.insts)].url+"/api/messages", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	s.sentMu.Lock()
+	s.sentAt[content] = t0
+	s.sentMu.Unlock()
+	resp, err := httpc.Do(req)
+	if err != nil {
+		s.count(func(w *window) { w.posts++; w.postErrors++ })
+		return
+	}
+	var out struct {
+		Message struct{ ID int64 } `json:"message"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	s.count(func(w *window) {
+		w.posts++
+		if resp.StatusCode != 201 {
+			w.postErrors++
+		}
+		w.post = append(w.post, time.Since(t0))
+	})
+	s.sentMu.Lock()
+	s.idSent[out.Message.ID] = t0
+	s.sentMu.Unlock()
+}
+
+// reportUntil prints a table row every -interval until ctx ends.
+func (s *soak) reportUntil(ctx context.Context) {
+	fmt.Println("| t | posts | post errors | post p50/p99 ms | delivery p50/p95/p99/max ms | turn p50/p99 ms | ws drops | dial errors | order errors | per instance: RSS MiB, fds, goroutines |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	s.started = time.Now()
+	ticker := time.NewTicker(s.o.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			s.report(time.Since(s.started))
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// report prints the current window's row and starts a new window.
+func (s *soak) report(at time.Duration) {
+	w := s.cur.Swap(&window{})
+	time.Sleep(50 * time.Millisecond) // let writers of the old window finish
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var per []string
+	for _, in := range s.insts {
+		rss, fds := procStatus(in.cmd.Process.Pid)
+		per = append(per, fmt.Sprintf("%.0f, %d, %d", rss, fds, goroutines(in.url, s.token)))
+	}
+	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s / %s / %s | %s / %s | %d | %d | %d | %s |\n",
+		at.Round(time.Second), w.posts, w.postErrors, ms(pct(w.post, .5)), ms(pct(w.post, .99)),
+		ms(pct(w.delivery, .5)), ms(pct(w.delivery, .95)), ms(pct(w.delivery, .99)), ms(pct(w.delivery, 1)),
+		ms(pct(w.turn, .5)), ms(pct(w.turn, .99)), w.drops, w.dialErrors, w.orderErrors+w.answersDup, strings.Join(per, " · "))
+}
+
+// verify compares every client's ids with the timeline.
+func (s *soak) verify(ctx context.Context, admin *pgx.Conn, schema string) error {
 	rows, err := admin.Query(ctx, "SELECT id FROM "+schema+".chat_messages WHERE visible = 1 AND timeline_scope = 'global' ORDER BY id")
 	if err != nil {
 		return err
 	}
-	if all, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+	all, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
 		return err
 	}
 	bad := 0
-	for i, c := range clients {
+	for i, c := range s.clients {
 		want := all[sort64(all, c.start):]
 		got := c.ids
 		for len(got) > 0 && len(want) > 0 && got[len(got)-1] > want[len(want)-1] {
@@ -489,16 +540,16 @@ loop:
 			}
 		}
 	}
-	sentMu.Lock()
+	s.sentMu.Lock()
 	unanswered := 0
-	for id := range idSent {
-		if !answered[id] {
+	for id := range s.idSent {
+		if !s.answered[id] {
 			unanswered++
 		}
 	}
-	sentMu.Unlock()
+	s.sentMu.Unlock()
 	fmt.Printf("\nsoak: %d messages in the timeline; %d of %d clients differ from it; %d questions without an answer seen by client 0\n",
-		len(all), bad, len(clients), unanswered)
+		len(all), bad, len(s.clients), unanswered)
 	if bad > 0 {
 		return fmt.Errorf("%d clients missed or repeated messages", bad)
 	}

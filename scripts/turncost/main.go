@@ -120,33 +120,16 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 		})
 	}
 	token := "turncost-token-" + schema
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+scr.URL, "HTTP_ADDR=127.0.0.1:0",
-		"WEB_AUTH_TOKEN="+token, "LOG_LEVEL=warn", "DATA_DIR="+filepath.Join(tmp, "data"), "RATE_LIMIT_PER_MINUTE=0",
-		"LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(), "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=turncost")
-	cmd.Stderr = os.Stderr
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	base, stopServe, err := serve(bin, tmp, scr.URL, model.OpenAIBaseURL(), token)
+	if err != nil {
 		return err
 	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-	base := ""
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-			go func() { _, _ = io.Copy(io.Discard, out) }()
-			break
-		}
-	}
-	if base == "" {
-		return errors.New("serve exited before listening")
-	}
+	defer stopServe()
 
 	// One warm-up turn, so the first turn's one-time rows (summary cursors,
 	// the queue's bookkeeping) are not counted per turn.
-	httpc := &http.Client{Timeout: 30 * time.Second}
-	if err := turn(ctx, httpc, base, token, "warm-up", 0, size); err != nil {
+	p := poster{httpc: &http.Client{Timeout: 30 * time.Second}, base: base, token: token, size: size}
+	if err := p.turn(ctx, "warm-up", 0); err != nil {
 		return err
 	}
 	before, err := measure(ctx, admin, schema)
@@ -164,7 +147,7 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	}
 	started := time.Now()
 	for i := 1; i <= turns; i++ {
-		if err := turn(ctx, httpc, base, token, fmt.Sprint("q", i), i, size); err != nil {
+		if err := p.turn(ctx, fmt.Sprint("q", i), i); err != nil {
 			return err
 		}
 	}
@@ -184,12 +167,49 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 	if err != nil {
 		return err
 	}
+	fmt.Printf("%d turns of %d-character questions in %s (one at a time)\n\n", turns, size, took.Round(time.Millisecond))
+	printTables(before, after, turns)
+	if private {
+		fmt.Printf("\nserver-wide, per turn (the whole database, the service's idle polling included):\n")
+		fmt.Printf("  commits %.1f (of which write transactions %.1f), rollbacks %.1f, rows inserted %.1f, updated %.1f, deleted %.1f, WAL %.0f bytes; %.1f turns/s\n",
+			per(sAfter.commits-sBefore.commits, turns), per(sAfter.xid-sBefore.xid-1, turns), per(sAfter.rollbacks-sBefore.rollbacks, turns),
+			per(sAfter.inserted-sBefore.inserted, turns), per(sAfter.updated-sBefore.updated, turns),
+			per(sAfter.deleted-sBefore.deleted, turns), per(sAfter.wal-sBefore.wal, turns), float64(turns)/took.Seconds())
+	}
+	return nil
+}
+
+// serve starts `switchboard serve` against dbURL and the fake model and
+// returns its base URL and a function that stops it.
+func serve(bin, tmp, dbURL, modelURL, token string) (string, func(), error) {
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HTTP_ADDR=127.0.0.1:0",
+		"WEB_AUTH_TOKEN="+token, "LOG_LEVEL=warn", "DATA_DIR="+filepath.Join(tmp, "data"), "RATE_LIMIT_PER_MINUTE=0",
+		"LLM_PROVIDER=openai", "LLM_BASE_URL="+modelURL, "LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=turncost")
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return m[1], stop, nil
+		}
+	}
+	stop()
+	return "", nil, errors.New("serve exited before listening")
+}
+
+// printTables prints each table's growth between before and after, per turn.
+func printTables(before, after map[string]tableSize, turns int) {
 	var names []string
 	for n := range after {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Printf("%d turns of %d-character questions in %s (one at a time)\n\n", turns, size, took.Round(time.Millisecond))
 	fmt.Println("| table | rows before | rows after | rows/turn | bytes before | bytes after | bytes/turn |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var tr, tb int64
@@ -204,23 +224,23 @@ func run(ctx context.Context, turns, size int, server string, private bool) erro
 			b.bytes, a.bytes, float64(a.bytes-b.bytes)/float64(turns))
 	}
 	fmt.Printf("| **all** | | | %.2f | | | %.0f |\n", float64(tr)/float64(turns), float64(tb)/float64(turns))
-	if private {
-		fmt.Printf("\nserver-wide, per turn (the whole database, the service's idle polling included):\n")
-		fmt.Printf("  commits %.1f (of which write transactions %.1f), rollbacks %.1f, rows inserted %.1f, updated %.1f, deleted %.1f, WAL %.0f bytes; %.1f turns/s\n",
-			per(sAfter.commits-sBefore.commits, turns), per(sAfter.xid-sBefore.xid-1, turns), per(sAfter.rollbacks-sBefore.rollbacks, turns),
-			per(sAfter.inserted-sBefore.inserted, turns), per(sAfter.updated-sBefore.updated, turns),
-			per(sAfter.deleted-sBefore.deleted, turns), per(sAfter.wal-sBefore.wal, turns), float64(turns)/took.Seconds())
-	}
-	return nil
+}
+
+// poster posts questions of size characters to one server as the owner.
+type poster struct {
+	httpc       *http.Client
+	base, token string
+	size        int
 }
 
 // turn posts one question and waits for the agent's answer to it.
-func turn(ctx context.Context, httpc *http.Client, base, token, key string, i, size int) error {
+func (p poster) turn(ctx context.Context, key string, i int) error {
+	httpc, base, token := p.httpc, p.base, p.token
 	content := fmt.Sprintf("question %d: ", i)
-	for len(content) < size {
+	for len(content) < p.size {
 		content += "lorem ipsum dolor sit amet "
 	}
-	content = content[:size]
+	content = content[:p.size]
 	body, _ := json.Marshal(map[string]string{"content": content, "client_key": key})
 	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/messages", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -63,20 +63,27 @@ func main() {
 	}
 	out := func(name string, v any) { fmt.Printf("%s%s %v\n", *prefix, name, v) }
 	if *ab != "" {
-		if err := mainAB(*ab, *abPids, *abRaw, *user, *n, *warm, mk, out); err != nil {
+		if err := mainAB(abPlan{spec: *ab, pids: *abPids, rawPath: *abRaw, user: *user, rounds: *n, warm: *warm}, mk, out); err != nil {
 			fmt.Fprintln(os.Stderr, "apiturns:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	c := mk(*url)
-	if err := run(c, *user, *n, *warm, *sessions, *per, *pid, out); err != nil {
+	if err := run(c, plan{user: *user, n: *n, warm: *warm, sessions: *sessions, per: *per, pid: *pid}, out); err != nil {
 		fmt.Fprintln(os.Stderr, "apiturns:", err)
 		os.Exit(1)
 	}
 }
 
-func mainAB(spec, pids, rawPath, user string, rounds, warm int, mk func(string) *client, out func(string, any)) error {
+// abPlan is what -ab, -ab-pids, -ab-raw, -user, -n and -warmup ask for.
+type abPlan struct {
+	spec, pids, rawPath, user string
+	rounds, warm              int
+}
+
+func mainAB(p abPlan, mk func(string) *client, out func(string, any)) error {
+	spec, pids, rawPath, user, rounds, warm := p.spec, p.pids, p.rawPath, p.user, p.rounds, p.warm
 	ts, err := parseTargets(spec, pids, mk)
 	if err != nil {
 		return err
@@ -144,7 +151,14 @@ func (c *client) turn(user, text string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(c *client, user string, n, warm, sessions, per, pid int, out func(string, any)) error {
+// plan is what -user, -n, -warmup, -sessions, -per and -pid ask for.
+type plan struct {
+	user                        string
+	n, warm, sessions, per, pid int
+}
+
+func run(c *client, p plan, out func(string, any)) error {
+	user, n, warm, sessions, per, pid := p.user, p.n, p.warm, p.sessions, p.per, p.pid
 	seqUser := ""
 	if user != "" {
 		seqUser = user + "-seq"
