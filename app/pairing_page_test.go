@@ -85,3 +85,76 @@ func TestPairingCardOnThePage(t *testing.T) {
 		t.Fatalf("after a reload the card does not say Approved: %v", err)
 	}
 }
+
+// TestPairingsPageFromTheChat: in Chromium at phone size, the chat page's
+// header links to the pairings page (visible, nothing overflowing); there
+// each waiting stranger has Approve and Deny buttons a person can see;
+// Deny and Approve each tell the stranger on Telegram (the strict Bot API
+// server), and the page's lists follow: the approved one under Approved,
+// nobody waiting.
+func TestPairingsPageFromTheChat(t *testing.T) {
+	in, strict, _ := mediaInstance(t, nil)
+	anna := tgtest.User{ID: 6161, FirstName: "Anna", Username: "anna"}
+	bob := tgtest.User{ID: 6262, FirstName: "Bob"}
+	for _, u := range []tgtest.User{anna, bob} {
+		strict.Send(u, "hello?")
+		strict.WaitMessages(u.ID, 1, 30*time.Second)
+	}
+	browser := browsertest.Browser(t)
+	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
+	visible := `((sel) => { const e = document.querySelector(sel); if (!e) return "missing " + sel;
+		const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+		if (r.width < 1 || r.height < 1 || s.display === "none" || s.visibility !== "visible") return "hidden " + sel;
+		if (r.left < 0 || r.right > window.innerWidth || r.top < 0 || r.bottom > window.innerHeight) return "outside the viewport " + sel;
+		return ""; })`
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(in.URL+"/login?token="+in.Token), chromedp.WaitVisible(".conn.online")); err != nil {
+		t.Fatal(err)
+	}
+	link := `(() => [` + visible + `("#pairings-link"), String(document.documentElement.scrollWidth <= window.innerWidth)])()`
+	got, err := chromedp.Run(ctx, chromedp.Poll[[]string](link, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil || got[0] != "" || got[1] != "true" {
+		t.Fatalf("the chat page's pairings link: %q %v", got, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#pairings-link"), chromedp.WaitVisible("#pending li.pair")); err != nil {
+		t.Fatal(err)
+	}
+	row := func(u tgtest.User) string { return `#pending li.pair:nth-child(` + map[int64]string{anna.ID: "1", bob.ID: "2"}[u.ID] + `)` }
+	check := `(() => { const rows = [...document.querySelectorAll("#pending li.pair")].map((li) => li.querySelector(".pwho").textContent);
+		return [rows.join(" | "), ` + visible + `("` + row(anna) + ` button.approve"), ` + visible + `("` + row(anna) + ` button.deny"),
+			` + visible + `("` + row(bob) + ` button.approve"), String(document.documentElement.scrollWidth <= window.innerWidth)]; })()`
+	got, err = chromedp.Run(ctx, chromedp.Poll[[]string](check, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil || got[0] != "Anna @anna · Telegram id 6161 | Bob · Telegram id 6262" || got[1] != "" || got[2] != "" || got[3] != "" || got[4] != "true" {
+		t.Fatalf("the pairings page: %q %v", got, err)
+	}
+	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "pairings-page-mobile.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(row(anna)+" button.deny")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strict.WaitMessages(anna.ID, 2, 30*time.Second); len(got) != 2 || !strings.Contains(got[1].Text, "did not approve") {
+		t.Fatalf("Anna was not told she was denied: %+v", got)
+	}
+	after := `(() => document.querySelectorAll("#pending li.pair").length === 1 && document.querySelector("#result").textContent.startsWith("Denied Anna"))()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](after, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the page did not follow the denial: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#pending li.pair button.approve`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strict.WaitMessages(bob.ID, 2, 30*time.Second); len(got) != 2 || !strings.Contains(got[1].Text, "The owner approved you") {
+		t.Fatalf("Bob was not told he was approved: %+v", got)
+	}
+	done := `(() => document.querySelectorAll("#pending li.pair").length === 0 &&
+		[...document.querySelectorAll("#approved li.pair .pwho")].map((e) => e.textContent).join() === "Bob · Telegram id 6262")()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](done, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("the page did not follow the approval: %v", err)
+	}
+}

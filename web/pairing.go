@@ -10,7 +10,11 @@ import (
 )
 
 func pairingView(p services.Pairing) wire.Pairing {
-	return wire.Pairing{UserID: p.UserID, Name: p.DisplayName, Timeline: p.TimelineScope, ExpiresAt: p.ExpiresAt, ApprovedAt: p.ApprovedAt}
+	v := wire.Pairing{UserID: p.UserID, Name: p.DisplayName, Timeline: p.TimelineScope, ExpiresAt: p.ExpiresAt, ApprovedAt: p.ApprovedAt}
+	if !p.Approved() {
+		v.Code = p.Code
+	}
+	return v
 }
 
 // registerPairingRoutes adds the pairing page and API and the Telegram

@@ -1,22 +1,28 @@
 // The owner's Telegram pairing page: lists pending and approved Telegram
-// users and approves a code through /api/pairings.
+// users, approves or denies a pending one (its buttons, or a code typed
+// in) through /api/pairings.
 import { $, el, request } from "/static/lib.js";
 
-// A little layout without a stylesheet of its own (the CSP allows no inline <style>).
-Object.assign(document.querySelector(".pair-box").style, {
-  maxWidth: "40rem", margin: "0 auto", background: "#fff", border: "1px solid #e2e5ea",
-  borderRadius: ".8rem", padding: "1rem 1.25rem",
-});
-Object.assign($("approve").style, { display: "flex", gap: ".5rem" });
+function who(p) {
+  return (p.name || "(no name)") + " · Telegram id " + p.user_id;
+}
 
 function item(p) {
-  const li = el("li");
-  const name = p.name || "(no name)";
-  const when = p.approved_at
-    ? "approved " + new Date(p.approved_at).toLocaleString()
-    : "code valid until " + new Date(p.expires_at).toLocaleTimeString();
-  li.textContent = `${name} · id ${p.user_id} · ${p.timeline} · ${when}`;
-  return li;
+  if (p.approved_at) {
+    return el("li", { class: "pair approved" },
+      el("span", { class: "pwho" }, who(p)),
+      el("span", { class: "pwhen" }, "approved " + new Date(p.approved_at).toLocaleString() + " · timeline " + p.timeline));
+  }
+  const actions = el("span", { class: "pactions" });
+  for (const verb of ["approve", "deny"]) {
+    const b = el("button", { type: "button", class: verb }, verb === "approve" ? "Approve" : "Deny");
+    b.addEventListener("click", () => decide(verb, p.code, actions));
+    actions.append(b);
+  }
+  return el("li", { class: "pair waiting", "data-code": p.code || "" },
+    el("span", { class: "pwho" }, who(p)),
+    el("span", { class: "pwhen" }, "code " + (p.code || "?") + ", valid until " + new Date(p.expires_at).toLocaleTimeString()),
+    actions);
 }
 
 function fill(list, items, empty) {
@@ -28,25 +34,33 @@ async function load() {
   if (!r.ok) return;
   const body = r.body;
   $("off").hidden = body.enabled;
-  fill($("pending"), body.pending, "nobody");
-  fill($("approved"), body.approved, "nobody");
+  fill($("pending"), body.pending, "nobody is waiting");
+  fill($("approved"), body.approved, "nobody yet");
+}
+
+async function decide(verb, code, actions) {
+  if (actions) for (const b of actions.querySelectorAll("button")) b.disabled = true;
+  const resp = await request("POST", "/api/pairings/" + verb, { code });
+  const body = resp.body || {};
+  if (resp.ok) {
+    const name = body.pairing.name || body.pairing.user_id;
+    $("result").textContent = verb === "approve"
+      ? `Approved ${name}: they now talk in ${body.pairing.timeline}, and were told so.`
+      : `Denied ${name}; they were told so.`;
+    $("result").className = "";
+  } else {
+    $("result").textContent = body.error || `Failed (${resp.status}).`;
+    $("result").className = "error";
+  }
+  load();
 }
 
 $("approve").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const code = $("code").value.trim();
   if (!code) return;
-  const resp = await request("POST", "/api/pairings/approve", { code });
-  const body = resp.body;
-  if (resp.ok) {
-    $("result").textContent = `Approved ${body.pairing.name || body.pairing.user_id}: they now talk in ${body.pairing.timeline}.`;
-    $("result").className = "";
-    $("code").value = "";
-  } else {
-    $("result").textContent = body.error || `Failed (${resp.status}).`;
-    $("result").className = "error";
-  }
-  load();
+  await decide("approve", code, null);
+  if ($("result").className === "") $("code").value = "";
 });
 
 load();

@@ -183,9 +183,12 @@ type PostResponse struct {
 // pairings do not show their code: the owner types the code the user was
 // given, so nobody is approved by a stray click.
 type Pairing struct {
-	UserID     int64      `json:"user_id"`
-	Name       string     `json:"name"`
-	Timeline   string     `json:"timeline"`
+	UserID   int64  `json:"user_id"`
+	Name     string `json:"name"`
+	Timeline string `json:"timeline"`
+	// Code is a pending request's code (what the stranger was given), for
+	// the owner's Approve and Deny; empty once approved.
+	Code       string     `json:"code,omitempty"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	ApprovedAt *time.Time `json:"approved_at,omitempty"`
 }
