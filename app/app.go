@@ -388,7 +388,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The Telegram channel: stores inbound messages through ChatService and
 	// delivers through the queue.
 	tstore := repository.NewTelegramStore(a.pool)
-	desk := &telegram.Desk{Store: tstore, Chat: a.chat, Queue: enqueuer, Logger: log}
+	desk := &telegram.Desk{Store: tstore, Chat: a.chat, Queue: enqueuer, Owners: b.Telegram.OwnerIDs, Logger: log}
 	outbound := map[services.Source]services.OutboundHandler{}
 	if b.Telegram.Token != "" {
 		t := &b.Telegram.Options
@@ -790,12 +790,25 @@ func flagsByDatabase(ctx context.Context, o Options, store *repository.Store) (O
 }
 
 // NewPairingDesk is the owner's side of pairing outside a serving process
-// (`switchboard pair approve`): it decides through the database and queues
-// the stranger's message, which a serving process sends.
-func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (services.Pairings, error) {
+// (`switchboard pair approve`): it decides through the database, queues
+// the stranger's message and the edit of the request in the owner's chats
+// (owners), which a serving process sends, and posts the decision's notice
+// to the owner's timeline, which running instances show at once. Call
+// done before the process exits: it waits for that notice's event.
+func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, owners []int64, log *slog.Logger) (desk services.Pairings, done func(), err error) {
 	enq, err := queue.NewEnqueuer(ctx, pool, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &telegram.Desk{Store: repository.NewTelegramStore(pool), Queue: enq, Logger: log}, nil
+	notifier, err := repository.NewNotifier(ctx, pool, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	poster := chat.New(chat.Options{Store: repository.New(pool), Publisher: notifier, Logger: log})
+	done = func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		notifier.Flush(flush)
+	}
+	return &telegram.Desk{Store: repository.NewTelegramStore(pool), Chat: poster, Queue: enq, Owners: owners, Logger: log}, done, nil
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -162,4 +163,89 @@ func waitTimeline(t *testing.T, in *apptest.Instance, ok func(services.Message) 
 	}
 	t.Fatal("the row looked for is not in the owner's timeline")
 	return services.Message{}
+}
+
+// TestPairingDecidedElsewhereShowsOnTelegram: a request denied on the page
+// (POST /api/pairings/deny) or approved with `switchboard pair approve`
+// (app.NewPairingDesk, as the command builds it) loses its Approve / Deny
+// buttons in the owner's Telegram chat, edited by the strict Bot API
+// server's rules to end with the decision; the command's decision also
+// reaches the owner's timeline as the notice the page marks the card with.
+func TestPairingDecidedElsewhereShowsOnTelegram(t *testing.T) {
+	in, strict, model := mediaInstance(t, nil)
+	// The owner has talked to the bot (Telegram lets a bot write only to
+	// a chat that has).
+	model.Enqueue(llmtest.Text("hi owner"))
+	strict.Send(owner, "hello")
+	strict.WaitMessages(ownerTG, 1, 30*time.Second)
+	ctx := context.Background()
+	store := repository.NewTelegramStore(in.App.Pool())
+	anna := tgtest.User{ID: 7171, FirstName: "Anna"}
+	bob := tgtest.User{ID: 7272, FirstName: "Bob"}
+	codes := map[int64]string{}
+	for _, u := range []tgtest.User{anna, bob} {
+		strict.Send(u, "hello?")
+		strict.WaitMessages(u.ID, 1, 30*time.Second)
+		p, err := store.PairingByUser(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[u.ID] = p.Code
+	}
+	request := func(code string) (tgtest.Sent, bool) {
+		for _, m := range strict.Messages(ownerTG) {
+			if strings.Contains(m.Text, "Code "+code) {
+				return m, true
+			}
+		}
+		return tgtest.Sent{}, false
+	}
+	if !poll(30*time.Second, func() bool {
+		a, okA := request(codes[anna.ID])
+		b, okB := request(codes[bob.ID])
+		return okA && okB && a.Buttons != nil && b.Buttons != nil
+	}) {
+		t.Fatalf("the requests with buttons did not reach the owner: %+v", strict.Messages(ownerTG))
+	}
+
+	req, _ := http.NewRequest("POST", in.URL+"/api/pairings/deny", strings.NewReader(`{"code":"`+codes[anna.ID]+`"}`))
+	req.Header.Set("Authorization", "Bearer "+in.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("deny on the page: %d", res.StatusCode)
+	}
+	desk, done, err := app.NewPairingDesk(ctx, in.App.Pool(), []int64{ownerTG}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := desk.ApprovePairing(ctx, codes[bob.ID]); err != nil {
+		t.Fatal(err)
+	}
+	done()
+
+	for _, c := range []struct {
+		who  tgtest.User
+		word string
+	}{{anna, "Denied: "}, {bob, "Approved: "}} {
+		if !poll(30*time.Second, func() bool {
+			m, ok := request(codes[c.who.ID])
+			return ok && m.Buttons == nil && m.Edits > 0 && strings.Contains(m.Text, c.word)
+		}) {
+			m, _ := request(codes[c.who.ID])
+			t.Fatalf("%s's request in the owner's chat was not edited to show %q without buttons: %+v", c.who.FirstName, c.word, m)
+		}
+	}
+	if got := strict.WaitMessages(bob.ID, 2, 30*time.Second); len(got) != 2 || !strings.Contains(got[1].Text, "The owner approved you") {
+		t.Fatalf("Bob was not told: %+v", got)
+	}
+	var notices int
+	if err := in.App.Pool().QueryRow(ctx, `SELECT count(*) FROM chat_messages WHERE metadata->>'notice' = 'pairing_decided'
+		AND metadata->>'pairing_code' = $1 AND timeline_scope = 'global'`, codes[bob.ID]).Scan(&notices); err != nil || notices != 1 {
+		t.Fatalf("the command's decision in the owner's timeline: %d notices, %v", notices, err)
+	}
 }

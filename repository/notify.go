@@ -83,6 +83,27 @@ func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
 	return nil
 }
 
+// Flush waits until every event published so far is sent (or ctx ends):
+// a short-lived process (`switchboard pair approve`) calls it before it
+// exits so running instances hear what it did.
+func (n *Notifier) Flush(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n.mu.Lock()
+		idle := !n.sending && len(n.pending) == 0
+		n.mu.Unlock()
+		if idle {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // send sends the queued events in batches until the queue is empty.
 func (n *Notifier) send() {
 	for {

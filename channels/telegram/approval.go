@@ -130,11 +130,23 @@ func (b *Bot) showDecided(ctx context.Context, p OutboundPayload) error {
 	if strings.TrimSpace(visibleText(text)) == "" {
 		return nil
 	}
+	if err := b.editRequest(ctx, p.ChatID, id, text); err != nil {
+		return fmt.Errorf("telegram: show the decision of approval #%d: %w", p.Decided, err)
+	}
+	return nil
+}
+
+// editRequest replaces the text of message id in chat with html (Telegram
+// HTML; plain text when Telegram cannot parse it) and removes its buttons.
+// Telegram's refusals (too old to edit, deleted, not modified) are logged,
+// not returned; a 429 is a *services.RetryAfterError and any other error
+// means the delivery should be tried again.
+func (b *Bot) editRequest(ctx context.Context, chat, id int64, html string) error {
 	edit := func(plain bool) (outcome, error) {
-		params := &bot.EditMessageTextParams{ChatID: p.ChatID, MessageID: int(id), Text: text, ParseMode: models.ParseModeHTML,
+		params := &bot.EditMessageTextParams{ChatID: chat, MessageID: int(id), Text: html, ParseMode: models.ParseModeHTML,
 			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()}}
 		if plain {
-			params.Text, params.ParseMode = visibleText(text), ""
+			params.Text, params.ParseMode = visibleText(html), ""
 		}
 		_, oc, err := b.call(ctx, func(ctx context.Context) (*models.Message, error) {
 			_, err := b.api.EditMessageText(ctx, params)
@@ -150,14 +162,14 @@ func (b *Bot) showDecided(ctx context.Context, p OutboundPayload) error {
 	case oc == sent:
 		return nil
 	case oc != refused:
-		return fmt.Errorf("telegram: show the decision of approval #%d: %w", p.Decided, err)
+		return err
 	}
 	var tooMany *bot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
 		return &services.RetryAfterError{Delay: time.Duration(max(tooMany.RetryAfter, 1)) * time.Second}
 	}
 	if !strings.Contains(err.Error(), "message is not modified") {
-		b.log.Warn("telegram: the request of a decided approval was not edited", "approval_id", p.Decided, "chat_id", p.ChatID, "err", err)
+		b.log.Warn("telegram: a decided request was not edited", "chat_id", chat, "message_id", id, "err", err)
 	}
 	return nil
 }

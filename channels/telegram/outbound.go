@@ -44,6 +44,11 @@ type OutboundPayload struct {
 	// PairingCode, for a stranger's pairing request sent to the owner,
 	// puts Approve / Deny buttons under its last message.
 	PairingCode string `json:"pairing_code,omitempty"`
+	// PairingDecided, with PairingOutcome and no Text, edits the pairing
+	// request with that code in this chat to end with the outcome, without
+	// its buttons (Desk.tell; nothing is sent).
+	PairingDecided string `json:"pairing_decided,omitempty"`
+	PairingOutcome string `json:"pairing_outcome,omitempty"`
 }
 
 // approvalKey is the delivery key of approval id's request to chat.
@@ -157,6 +162,9 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		if err := b.showDecided(ctx, p); err != nil {
 			return err
 		}
+	}
+	if p.PairingDecided != "" {
+		return b.showPairingDecided(ctx, p)
 	}
 	done, err := b.opts.Store.SentChunks(ctx, p.Key)
 	if err != nil {

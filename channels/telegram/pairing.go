@@ -114,6 +114,27 @@ func (b *Bot) handlePairingPress(ctx context.Context, q *models.CallbackQuery, c
 	return nil
 }
 
+// showPairingDecided edits the pairing request with code p.PairingDecided
+// in p's chat to end with the decision (p.PairingOutcome), without its
+// buttons, whichever place decided it: a request decided on the page or
+// with `switchboard pair` no longer offers buttons. A request never
+// delivered to this chat is left alone; Telegram's refusals are logged
+// (an owner's press already edited it: "message is not modified").
+func (b *Bot) showPairingDecided(ctx context.Context, p OutboundPayload) error {
+	id, err := b.opts.Store.LastSentMessage(ctx, fmt.Sprintf("pairing-ask:%s:%d", p.PairingDecided, p.ChatID))
+	if err != nil || id == 0 {
+		return err
+	}
+	var html string
+	for _, c := range Split(p.PairingOutcome, MaxMessageLen) {
+		html += c.HTML
+	}
+	if strings.TrimSpace(visibleText(html)) == "" {
+		return nil
+	}
+	return b.editRequest(ctx, p.ChatID, id, html)
+}
+
 // PairingStore keeps pairings (repository.TelegramStore).
 type PairingStore interface {
 	ListPairings(ctx context.Context) ([]services.Pairing, error)
@@ -127,9 +148,13 @@ type PairingStore interface {
 // "pairing_decided" notice the page marks the request's card with).
 // Telling is keyed by the code, so it happens once per decision.
 type Desk struct {
-	Store  PairingStore
-	Chat   Poster
-	Queue  services.OutboundQueue
+	Store PairingStore
+	Chat  Poster
+	Queue services.OutboundQueue
+	// Owners are the owner's Telegram chats, where the request was sent
+	// with buttons: a decision made anywhere edits it there to show the
+	// outcome, without its buttons.
+	Owners []int64
 	Logger *slog.Logger
 }
 
@@ -169,6 +194,13 @@ func (d *Desk) tell(ctx context.Context, p services.Pairing, approved bool) {
 	}
 	key := fmt.Sprintf("pairing-decided:%d:%s", p.UserID, p.Code)
 	err := enqueue(ctx, d.Queue, OutboundPayload{Key: key, ChatID: p.ChatID, Text: stranger})
+	for _, chat := range d.Owners {
+		if err != nil {
+			break
+		}
+		err = enqueue(ctx, d.Queue, OutboundPayload{Key: fmt.Sprintf("pairing-shown:%s:%d", p.Code, chat), ChatID: chat,
+			PairingDecided: p.Code, PairingOutcome: pairingAsk(p) + "\n\n" + owner})
+	}
 	if err == nil && d.Chat != nil {
 		_, _, err = d.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceSystem,
 			Role: services.RoleAssistant, Content: owner, DedupeKey: key,

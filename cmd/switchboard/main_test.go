@@ -1,115 +1,27 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/switchboard/switchboard/app/apptest"
-	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/internal/servetest"
 )
+
+// The binary-running helpers live in internal/servetest, shared with e2e.
+func TestMain(m *testing.M) { servetest.Main(m) }
 
 var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
+	buildBinary = servetest.Binary
+	freshDB     = servetest.FreshDB
+	startServe  = servetest.Start
+	newTokenRE  = servetest.NewTokenRE
 )
-
-// TestMain runs this package's tests one at a time unless
-// TEST_PARALLEL_PROCESSES=1: most of them run whole service processes, each
-// with its own pool and workers, and two such tests beside another
-// package's would take the suite past the ~30 PostgreSQL connections it
-// keeps to (scripts/test.sh).
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if os.Getenv("TEST_PARALLEL_PROCESSES") != "1" {
-		_ = flag.Set("test.parallel", "1")
-	}
-	binDir, _ = os.MkdirTemp("", "switchboard-bin-")
-	code := dbtest.Run(m)
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
-// buildBinary compiles switchboard once per test binary.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(binDir, "switchboard")
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
-}
-
-var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
-
-// freshDB returns the URL of a new, empty schema.
-func freshDB(t *testing.T) string {
-	_, schema := dbtest.EmptySchema(t)
-	return apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
-}
-
-// startServe runs `switchboard serve` on dbURL and returns its base URL.
-func startServe(t *testing.T, bin, dbURL string, extraEnv ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbURL,
-		"HTTP_ADDR=127.0.0.1:0", "DATA_DIR="+t.TempDir(), "LOG_FORMAT=text")
-	cmd.Env = append(cmd.Env, extraEnv...)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("serve exited before listening")
-			}
-			if m := listenRE.FindStringSubmatch(l); m != nil {
-				go func() {
-					for range lines {
-					}
-				}()
-				return m[1]
-			}
-		case <-deadline:
-			t.Fatal("serve did not start within 30s")
-		}
-	}
-}
 
 func TestServeStartsMigratesAndAnswersHealth(t *testing.T) {
 	bin := buildBinary(t)

@@ -28,10 +28,11 @@ func runPair(ctx context.Context, cfg *Config, log *slog.Logger, args []string, 
 	if args[0] == "approve" {
 		// Through the Desk, so the stranger is told in their chat (the
 		// serving process's outbound worker sends it).
-		desk, err := app.NewPairingDesk(ctx, pool, log)
+		desk, done, err := app.NewPairingDesk(ctx, pool, cfg.TelegramOwnerIDs, log)
 		if err != nil {
 			return err
 		}
+		defer done()
 		p, err := desk.ApprovePairing(ctx, args[1])
 		if err != nil {
 			return err

@@ -168,15 +168,3 @@ func startServeStoppable(t *testing.T, bin, dbURL string, env ...string) (string
 		}
 	}
 }
-
-var httpClient = &http.Client{Timeout: 10 * time.Second}
-
-func newJSONRequest(method, url, token, body string) (*http.Request, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	return req, nil
-}

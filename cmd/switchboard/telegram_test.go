@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/channels/telegram"
 	"github.com/switchboard/switchboard/channels/telegram/tgtest"
+	"github.com/switchboard/switchboard/internal/servetest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/repository/queue"
@@ -130,12 +131,10 @@ func timeline(t *testing.T, store *repository.Store, name string) []services.Mes
 	return msgs
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !pollEvery(30*time.Second, 50*time.Millisecond, cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
+var (
+	waitFor  = servetest.WaitFor
+	waitLong = servetest.WaitLong
+)
 
 // wsMessages follows the owner's timeline over the websocket.
 func wsMessages(t *testing.T, base string) <-chan wire.Message {
@@ -279,9 +278,10 @@ func TestTelegramPairing(t *testing.T) {
 		t.Fatalf("an unpaired sender reached the agent: %d turns", n)
 	}
 
-	// The pairing page lists them as waiting, without the code.
+	// The pairing page lists them as waiting, with the code the owner's
+	// Approve and Deny send (the owner's timeline notice names it too).
 	resp, body := ownerRequest(t, "GET", in.WebURL+"/api/pairings", "")
-	if resp.StatusCode != 200 || !strings.Contains(body, `"pending":[{"user_id":9`) || strings.Contains(body, m[1]) {
+	if resp.StatusCode != 200 || !strings.Contains(body, `"pending":[{"user_id":9`) || !strings.Contains(body, `"code":"`+m[1]+`"`) {
 		t.Fatalf("pairings: %d %s", resp.StatusCode, body)
 	}
 
@@ -322,12 +322,12 @@ func TestTelegramPairing(t *testing.T) {
 }
 
 // ownerRows are the owner's timeline's rows but the notices of pairing
-// requests (which name the stranger, never their messages).
+// requests and decisions (which name the stranger, never their messages).
 func ownerRows(t *testing.T, store *repository.Store) []services.Message {
 	t.Helper()
 	var out []services.Message
 	for _, m := range timeline(t, store, "global") {
-		if meta, _ := services.DecodeMeta(m.Metadata); m.Source == services.SourceSystem && meta.Notice == "pairing" {
+		if meta, _ := services.DecodeMeta(m.Metadata); m.Source == services.SourceSystem && (meta.Notice == "pairing" || meta.Notice == "pairing_decided") {
 			continue
 		}
 		out = append(out, m)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/switchboard/switchboard/internal/servetest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -80,25 +80,4 @@ func TestTUIApprovalInTmux(t *testing.T) {
 }
 
 // pendingApprovalID waits for the one pending approval and returns its id.
-func pendingApprovalID(t *testing.T, base, token string) int64 {
-	t.Helper()
-	var id int64
-	waitFor(t, "a pending approval", func() bool {
-		req, _ := http.NewRequest("GET", base+"/api/approvals?state=pending", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		var list struct {
-			Approvals []struct{ ID int64 }
-		}
-		if json.NewDecoder(res.Body).Decode(&list) != nil || len(list.Approvals) != 1 {
-			return false
-		}
-		id = list.Approvals[0].ID
-		return true
-	})
-	return id
-}
+var pendingApprovalID = servetest.PendingApprovalID

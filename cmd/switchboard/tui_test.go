@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/servetest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -45,52 +45,10 @@ func TestTUIHelpAndStartErrors(t *testing.T) {
 	}
 }
 
-// freePort returns a port nothing listens on (listen on :0, close).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startServeAt is startServe on a fixed address, returning the process so a
-// test can kill it. Cleanup stops it if the test has not.
-func startServeAt(t *testing.T, bin, dbURL, addr string, extraEnv ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "HTTP_ADDR="+addr, "DATA_DIR="+t.TempDir(), "LOG_FORMAT=text")
-	cmd.Env = append(cmd.Env, extraEnv...)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if listenRE.MatchString(sc.Text()) {
-				close(listening)
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-listening:
-	case <-done:
-		t.Fatal("serve exited before listening")
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start within 30s")
-	}
-	return cmd
-}
+var (
+	freePort     = servetest.FreePort
+	startServeAt = servetest.StartAt
+)
 
 // tmuxSession is one detached tmux session on a private tmux server.
 type tmuxSession struct {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Helpers for the fault tests (fault_*_test.go): real `switchboard serve`
 // processes whose output is kept, that can be killed with SIGKILL, and a

@@ -1,18 +1,12 @@
-package main
+package e2e
 
 import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
-)
-
-var (
-	generatedTokenRE = regexp.MustCompile(`Owner login token generated[^\n]*\n\s+(\S+)`)
-	newTokenRE       = regexp.MustCompile(`New owner token[^\n]*\n\s+(\S+)\nLog in at:\n\s+(\S+)`)
 )
 
 // TestTokenResetOnRunningServers: two `switchboard serve` processes on one

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Helpers for the tests of several instances (scale_*_test.go): websocket
 // followers that reconnect with ?after= to whichever instance answers, and

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/switchboard/switchboard/internal/servetest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
@@ -100,23 +101,11 @@ func TestFaultKill9WhileAnApprovedCallRuns(t *testing.T) {
 	startServeAt(t, bin, db, addr, env...)
 	var state string
 	waitFor(t, "the approval closed as interrupted", func() bool {
-		req, _ := http.NewRequest("GET", base+"/api/approvals", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
+		list, ok := servetest.Approvals(base, token, "")
+		if !ok || len(list) != 1 {
 			return false
 		}
-		defer res.Body.Close()
-		var list struct {
-			Approvals []struct {
-				ID    int64
-				State string
-			}
-		}
-		if json.NewDecoder(res.Body).Decode(&list) != nil || len(list.Approvals) != 1 {
-			return false
-		}
-		state = list.Approvals[0].State
+		state = list[0].State
 		return state == "interrupted"
 	})
 	// The owner is told the answer was interrupted.

@@ -1,8 +1,9 @@
-package main
+package e2e
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +95,10 @@ func TestHandoffSurvivesACrashBeforeTheParentsNextStep(t *testing.T) {
 
 // postAndWaitQuiet posts without a test to fail (the server dies meanwhile).
 func postAndWaitQuiet(url, token, text string) {
-	req, _ := newJSONRequest("POST", url+"/api/messages", token, fmt.Sprintf(`{"content":%q}`, text))
-	if resp, err := httpClient.Do(req); err == nil {
+	req, _ := http.NewRequest("POST", url+"/api/messages", strings.NewReader(fmt.Sprintf(`{"content":%q}`, text)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req); err == nil {
 		resp.Body.Close()
 	}
 }

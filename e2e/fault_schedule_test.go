@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -172,14 +172,5 @@ func TestFaultKill9DuringAndBetweenFires(t *testing.T) {
 	var visible int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM chat_messages WHERE source = 'schedule' AND visible = 1`).Scan(&visible); err != nil || visible != 0 {
 		t.Fatalf("%d notifications for fires that found nothing (%v)", visible, err)
-	}
-}
-
-// waitLong is waitFor with room for River's scheduler, which makes a
-// scheduled job available up to 5 s after its time.
-func waitLong(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !pollEvery(60*time.Second, 100*time.Millisecond, cond) {
-		t.Fatalf("timed out waiting for %s", what)
 	}
 }
