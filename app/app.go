@@ -84,10 +84,7 @@ type Options struct {
 	Agent        agent.Options
 	Queue        queue.Options
 	Web          web.Options
-	// OpenAI is the OpenAI-compatible channel's settings (its collaborators
-	// and the rest are the app's).
-	OpenAI   openai.Config
-	Telegram TelegramOptions
+	Telegram     TelegramOptions
 	// Metrics tunes the metrics registry (its sources are the app's).
 	Metrics metrics.Options
 	// MCP are the MCP servers whose tools the agent gets.
@@ -104,6 +101,9 @@ type Options struct {
 	Exec ExecOptions
 	// Budget are the daily token and money budgets per kind of run.
 	Budget BudgetOptions
+	// OpenAI is the OpenAI-compatible channel's settings (its collaborators
+	// and the rest of its settings are the app's).
+	OpenAI openai.Config
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
