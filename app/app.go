@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/switchboard/channels/openai"
 	"github.com/switchboard/switchboard/channels/telegram"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/queue"
@@ -100,6 +101,9 @@ type Options struct {
 	Exec ExecOptions
 	// Budget are the daily token and money budgets per kind of run.
 	Budget BudgetOptions
+	// OpenAI is the OpenAI-compatible channel's settings (its collaborators
+	// and the rest of its settings are the app's).
+	OpenAI openai.Config
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
@@ -415,19 +419,22 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// The web server, last: it reads from everything above.
 	b.Web = o.Web
 	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
-	b.Web.Approvals, b.Web.Stopper = a.agent, a.agent
+	b.Web.Approvals = a.agent
 	b.Web.ToolResults = a.agent
 	if b.Web.Sessions == nil {
 		b.Web.Sessions = a.store
 	}
-	b.Web.ContextStore, b.Web.Inspector, b.Web.Runs, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.store, a.mcp, a.store
+	b.Web.ContextStore, b.Web.Inspector, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.mcp, a.store
 	b.Web.Manifests, b.Web.ContextBudgets = a.spaces, a.store
 	b.Web.Blocks = workspaceBlocks{spaces: a.spaces, count: tokenizer.Count}
 	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
-	b.Web.ModelReadsImages = b.Agent.PassImages
 	if b.Web.MaxMessageBytes <= 0 {
 		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
 	}
+	b.OpenAI = o.OpenAI
+	b.OpenAI.OwnerTimeline, b.OpenAI.Provider, b.OpenAI.MaxMessageBytes = b.Web.OwnerTimeline, b.Web.Provider, b.Web.MaxMessageBytes
+	b.OpenAI.ModelReadsImages = b.Agent.PassImages
+	b.Web.OpenAI = openai.New(openai.Deps{Logger: log, Chat: a.chat, Hub: a.hub, Runs: a.store, Media: a.media, Stopper: a.agent}, b.OpenAI)
 	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
 	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, desk, scheduler
 	b.Web.Budgets = budgets

@@ -38,12 +38,12 @@ type errorBody struct {
 
 // handleError turns any handler error into a response. Internal errors are
 // logged and shown as "Internal error." only.
-func (s *Server) handleError(err error, c echo.Context) {
+func (s *Server) handleError(c echo.Context, err error) {
 	if c.Response().Committed {
 		return
 	}
-	if isAPIPath(c.Request().URL.Path) {
-		s.apiRouteError(c, err)
+	if isAPIPath(c.Request().URL.Path) && s.opts.OpenAI != nil {
+		s.opts.OpenAI.Error(c, err)
 		return
 	}
 	var he *echo.HTTPError

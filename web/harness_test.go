@@ -12,7 +12,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
@@ -59,13 +58,8 @@ func newInstanceWithAgent(t testing.TB, pool *pgxpool.Pool, model *llmtest.Serve
 
 // stackOpts shape a test instance: with a model, the agent answers.
 type stackOpts struct {
-	model          *llmtest.Server
-	flags          services.Flags
-	apiTurnTimeout time.Duration
-	// images: the model reads images (LLM_IMAGES=1).
-	images bool
-	// modelTimeout is LLM_TIMEOUT (0: the default).
-	modelTimeout time.Duration
+	model *llmtest.Server
+	flags services.Flags
 }
 
 // newStack starts a whole instance on pool's schema (apptest, the app serve
@@ -74,13 +68,6 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
 	in := apptest.Start(t, apptest.Options{
 		DatabaseURL: pool.Config().ConnString(), Model: o.model, Flags: o.flags, Token: testToken,
-		Configure: func(opts *app.Options) {
-			opts.Web.APITurnTimeout = o.apiTurnTimeout
-			opts.Agent.PassImages, opts.Context.Images = o.images, o.images
-			if o.modelTimeout > 0 {
-				opts.LLM.Timeout = o.modelTimeout
-			}
-		},
 	})
 	return &instance{URL: in.URL, Store: in.Store, Hub: in.Hub, Chat: in.Chat}
 }

@@ -168,8 +168,8 @@ func tooManyRequests(c echo.Context, wait time.Duration) error {
 	secs := retrySeconds(wait)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 	if isAPIPath(c.Request().URL.Path) {
-		return c.JSON(http.StatusTooManyRequests, apiErrorBody(http.StatusTooManyRequests, "rate_limit_exceeded", "",
-			fmt.Sprintf("too many requests; retry in %d s", secs)))
+		// Answered by the OpenAI-compatible channel, in its shape.
+		return echo.NewHTTPError(http.StatusTooManyRequests, fmt.Sprintf("too many requests; retry in %d s", secs))
 	}
 	return c.JSON(http.StatusTooManyRequests, errorBody{
 		Error: fmt.Sprintf("too many requests; retry in %d s", secs), Code: "RATE_LIMITED"})

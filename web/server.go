@@ -71,14 +71,9 @@ type Options struct {
 	Inspector services.PromptInspector
 	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
 	RateLimit RateLimit
-	// Runs lets the OpenAI-compatible channel stream its run's text and
-	// report token usage (optional); APITurnTimeout bounds its wait for an
-	// answer (zero: DefaultAPITurnTimeout). See openai_api.go.
-	Runs           RunReader
-	APITurnTimeout time.Duration
-	// ModelReadsImages lets API clients send images (image_url parts),
-	// which go to the model as image parts (LLM_IMAGES=1); false: refused.
-	ModelReadsImages bool
+	// OpenAI is the OpenAI-compatible channel, mounted at /v1 (nil: /v1
+	// is not served). See openai.go.
+	OpenAI OpenAIChannel
 	// Metrics mounts GET /metrics and counts requests and websockets
 	// (optional; zero: /metrics answers 404). See metrics.go.
 	Metrics Metrics
@@ -96,9 +91,6 @@ type Options struct {
 	Schedules services.Schedules
 	// Budgets backs GET /api/budget (nil: it answers 503); see budget_api.go.
 	Budgets services.Budgets
-	// Stopper stops the run of a /v1 request whose client went away (nil:
-	// the run goes on to its end).
-	Stopper services.TurnStopper
 	// Approvals backs /api/approvals and /api/policy (nil: 503).
 	Approvals services.ApprovalDecider
 	// ToolResults backs GET /api/runs/:run/tools/:call (a tool call's
@@ -151,7 +143,7 @@ func New(opts Options) *Server {
 	if s.auth.sessions == nil {
 		s.auth.sessions = &memSessions{}
 	}
-	e.HTTPErrorHandler = s.handleError
+	e.HTTPErrorHandler = func(err error, c echo.Context) { s.handleError(c, err) }
 	// Middleware order: request id first (so every log line has it), then
 	// the access log (sees every final status), then panic recovery, then
 	// the body limit, then the per-identity rate limit, then the check of
@@ -159,7 +151,7 @@ func New(opts Options) *Server {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog)
 	e.Use(middleware.Recover())
-	// Uploads (MEDIA_MAX_BYTES, in media.go) and /v1 (APIBodyLimit: images
+	// Uploads (MEDIA_MAX_BYTES, in media.go) and /v1 (the channel's: images
 	// travel inline) have their own bounds.
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "256K",
 		Skipper: func(c echo.Context) bool { return isUpload(c) || isAPIPath(c.Request().URL.Path) }}))
@@ -191,7 +183,7 @@ func New(opts Options) *Server {
 	s.registerPairingRoutes(e, api)
 	s.registerDebugRoutes(e, api)
 	s.registerMetricsRoutes(e)
-	s.registerOpenAIRoutes(e)
+	s.mountOpenAI(e)
 	return s
 }
 

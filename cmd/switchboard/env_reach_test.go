@@ -258,7 +258,7 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		}},
 		"AGENT_MAX_STEPS": {"20", func(_ *Config, _ *app.App, b app.Options) error { return want("max steps", b.Agent.MaxSteps, 20) }},
 		"AGENT_RUN_TIMEOUT": {"5m", func(_ *Config, _ *app.App, b app.Options) error {
-			return want("run timeout (agent, queue, API wait)", []time.Duration{b.Agent.RunTimeout, b.Queue.RunTimeout, b.Web.APITurnTimeout},
+			return want("run timeout (agent, queue, API wait)", []time.Duration{b.Agent.RunTimeout, b.Queue.RunTimeout, b.OpenAI.TurnTimeout},
 				[]time.Duration{5 * time.Minute, 5 * time.Minute, 5*time.Minute + 30*time.Second})
 		}},
 		"AGENT_WORKERS": {"5", func(c *Config, a *app.App, b app.Options) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/channels/openai"
 	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
@@ -53,6 +54,9 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Media: app.MediaOptions{MaxBytes: c.MediaMaxBytes, TranscribeURL: c.TranscribeURL,
 			TranscribeModel: c.TranscribeModel, TranscribeAPIKey: c.TranscribeAPIKey},
 		Exec: c.ExecOptions(),
+		// The OpenAI-compatible channel waits a little longer than a run may
+		// take, so a run's own timeout notice reaches the client first.
+		OpenAI: openai.Config{TurnTimeout: c.AgentRunTimeout + 30*time.Second},
 	}
 }
 
@@ -161,9 +165,6 @@ func (c *Config) WebOptions() web.Options {
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(c.PublicURL, "https://"),
 		Flags:         c.Flags,
-		// The OpenAI-compatible channel waits a little longer than a run may
-		// take, so a run's own timeout notice reaches the client first.
-		APITurnTimeout: c.AgentRunTimeout + 30*time.Second,
 		RateLimit: web.RateLimit{
 			OwnerPerMinute: c.RateLimitPerMinute, OwnerBurst: c.RateLimitBurst,
 			AnonPerMinute: c.RateLimitAnonPerMinute, AnonBurst: c.RateLimitAnonBurst,

@@ -1,4 +1,4 @@
-package web_test
+package openai_test
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	v1 "github.com/switchboard/switchboard/channels/openai"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
-	"github.com/switchboard/switchboard/web"
 )
 
 // pngDataURL is a small real PNG as a data URL.
@@ -123,7 +123,7 @@ func TestAPIResponseFormatSchema(t *testing.T) {
 		"name": map[string]any{"type": "string"}, "tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 2},
 	}, "required": []string{"name", "tags"}}
 	params := openai.ChatCompletionNewParams{
-		Model:    web.APIModelID,
+		Model:    v1.ModelID,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("describe")},
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "card", Schema: schema}}},
@@ -239,7 +239,7 @@ func TestAPIUnsupportedFields(t *testing.T) {
 func TestAPIRouteErrorsShape(t *testing.T) {
 	t.Parallel()
 	in := newAPIInstance(t, 0)
-	big := `{"model":"switchboard","messages":[{"role":"user","content":"` + strings.Repeat("x", web.APIBodyLimit) + `"}]}`
+	big := `{"model":"switchboard","messages":[{"role":"user","content":"` + strings.Repeat("x", v1.BodyLimit) + `"}]}`
 	for _, c := range []struct {
 		method, path, token, body string
 		status                    int
@@ -295,7 +295,7 @@ func TestAPIImageInput(t *testing.T) {
 	url, raw := pngDataURL(t)
 	cl := in.client(testToken)
 	resp, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID,
+		Model: v1.ModelID,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
 			openai.TextContentPart("what is in this picture?"),
 			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}),
@@ -319,7 +319,7 @@ func TestAPIImageInput(t *testing.T) {
 	}
 	// The next turn's prompt carries the text, not the image again.
 	if _, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("and now?")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("and now?")},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestAPIFinishReasonLength(t *testing.T) {
 	cl := in.client(testToken)
 	in.Model.Enqueue(llmtest.Reply{Text: `{"name":"a long na`, StopReason: "length"}, llmtest.Reply{Text: "cut short", StopReason: "length", FragmentDelay: 60 * time.Millisecond})
 	resp, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long")},
 		MaxTokens:      openai.Int(5),
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}},
 	})
@@ -419,7 +419,7 @@ func TestAPIFinishReasonLength(t *testing.T) {
 		t.Fatalf("%v %+v", err, resp)
 	}
 	stream := cl.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long again")}, MaxTokens: openai.Int(2),
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("long again")}, MaxTokens: openai.Int(2),
 	})
 	finish := ""
 	for stream.Next() {
@@ -434,7 +434,7 @@ func TestAPIFinishReasonLength(t *testing.T) {
 	}
 	// Without a bound hit, "stop".
 	resp, err = cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("short")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("short")},
 	})
 	if err != nil || resp.Choices[0].FinishReason != "stop" {
 		t.Fatalf("%v %+v", err, resp)

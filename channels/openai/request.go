@@ -1,4 +1,4 @@
-package web
+package openai
 
 import (
 	"bytes"
@@ -23,28 +23,15 @@ import (
 // which are accepted only at their neutral value, which are refused, and
 // how messages become the one inbound message of the turn.
 
-// APIBodyLimit bounds a /v1 request body (images travel inline as data
+// BodyLimit bounds a /v1 request body (images travel inline as data
 // URLs, so it is larger than the rest of the API's).
-const APIBodyLimit = 4 << 20
+const BodyLimit = 4 << 20
 
-// apiBodyLimitText names APIBodyLimit in refusals.
-const apiBodyLimitText = "4 MiB"
+// bodyLimitText names BodyLimit in refusals.
+const bodyLimitText = "4 MiB"
 
-// maxAPIImages bounds the images of one request.
-const maxAPIImages = 8
-
-// apiFail is a refusal in OpenAI's error shape: the status, the code, the
-// parameter it is about (param) and what to do.
-type apiFail struct {
-	status int
-	code   string
-	param  string
-	msg    string
-	// retryAfter, when positive, is sent as Retry-After (seconds).
-	retryAfter int
-}
-
-func (e *apiFail) Error() string { return e.msg }
+// maxImages bounds the images of one request.
+const maxImages = 8
 
 // badParam is a 400 about one parameter.
 func badParam(param, code, format string, args ...any) *apiFail {
@@ -135,8 +122,8 @@ func neutral(field string, raw json.RawMessage) bool {
 	return false
 }
 
-// readAPIBody reads the body within APIBodyLimit.
-func readAPIBody(r *http.Request) ([]byte, error) {
+// readBody reads the body within BodyLimit.
+func readBody(r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return nil, badParam("", "invalid_content_type", "Content-Type must be application/json, got %q", ct)
 	}
@@ -152,10 +139,10 @@ func readAPIBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// tooLarge is the refusal of a body over APIBodyLimit.
+// tooLarge is the refusal of a body over BodyLimit.
 func tooLarge() *apiFail {
 	return &apiFail{status: http.StatusRequestEntityTooLarge, code: "request_too_large",
-		msg: "request body is over the limit of " + apiBodyLimitText + " (" + strconv.Itoa(APIBodyLimit) + " bytes); send smaller images or less text"}
+		msg: "request body is over the limit of " + bodyLimitText + " (" + strconv.Itoa(BodyLimit) + " bytes); send smaller images or less text"}
 }
 
 // parseChatRequest decodes and validates a request. readsImages says
@@ -163,20 +150,108 @@ func tooLarge() *apiFail {
 // maxInstruction bounds the joined system messages in bytes.
 func parseChatRequest(body []byte, readsImages bool, maxInstruction int) (apiRequest, error) {
 	var out apiRequest
+	req, err := decodeRequest(body)
+	if err != nil {
+		return out, err
+	}
+	if req.Model == "" {
+		return out, badParam("model", "missing_required_parameter", "model is required (use %q)", ModelID)
+	}
+	out.Model, out.Stream, out.User = req.Model, req.Stream, req.User
+	if req.StreamOptions != nil {
+		if !req.Stream {
+			return out, badParam("stream_options", "invalid_value", "stream_options is only allowed with stream: true")
+		}
+		out.IncludeUsage = req.StreamOptions.IncludeUsage
+	}
+	if req.N != nil && *req.N != 1 {
+		return out, unsupported("n", fmt.Sprintf("only one choice (n: 1) is answered, got n: %d", *req.N))
+	}
+	if req.Logprobs != nil && *req.Logprobs {
+		return out, unsupported("logprobs", "log probabilities are not available (logprobs: false only)")
+	}
+	turn, schema, err := parseSettings(req)
+	if err != nil {
+		return out, err
+	}
+	out.schema = schema
+	if err := parseMessages(&out, turn, req.Messages, readsImages); err != nil {
+		return out, err
+	}
+	if maxInstruction > 0 && len(turn.Instruction) > maxInstruction {
+		return out, badParam("messages", "invalid_value", "the system messages are %d bytes; at most %d are accepted as the request's instruction",
+			len(turn.Instruction), maxInstruction)
+	}
+	if turn.Instruction != "" || turn.MaxTokens > 0 || turn.Temperature != nil || len(turn.Stop) > 0 ||
+		turn.ResponseFormat != nil || len(turn.Images) > 0 {
+		out.Turn = turn
+	}
+	return out, nil
+}
+
+// chatRequest is a request's body as decoded, every field checked by name
+// first (checkFields).
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []messageInput `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User                *string         `json:"user"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	Stop                json.RawMessage `json:"stop"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	N                   *int            `json:"n"`
+	Logprobs            *bool           `json:"logprobs"`
+}
+
+// decodeRequest decodes a body: valid UTF-8, a JSON object whose every
+// field is known (checkFields), each of its type, model and user valid
+// text.
+func decodeRequest(body []byte) (chatRequest, error) {
+	var req chatRequest
 	if len(bytes.TrimSpace(body)) == 0 {
-		return out, badParam("", "invalid_body", "request body is empty; want a JSON object")
+		return req, badParam("", "invalid_body", "request body is empty; want a JSON object")
 	}
 	if !utf8.Valid(body) {
-		return out, badParam("", "invalid_body", "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+		return req, badParam("", "invalid_body", "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return out, badParam("", "invalid_json", "invalid JSON at byte %d: %v", syn.Offset, err)
+			return req, badParam("", "invalid_json", "invalid JSON at byte %d: %v", syn.Offset, err)
 		}
-		return out, badParam("", "invalid_json", "invalid JSON: want an object: %v", err)
+		return req, badParam("", "invalid_json", "invalid JSON: want an object: %v", err)
 	}
+	if err := checkFields(fields); err != nil {
+		return req, err
+	}
+	clean, _ := json.Marshal(fields) // nulls removed: absent
+	if err := json.Unmarshal(clean, &req); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return req, badParam(typ.Field, "invalid_type", "field %s: want %s, got JSON %s", typ.Field, jsonKind(typ.Type), typ.Value)
+		}
+		return req, badParam("", "invalid_json", "invalid JSON: %v", err)
+	}
+	err := checkText("model", req.Model)
+	if err == nil && req.User != nil {
+		err = checkText("user", *req.User)
+	}
+	if err != nil {
+		return req, badParam("", "invalid_text", "%s", services.ErrorMessage(err))
+	}
+	return req, nil
+}
+
+// checkFields removes the null fields (absent) and refuses, in the order
+// of their names, a field that is unknown, refused, or not at its neutral
+// value.
+func checkFields(fields map[string]json.RawMessage) error {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)
@@ -193,63 +268,22 @@ func parseChatRequest(body []byte, readsImages bool, maxInstruction int) (apiReq
 		}
 		if want, ok := neutralFields[k]; ok {
 			if !neutral(k, raw) {
-				return out, unsupported(k, "only "+want+" is accepted, got "+truncateJSON(raw))
+				return unsupported(k, "only "+want+" is accepted, got "+truncateJSON(raw))
 			}
 			continue
 		}
 		if why, ok := refusedFields[k]; ok {
-			return out, unsupported(k, why)
+			return unsupported(k, why)
 		}
-		return out, badParam(k, "unknown_parameter", "unrecognized request argument supplied: %s", k)
+		return badParam(k, "unknown_parameter", "unrecognized request argument supplied: %s", k)
 	}
+	return nil
+}
 
-	var req struct {
-		Model         string             `json:"model"`
-		Messages      []ChatMessageInput `json:"messages"`
-		Stream        bool               `json:"stream"`
-		StreamOptions *struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
-		User                *string         `json:"user"`
-		MaxTokens           *int            `json:"max_tokens"`
-		MaxCompletionTokens *int            `json:"max_completion_tokens"`
-		Temperature         *float64        `json:"temperature"`
-		Stop                json.RawMessage `json:"stop"`
-		ResponseFormat      json.RawMessage `json:"response_format"`
-		N                   *int            `json:"n"`
-		Logprobs            *bool           `json:"logprobs"`
-	}
-	clean, _ := json.Marshal(fields) // nulls removed: absent
-	if err := json.Unmarshal(clean, &req); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) {
-			return out, badParam(typ.Field, "invalid_type", "field %s: want %s, got JSON %s", typ.Field, jsonKind(typ.Type), typ.Value)
-		}
-		return out, badParam("", "invalid_json", "invalid JSON: %v", err)
-	}
-	if err := checkTextFields(struct {
-		Model string  `json:"model"`
-		User  *string `json:"user"`
-	}{req.Model, req.User}); err != nil {
-		return out, badParam("", "invalid_text", "%s", services.ErrorMessage(err))
-	}
-	if req.Model == "" {
-		return out, badParam("model", "missing_required_parameter", "model is required (use %q)", APIModelID)
-	}
-	out.Model, out.Stream, out.User = req.Model, req.Stream, req.User
-	if req.StreamOptions != nil {
-		if !req.Stream {
-			return out, badParam("stream_options", "invalid_value", "stream_options is only allowed with stream: true")
-		}
-		out.IncludeUsage = req.StreamOptions.IncludeUsage
-	}
-	if req.N != nil && *req.N != 1 {
-		return out, unsupported("n", fmt.Sprintf("only one choice (n: 1) is answered, got n: %d", *req.N))
-	}
-	if req.Logprobs != nil && *req.Logprobs {
-		return out, unsupported("logprobs", "log probabilities are not available (logprobs: false only)")
-	}
-
+// parseSettings reads the turn's settings: max_tokens (the smaller of it
+// and max_completion_tokens), temperature, stop and response_format (with
+// a json_schema's resolved schema).
+func parseSettings(req chatRequest) (*services.TurnRequest, *jsonschema.Resolved, error) {
 	turn := &services.TurnRequest{}
 	for _, f := range []struct {
 		name string
@@ -259,7 +293,7 @@ func parseChatRequest(body []byte, readsImages bool, maxInstruction int) (apiReq
 			continue
 		}
 		if *f.v < 1 {
-			return out, badParam(f.name, "invalid_value", "%s must be at least 1, got %d", f.name, *f.v)
+			return nil, nil, badParam(f.name, "invalid_value", "%s must be at least 1, got %d", f.name, *f.v)
 		}
 		if turn.MaxTokens == 0 || *f.v < turn.MaxTokens {
 			turn.MaxTokens = *f.v
@@ -267,34 +301,24 @@ func parseChatRequest(body []byte, readsImages bool, maxInstruction int) (apiReq
 	}
 	if t := req.Temperature; t != nil {
 		if *t < 0 || *t > 2 {
-			return out, badParam("temperature", "invalid_value", "temperature must be between 0 and 2, got %v", *t)
+			return nil, nil, badParam("temperature", "invalid_value", "temperature must be between 0 and 2, got %v", *t)
 		}
 		turn.Temperature = t
 	}
 	stop, err := parseStop(req.Stop)
 	if err != nil {
-		return out, err
+		return nil, nil, err
 	}
 	turn.Stop = stop
-	if len(req.ResponseFormat) > 0 {
-		rf, schema, err := parseResponseFormat(req.ResponseFormat)
-		if err != nil {
-			return out, err
-		}
-		turn.ResponseFormat, out.schema = rf, schema
+	if len(req.ResponseFormat) == 0 {
+		return turn, nil, nil
 	}
-	if err := parseMessages(&out, turn, req.Messages, readsImages); err != nil {
-		return out, err
+	rf, schema, err := parseResponseFormat(req.ResponseFormat)
+	if err != nil {
+		return nil, nil, err
 	}
-	if maxInstruction > 0 && len(turn.Instruction) > maxInstruction {
-		return out, badParam("messages", "invalid_value", "the system messages are %d bytes; at most %d are accepted as the request's instruction",
-			len(turn.Instruction), maxInstruction)
-	}
-	if turn.Instruction != "" || turn.MaxTokens > 0 || turn.Temperature != nil || len(turn.Stop) > 0 ||
-		turn.ResponseFormat != nil || len(turn.Images) > 0 {
-		out.Turn = turn
-	}
-	return out, nil
+	turn.ResponseFormat = rf
+	return turn, schema, nil
 }
 
 // parseStop reads stop: a string or up to 4 strings.
@@ -413,9 +437,9 @@ func jsonText(v any, path string) error {
 	return nil
 }
 
-// ChatMessageInput is one message of a request: content is a string or an
+// messageInput is one message of a request: content is a string or an
 // array of content parts.
-type ChatMessageInput struct {
+type messageInput struct {
 	Role         string          `json:"role"`
 	Content      json.RawMessage `json:"content"`
 	Name         string          `json:"name,omitempty"`
@@ -438,7 +462,7 @@ type contentPart struct {
 // turn's instruction, the last message (a user message) is the input with
 // its images, and earlier user and assistant messages are counted as
 // ignored (the server keeps the history). Client tool traffic is refused.
-func parseMessages(out *apiRequest, turn *services.TurnRequest, msgs []ChatMessageInput, readsImages bool) error {
+func parseMessages(out *apiRequest, turn *services.TurnRequest, msgs []messageInput, readsImages bool) error {
 	if len(msgs) == 0 {
 		return badParam("messages", "invalid_value", "messages is empty; want at least one user message")
 	}
@@ -473,8 +497,8 @@ func parseMessages(out *apiRequest, turn *services.TurnRequest, msgs []ChatMessa
 			if err != nil {
 				return err
 			}
-			if len(images) > maxAPIImages {
-				return badParam(at+".content", "invalid_value", "%s has %d images; at most %d are accepted", at, len(images), maxAPIImages)
+			if len(images) > maxImages {
+				return badParam(at+".content", "invalid_value", "%s has %d images; at most %d are accepted", at, len(images), maxImages)
 			}
 			if strings.TrimSpace(text) == "" {
 				if len(images) == 0 {

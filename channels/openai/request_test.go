@@ -1,4 +1,4 @@
-package web
+package openai
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package web_test
+package openai_test
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	v1 "github.com/switchboard/switchboard/channels/openai"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
-	"github.com/switchboard/switchboard/web"
 )
 
 // apiInstance is a whole stack (database, hub, agent on the fake model,
@@ -31,7 +31,7 @@ func newAPIInstance(t *testing.T, turnTimeout time.Duration) *apiInstance {
 	t.Helper()
 	pool := dbtest.PoolFor(t, newSchemaURL(t))
 	model := llmtest.NewServer(t)
-	in := newStack(t, pool, stackOpts{model: model, apiTurnTimeout: turnTimeout})
+	in := newStack(t, pool, stackOpts{model: model, turnTimeout: turnTimeout})
 	return &apiInstance{URL: in.URL, Store: in.Store, Model: model}
 }
 
@@ -55,7 +55,7 @@ func TestAPIChatCompletion(t *testing.T) {
 	cl := in.client(testToken)
 	ctx := context.Background()
 	resp, err := cl.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-		Model: web.APIModelID,
+		Model: v1.ModelID,
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage("ignored: the server keeps the history"),
 			openai.UserMessage("an earlier question, ignored"),
@@ -69,7 +69,7 @@ func TestAPIChatCompletion(t *testing.T) {
 	if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "echo: hello over the API" || resp.Choices[0].FinishReason != "stop" {
 		t.Fatalf("answer: %+v", resp.Choices)
 	}
-	if resp.Object != "chat.completion" || resp.Model != web.APIModelID || !strings.HasPrefix(resp.ID, "chatcmpl-") {
+	if resp.Object != "chat.completion" || resp.Model != v1.ModelID || !strings.HasPrefix(resp.ID, "chatcmpl-") {
 		t.Fatalf("envelope: id %q object %q model %q", resp.ID, resp.Object, resp.Model)
 	}
 	if resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens == 0 || resp.Usage.TotalTokens != resp.Usage.PromptTokens+resp.Usage.CompletionTokens {
@@ -93,7 +93,7 @@ func TestAPIUserSelectsTimeline(t *testing.T) {
 	cl := in.client(testToken)
 	for _, user := range []string{"alice", "bob"} {
 		resp, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-			Model: web.APIModelID, User: openai.String(user),
+			Model: v1.ModelID, User: openai.String(user),
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi from " + user)},
 		})
 		if err != nil {
@@ -127,16 +127,16 @@ func TestAPITimelineNames(t *testing.T) {
 		{s("a.b_c-d@example.org"), "api:a.b_c-d@example.org"},
 		{s(strings.Repeat("x", 64)), "api:" + strings.Repeat("x", 64)},
 	} {
-		if got := web.APITimeline("global", c.user); got != c.want {
+		if got := v1.Timeline("global", c.user); got != c.want {
 			t.Errorf("%v: %q, want %q", c.user, got, c.want)
 		}
 	}
 	// Anything else maps to a stable hashed name, distinct per value.
-	a, b := web.APITimeline("global", s("Ann Smith")), web.APITimeline("global", s("Ann_Smith"))
-	if !strings.HasPrefix(a, "api:h-") || len(a) != len("api:h-")+16 || a == b || a != web.APITimeline("global", s("Ann Smith")) {
+	a, b := v1.Timeline("global", s("Ann Smith")), v1.Timeline("global", s("Ann_Smith"))
+	if !strings.HasPrefix(a, "api:h-") || len(a) != len("api:h-")+16 || a == b || a != v1.Timeline("global", s("Ann Smith")) {
 		t.Fatalf("hashed names: %q %q", a, b)
 	}
-	if long := web.APITimeline("global", s(strings.Repeat("x", 65))); !strings.HasPrefix(long, "api:h-") {
+	if long := v1.Timeline("global", s(strings.Repeat("x", 65))); !strings.HasPrefix(long, "api:h-") {
 		t.Fatalf("65 chars: %q", long)
 	}
 }
@@ -150,7 +150,7 @@ func TestAPIChatCompletionStream(t *testing.T) {
 	in.Model.Enqueue(llmtest.Reply{Text: answer, FragmentDelay: 80 * time.Millisecond})
 	cl := in.client(testToken)
 	stream := cl.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model:         web.APIModelID,
+		Model:         v1.ModelID,
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("count to five")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	})
@@ -199,7 +199,7 @@ func TestAPICommand(t *testing.T) {
 	in := newAPIInstance(t, 0)
 	cl := in.client(testToken)
 	resp, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("/status")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("/status")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestAPIModelFailureStatus(t *testing.T) {
 	in.Model.Enqueue(llmtest.Status(503, ""))
 	cl := in.client(testToken)
 	_, err := cl.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("fail again")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("fail again")},
 	})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Type != "server_error" || apiErr.Code != "model_error" {
@@ -267,7 +267,7 @@ func TestAPIStreamFailureEvent(t *testing.T) {
 	in.Model.Enqueue(llmtest.Reply{Text: "one two three four", CutAfter: 2, FragmentDelay: 80 * time.Millisecond})
 	cl := in.client(testToken)
 	stream := cl.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("break off")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("break off")},
 	})
 	var text strings.Builder
 	for stream.Next() {
@@ -305,11 +305,11 @@ func TestAPIModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Data) != 1 || page.Data[0].ID != web.APIModelID {
+	if len(page.Data) != 1 || page.Data[0].ID != v1.ModelID {
 		t.Fatalf("models: %+v", page.Data)
 	}
-	m, err := cl.Models.Get(context.Background(), web.APIModelID)
-	if err != nil || m.ID != web.APIModelID {
+	m, err := cl.Models.Get(context.Background(), v1.ModelID)
+	if err != nil || m.ID != v1.ModelID {
 		t.Fatalf("get: %v %+v", err, m)
 	}
 	_, err = cl.Models.Get(context.Background(), "gpt-4o")
@@ -325,7 +325,7 @@ func TestAPIRefusals(t *testing.T) {
 	// A wrong token: 401 in OpenAI's shape, through the official client.
 	bad := in.client("wrong-token-wrong-token-000")
 	_, err := bad.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 	})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Code != "invalid_api_key" || apiErr.Type != "authentication_error" {
@@ -333,7 +333,7 @@ func TestAPIRefusals(t *testing.T) {
 	}
 	good := in.client(testToken)
 	_, err = good.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: web.APIModelID, Messages: []openai.ChatCompletionMessageParamUnion{},
+		Model: v1.ModelID, Messages: []openai.ChatCompletionMessageParamUnion{},
 	})
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "messages is empty") {
 		t.Fatalf("empty messages: %v", err)

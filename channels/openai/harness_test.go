@@ -1,0 +1,94 @@
+package openai_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/app"
+	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/internal/polltest"
+	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
+	"github.com/switchboard/switchboard/services/llm/llmtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+const testToken = "test-owner-token-0123456789"
+
+// poll waits for a condition (polltest.Until): a state, never a duration.
+var poll = polltest.Until
+
+// instance is a whole Switchboard instance (app.New through apptest) with
+// the channel mounted at /v1 by its web server.
+type instance struct {
+	URL   string
+	Store *repository.Store
+}
+
+// stackOpts shape a test instance: with a model, the agent answers.
+type stackOpts struct {
+	model *llmtest.Server
+	// turnTimeout bounds a request's wait (0: the default).
+	turnTimeout time.Duration
+	// images: the model reads images (LLM_IMAGES=1).
+	images bool
+	// modelTimeout is LLM_TIMEOUT (0: the default).
+	modelTimeout time.Duration
+}
+
+// newStack starts a whole instance on pool's schema: with a model the
+// agent answers, without one nobody does.
+func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
+	t.Helper()
+	in := apptest.Start(t, apptest.Options{
+		DatabaseURL: pool.Config().ConnString(), Model: o.model, Token: testToken,
+		Configure: func(opts *app.Options) {
+			opts.OpenAI.TurnTimeout = o.turnTimeout
+			opts.Agent.PassImages, opts.Context.Images = o.images, o.images
+			if o.modelTimeout > 0 {
+				opts.LLM.Timeout = o.modelTimeout
+			}
+		},
+	})
+	return &instance{URL: in.URL, Store: in.Store}
+}
+
+// newSchemaURL creates a migrated schema and returns a URL selecting it.
+func newSchemaURL(t testing.TB) string {
+	t.Helper()
+	_, schema := dbtest.Schema(t)
+	return dbtest.SchemaURL(dbtest.URL(t), schema)
+}
+
+// do sends one request (hdr: header name, value, …) and returns the
+// response with its body read.
+func do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
