@@ -81,9 +81,10 @@ func everythingReady(t *testing.T, in *apptest.Instance, servers int) {
 
 // TestDeferredMCPToolFoundAndCalled: with server-everything configured
 // and deferral on, the first request carries the core tools and
-// find_tools, not everything__echo, and the system prompt lists the
-// server's group; a scripted find_tools returns everything__echo and loads
-// it, the next request of the same run carries its definition after the
+// find_tools (with sub-agents on, main's core is the coordinator set:
+// delegate and recall_search), not everything__echo, and the system
+// prompt lists the server's group and the workspace's; a scripted
+// find_tools returns everything__echo and loads it, the next request of the same run carries its definition after the
 // core ones (the earlier tools unchanged), and the call of it reaches the
 // server. A later run starts from the core set again, and a call of a
 // deferred tool named exactly, without find_tools, loads it (one extra
@@ -110,12 +111,12 @@ func TestDeferredMCPToolFoundAndCalled(t *testing.T) {
 		t.Fatalf("%d model requests, want 3", len(reqs))
 	}
 	first, system := requestTools(t, reqs[0].Body)
-	if slices.Contains(first, "everything__echo") || !slices.Contains(first, "find_tools") || !slices.Contains(first, "read_file") ||
-		slices.Contains(first, "schedule") || slices.Contains(first, "fetch_url") {
+	// With sub-agents on, main's default core is the coordinator set.
+	if !slices.Equal(first, []string{"delegate", "recall_search", "find_tools"}) {
 		t.Fatalf("first request's tools: %v", first)
 	}
 	if !strings.Contains(system, "- everything: tools of the MCP server everything (") || !strings.Contains(system, "everything__echo") ||
-		!strings.Contains(system, "- schedules: ") {
+		!strings.Contains(system, "- schedules: ") || !strings.Contains(system, "- workspace: ") {
 		t.Fatalf("the system prompt does not list the deferred groups:\n%s", system)
 	}
 	if !reqs[1].LastIsToolResult || !strings.Contains(reqs[1].LastMessage, `"name":"everything__echo"`) {
@@ -238,21 +239,28 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // model, characters of the tools JSON, count) with deferral off
 // (TOOLS_DEFER_OVER=0) and on (the default), with no MCP server and with
 // server-everything (stdio and streamable HTTP) and server-filesystem.
+// With sub-agents on, main's default core is tools.CoordinatorCore; the
+// _inline runs (AGENT_SUBAGENTS=0) show tools.DefaultCore.
 func BenchmarkToolDefinitionTokens(b *testing.B) {
 	tok, err := prompt.NewTokenizer("gpt-4o")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, servers := range []string{"no_mcp", "three_mcp_servers"} {
-		for _, over := range []int{0, deferOver} {
-			b.Run(servers+"/defer_over_"+itoa(over), func(b *testing.B) {
+		for _, mode := range []struct {
+			name string
+			over int
+			sub  bool
+		}{{"defer_over_0", 0, true}, {"defer_over_" + itoa(deferOver), deferOver, true}, {"defer_over_" + itoa(deferOver) + "_inline", deferOver, false}} {
+			over := mode.over
+			b.Run(servers+"/"+mode.name, func(b *testing.B) {
 				model := llmtest.NewServer(b)
 				cfg := mcp.Config{}
 				if servers != "no_mcp" {
 					cfg = mcp.Config{"everything": mcptest.Everything(b), "fs": mcptest.Filesystem(b, b.TempDir()),
 						"demo": {URL: mcptest.EverythingHTTP(b)}}
 				}
-				in := apptest.Start(b, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
+				in := apptest.Start(b, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: mode.sub},
 					Configure: func(o *app.Options) { o.MCP = cfg; o.Agent.ToolsDeferOver = over }})
 				waitFor(b, "the MCP servers", func() bool {
 					_, sv := in.App.Tools().ToolCatalog()

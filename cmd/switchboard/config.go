@@ -382,8 +382,13 @@ func envTable() []envVar {
 				c.ScheduleMaxFireTokens, err = parseIntRange(v, 1000, 10000000)
 				return
 			}},
-		{Name: "TOOLS_CORE", Default: strings.Join(tools.DefaultCore, ","), Help: "Comma-separated tools every run has loaded when tools are deferred: names, or a whole MCP server as \"<server>__*\"; the others are found and loaded with find_tools. See docs/TOOLS.md.",
-			set: func(c *Config, v string) (err error) { c.ToolsCore, err = parseToolList(v); return }},
+		{Name: "TOOLS_CORE", Help: "Comma-separated tools every run has loaded when tools are deferred: names, or a whole MCP server as \"<server>__*\"; the others are found and loaded with find_tools. Empty: " + strings.Join(tools.DefaultCore, ",") + ", and for the main agent with sub-agents on " + strings.Join(tools.CoordinatorCore, ",") + ". See docs/TOOLS.md.",
+			set: func(c *Config, v string) (err error) {
+				if v != "" {
+					c.ToolsCore, err = parseToolList(v)
+				}
+				return
+			}},
 		{Name: "TOOLS_DEFER_OVER", Default: "2000", Help: "Tokens of tool definitions above which the tools outside TOOLS_CORE are deferred (listed by group in the system prompt, loaded with find_tools); when every tool a run may use fits, all are sent. 0: never defer.",
 			set: func(c *Config, v string) (err error) { c.ToolsDeferOver, err = parseIntRange(v, 0, 1000000); return }},
 		{Name: "AGENT_MAX_STEPS", Default: "12", Help: "Model calls one run may make (tool loop limit).",

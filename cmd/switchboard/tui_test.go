@@ -326,8 +326,11 @@ func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 			Delay: 2 * time.Second})
 	const token = "tui-md-owner-token-0123456789"
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// write_file in main's core: with sub-agents on (the default) main's
+	// default core is the coordinator set, and the scripted model calls it
+	// without find_tools.
 	startServeAt(t, bin, db, addr, "WEB_AUTH_TOKEN="+token, "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),
-		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-test")
+		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-test", "TOOLS_CORE=write_file,delegate,recall_search")
 	tm := newTmux(t, 100, 30, fmt.Sprintf("%q tui --url %q --token %q; sleep 600", bin, "http://"+addr, token))
 	tm.waitFor("the live status", func(s string) bool { return strings.Contains(statusLine(s), "● live") })
 	tm.typeLine("write my notes")

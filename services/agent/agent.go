@@ -75,7 +75,8 @@ type Options struct {
 	Requests         services.RunRequests
 	RequestRetention time.Duration
 	// ToolsCore names the tools every run has loaded (TOOLS_CORE; names
-	// or "<server>__*"); nil: tools.DefaultCore. ToolsDeferOver
+	// or "<server>__*"); nil: tools.DefaultCore, and for main runs with
+	// sub-agents on tools.CoordinatorCore (mainCore). ToolsDeferOver
 	// (TOOLS_DEFER_OVER, tokens): when the definitions of every tool a run
 	// may use are more, the others are deferred behind find_tools; 0:
 	// nothing is ever deferred.
@@ -134,9 +135,6 @@ func New(opts Options) *Service {
 	}
 	opts.SubAgents.defaults()
 	opts.Fire.defaults()
-	if opts.ToolsCore == nil {
-		opts.ToolsCore = tools.DefaultCore
-	}
 	for id, p := range opts.Profiles {
 		p.ID = id
 		opts.Profiles[id] = p

@@ -77,7 +77,7 @@ func (b *bundle) waitAnswers(tb testing.TB, n int) {
 		page, _ := b.chat.Timeline(context.Background(), "global", 0, 0, 500)
 		c := 0
 		for _, m := range page.Messages {
-			if m.Role == "assistant" && m.Source == "agent" && !strings.Contains(string(m.Metadata), "handoff") {
+			if m.Role == "assistant" && m.Source == "agent" && !strings.Contains(string(m.Metadata), `"kind": "handoff"`) {
 				c++
 			}
 		}

@@ -188,14 +188,17 @@ func (s *Service) registerDelegate(reg *tools.Registry) error {
 // handoffHistory is the form a handoff keeps in main's history after its
 // turn (the turn itself reads it whole): what the task came to, without
 // the bookkeeping (usage, duration, the inline transcript). A sub-agent's
-// handoff keeps its summary and its recall id, not its result, which
-// recall_detail reads back whole; an inline task's has no such id and
-// keeps its result, cut to the rule's bound.
+// handoff keeps its status, summary and recall id only: recall_detail
+// reads the rest back whole (result, references), and the delegate call
+// beside it names the profile (agent_id); it is what main's history
+// carries per delegated task on every later call. An inline task's has no
+// such id and keeps its agent, result and references, cut to the rule's
+// bound.
 func handoffHistory(inline bool) tools.HistoryRule {
 	if inline {
 		return tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"agent_id", "summary", "result", "references"}}
 	}
-	return tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"agent_id", "summary", "references", "recall_id"}}
+	return tools.HistoryRule{MaxChars: 1500, KeepFields: []string{"summary", "recall_id"}}
 }
 
 // inline reports whether delegated tasks run in main ("main agent

@@ -9,10 +9,14 @@ import (
 // selectTools splits the tools a run may use into the definitions its
 // requests carry (core first, find_tools last) and its Toolbox of deferred
 // tools (nil: nothing deferred, the request carries every tool as before).
-// core names the always-loaded tools (nil: the configured core set).
+// core names the always-loaded tools (nil: the configured core set, or
+// tools.DefaultCore when none is configured).
 func (s *Service) selectTools(all []tools.Tool, core []string) ([]services.ToolSpec, *tools.Toolbox) {
 	if core == nil {
 		core = s.opts.ToolsCore
+	}
+	if core == nil {
+		core = tools.DefaultCore
 	}
 	find, _ := s.opts.Tools.Get(tools.FindToolsName)
 	return tools.Select(all, tools.Selection{Core: core, DeferOver: s.opts.ToolsDeferOver, Tokens: s.toolTokens}, find)
@@ -24,7 +28,22 @@ func (s *Service) toolTokens(t services.ToolSpec) int { return prompt.ToolTokens
 // definitions and its deferred tools (Groups: their one line per group for
 // the system prompt), of those the policy offers it.
 func (s *Service) mainTools(timeline string, k services.PolicyKey) ([]services.ToolSpec, *tools.Toolbox) {
-	return s.selectTools(s.toolsFor(timeline, k), nil)
+	return s.selectTools(s.toolsFor(timeline, k), s.mainCore())
+}
+
+// mainCore is a main run's core set: the configured one (TOOLS_CORE);
+// unset, tools.CoordinatorCore when delegated tasks run as sub-agents
+// (main coordinates; its sub-agents do the work with the default core),
+// else tools.DefaultCore.
+func (s *Service) mainCore() []string {
+	switch {
+	case s.opts.ToolsCore != nil:
+		return s.opts.ToolsCore
+	case s.opts.Flags.SubAgentsOn():
+		return tools.CoordinatorCore
+	default:
+		return tools.DefaultCore
+	}
 }
 
 // withLoaded is the tools of a loop's next request: the first request's,

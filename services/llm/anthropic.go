@@ -129,106 +129,14 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model), MaxTokens: int64(maxTokens)}
-	if req.System != "" {
-		sys := anthropic.TextBlockParam{Text: req.System}
-		if req.CacheSystem {
-			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
-		}
-		params.System = []anthropic.TextBlockParam{sys}
+	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model), MaxTokens: int64(maxTokens), System: anthropicSystem(req)}
+	var err error
+	if params.Tools, err = anthropicTools(req); err != nil {
+		return params, err
 	}
-	if req.SystemContext != "" {
-		// After the breakpoint: it changes without breaking the cached prefix.
-		params.System = append(params.System, anthropic.TextBlockParam{Text: req.SystemContext})
-	}
-	for i, t := range req.Tools {
-		schema, err := schemaObject(t)
-		if err != nil {
-			return params, err
-		}
-		tool := anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(schema)}
-		if t.Description != "" {
-			tool.Description = anthropic.String(t.Description)
-		}
-		if req.CacheSystem && req.System == "" && i == len(req.Tools)-1 {
-			// Tools come first in Anthropic's prefix order (tools, system,
-			// messages); the system block's breakpoint covers them, and
-			// without a system prompt a breakpoint on the last tool does.
-			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
-		}
-		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
-	}
-
-	// Consecutive messages of one role are merged: the API wants user and
-	// assistant turns to alternate, and all results of one assistant turn's
-	// tool calls in the next user message.
-	add := func(role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) {
-		if len(blocks) == 0 {
-			return
-		}
-		if n := len(params.Messages); n > 0 && params.Messages[n-1].Role == role {
-			params.Messages[n-1].Content = append(params.Messages[n-1].Content, blocks...)
-			return
-		}
-		params.Messages = append(params.Messages, anthropic.MessageParam{Role: role, Content: blocks})
-	}
-	// lastBlock[i] is where message i ended: its last block's message and
-	// block index in params.Messages (-1: it added nothing).
-	lastBlock := make([][2]int, len(req.Messages))
-	end := func() [2]int {
-		if n := len(params.Messages); n > 0 {
-			return [2]int{n - 1, len(params.Messages[n-1].Content) - 1}
-		}
-		return [2]int{-1, -1}
-	}
-	for i, m := range req.Messages {
-		if i > 0 {
-			lastBlock[i-1] = end()
-		}
-		switch m.Role {
-		case RoleUser:
-			if m.Content != "" { // empty text blocks are refused
-				add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
-			}
-			for _, im := range m.Images {
-				add(anthropic.MessageParamRoleUser, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
-			}
-		case RoleAssistant:
-			var blocks []anthropic.ContentBlockParamUnion
-			if m.Content != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
-			}
-			for _, tc := range m.ToolCalls {
-				args, ok := toolArguments(tc.Arguments)
-				if !ok {
-					return params, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
-				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, json.RawMessage(args), tc.Name))
-			}
-			add(anthropic.MessageParamRoleAssistant, blocks...)
-		case RoleTool:
-			if m.ToolCallID == "" {
-				return params, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
-			}
-			result := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if m.IsError {
-				result.IsError = anthropic.Bool(true)
-			}
-			if m.Content != "" {
-				result.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
-			}
-			for _, im := range m.Images {
-				result.Content = append(result.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
-					Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
-						Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: anthropic.Base64ImageSourceMediaType(im.MIMEType)}}}})
-			}
-			add(anthropic.MessageParamRoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &result})
-		default:
-			return params, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
-		}
-	}
-	if n := len(req.Messages); n > 0 {
-		lastBlock[n-1] = end()
+	var lastBlock [][2]int
+	if params.Messages, lastBlock, err = anthropicMessages(req.Messages); err != nil {
+		return params, err
 	}
 	if req.CacheSystem {
 		markCachePoints(&params, req, lastBlock)
@@ -242,9 +150,141 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	if text := responseFormatInstruction(req.ResponseFormat); text != "" {
 		// The Messages API has no response_format: the instruction closes
 		// the conversation, after the user's turn (or the tool results).
-		add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(text))
+		params.Messages = addBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewTextBlock(text))
 	}
 	return params, nil
+}
+
+// anthropicSystem is the request's system blocks: the system prompt (the
+// cache breakpoint when the request caches it), then the system context.
+func anthropicSystem(req Request) []anthropic.TextBlockParam {
+	var system []anthropic.TextBlockParam
+	if req.System != "" {
+		sys := anthropic.TextBlockParam{Text: req.System}
+		if req.CacheSystem {
+			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		system = []anthropic.TextBlockParam{sys}
+	}
+	if req.SystemContext != "" {
+		// After the breakpoint: it changes without breaking the cached prefix.
+		system = append(system, anthropic.TextBlockParam{Text: req.SystemContext})
+	}
+	return system
+}
+
+// anthropicTools is the request's tool definitions.
+func anthropicTools(req Request) ([]anthropic.ToolUnionParam, error) {
+	var out []anthropic.ToolUnionParam
+	for i, t := range req.Tools {
+		schema, err := schemaObject(t)
+		if err != nil {
+			return out, err
+		}
+		tool := anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(schema)}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		if req.CacheSystem && req.System == "" && i == len(req.Tools)-1 {
+			// Tools come first in Anthropic's prefix order (tools, system,
+			// messages); the system block's breakpoint covers them, and
+			// without a system prompt a breakpoint on the last tool does.
+			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		out = append(out, anthropic.ToolUnionParam{OfTool: &tool})
+	}
+	return out, nil
+}
+
+// addBlocks appends blocks of role to msgs. Consecutive messages of one
+// role are merged: the API wants user and assistant turns to alternate,
+// and all results of one assistant turn's tool calls in the next user
+// message.
+func addBlocks(msgs []anthropic.MessageParam, role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) []anthropic.MessageParam {
+	if len(blocks) == 0 {
+		return msgs
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+		msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+		return msgs
+	}
+	return append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
+}
+
+// anthropicMessages translates the conversation, and says where each of
+// its messages ended: lastBlock[i] is message i's last block's message and
+// block index in the result ({-1, -1}: nothing before it).
+func anthropicMessages(msgs []Message) ([]anthropic.MessageParam, [][2]int, error) {
+	var out []anthropic.MessageParam
+	lastBlock := make([][2]int, len(msgs))
+	end := func() [2]int {
+		if n := len(out); n > 0 {
+			return [2]int{n - 1, len(out[n-1].Content) - 1}
+		}
+		return [2]int{-1, -1}
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			lastBlock[i-1] = end()
+		}
+		role, blocks, err := anthropicBlocks(i, m)
+		if err != nil {
+			return out, lastBlock, err
+		}
+		out = addBlocks(out, role, blocks...)
+	}
+	if n := len(msgs); n > 0 {
+		lastBlock[n-1] = end()
+	}
+	return out, lastBlock, nil
+}
+
+// anthropicBlocks is message i's role and content blocks: a user's text
+// and images, an assistant's text and tool calls, a tool result (sent as
+// the user's) with its images.
+func anthropicBlocks(i int, m Message) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
+	var blocks []anthropic.ContentBlockParamUnion
+	switch m.Role {
+	case RoleUser:
+		if m.Content != "" { // empty text blocks are refused
+			blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+		}
+		for _, im := range m.Images {
+			blocks = append(blocks, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
+		}
+		return anthropic.MessageParamRoleUser, blocks, nil
+	case RoleAssistant:
+		if m.Content != "" {
+			blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+		}
+		for _, tc := range m.ToolCalls {
+			args, ok := toolArguments(tc.Arguments)
+			if !ok {
+				return "", nil, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
+			}
+			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, json.RawMessage(args), tc.Name))
+		}
+		return anthropic.MessageParamRoleAssistant, blocks, nil
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return "", nil, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
+		}
+		result := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+		if m.IsError {
+			result.IsError = anthropic.Bool(true)
+		}
+		if m.Content != "" {
+			result.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
+		}
+		for _, im := range m.Images {
+			result.Content = append(result.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+					Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: anthropic.Base64ImageSourceMediaType(im.MIMEType)}}}})
+		}
+		return anthropic.MessageParamRoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: &result}}, nil
+	default:
+		return "", nil, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
+	}
 }
 
 // maxCachePoints is the Messages API's limit of cache_control blocks.

@@ -21,6 +21,15 @@ const FindToolsName = "find_tools"
 // deferred.
 var DefaultCore = []string{"read_file", "write_file", "edit_file", "list_files", "search", "recall_search", "remember", "delegate"}
 
+// CoordinatorCore is the main agent's core set when TOOLS_CORE is not set
+// and delegated tasks run as sub-agents: there main coordinates (it hands
+// the work to sub-agents, which keep DefaultCore, and answers from their
+// handoffs and the archive), so it carries delegate and recall_search on
+// every call and finds the rest (a file it writes itself, a schedule)
+// with find_tools, or by calling a listed tool's exact name, for one
+// more model step when it needs one.
+var CoordinatorCore = []string{"delegate", "recall_search"}
+
 // builtinGroup names the group of a deferred built-in tool; a built-in
 // not listed here is in "other". groupSummary is each group's line in the
 // system prompt.
