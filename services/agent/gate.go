@@ -389,22 +389,22 @@ func (s *Service) Policy() *services.Policy { return s.policy() }
 // gateCall decides one call before it runs: a refusal (a secret in an
 // outbound argument, a denied call) as a Result, ask, or allow.
 func (s *Service) gateCall(ctx context.Context, l loopSpec, t tools.Tool, call services.ToolCall) (services.Effect, services.Decision, *tools.Result) {
-	effect := l.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
+	effect := l.e.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
 	if outbound(effect) && s.opts.Secrets.Contains(string(call.Arguments)) {
-		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun,
-			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun(),
+			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		r := tools.ErrorResult(CodeSecretInArguments, fmt.Sprintf("the arguments of %s contain a secret of the service; the call was refused and recorded", t.Name))
 		return effect, services.Deny, &r
 	}
-	d := s.policy().Decide(l.gate.key(), effect, t.Name, t.Source)
+	d := s.policy().Decide(l.e.gate.key(), effect, t.Name, t.Source)
 	if d == services.Deny {
 		why := "the policy denies " + string(effect) + " calls in this conversation"
-		if by := l.gate.taintedBy(); by != "" {
+		if by := l.e.gate.taintedBy(); by != "" {
 			why += " (this run read untrusted text " + by + ")"
 		}
 		r := tools.ErrorResult(CodePolicyDenied, fmt.Sprintf("%s was not run: %s.", t.Name, why))
-		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: t.Name, RunID: l.stepRun,
-			TimelineScope: l.call.TimelineScope, Status: "denied", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: t.Name, RunID: l.stepRun(),
+			TimelineScope: l.call.TimelineScope, Status: "denied", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		return effect, d, &r
 	}
 	return effect, d, nil
