@@ -229,7 +229,7 @@ func (e *execution) startTainted(ctx context.Context, origin string) error {
 	if e.run.TaintedBy != "" {
 		return nil
 	}
-	return e.s.opts.Store.SetRunTaint(ctx, e.run.ID, origin)
+	return e.gate.record(ctx, origin)
 }
 
 // inlineUsage sums the usage of the tasks an execution ran inline

@@ -153,10 +153,17 @@ func (g *gate) taintWith(ctx context.Context, origin, roots string) {
 	origin = g.origin
 	g.mu.Unlock()
 	if first && g.runID != 0 {
-		if err := g.s.opts.Store.SetRunTaint(context.WithoutCancel(ctx), g.runID, origin); err != nil {
+		if err := g.record(context.WithoutCancel(ctx), origin); err != nil {
 			g.s.log.Warn("record run taint", "run_id", g.runID, "err", err)
 		}
 	}
+}
+
+// record stores on the loop's run the origin that tainted it (what the
+// owner is shown, and a resumed run starts from). Every run's taint is
+// recorded here.
+func (g *gate) record(ctx context.Context, origin string) error {
+	return g.s.opts.Store.SetRunTaint(ctx, g.runID, origin)
 }
 
 func (g *gate) hold(h heldCall) {
