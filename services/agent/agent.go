@@ -105,6 +105,9 @@ type Service struct {
 	mu         sync.Mutex
 	active     map[int64]context.CancelCauseFunc
 	childSlots map[int64]chan struct{}
+	// execs are the executions running in this process, by run id
+	// (made on first use).
+	execs map[int64]*execution
 	// lastPrune is when stored requests were last pruned (Unix seconds).
 	lastPrune atomic.Int64
 }

@@ -23,70 +23,33 @@ func (e *waitError) Error() string {
 	return fmt.Sprintf("waiting for the owner's approval of %d call(s)", len(e.held))
 }
 
-// loopStarter is who starts a loop of kind on timeline, for the policy.
-func loopStarter(kind, timeline string) services.Starter {
-	switch {
-	case timeline != services.DefaultTimeline:
-		return services.StarterStranger
-	case kind == kindSchedule:
-		return services.StarterSchedule
-	case kind == kindChild || kind == kindInline:
-		return services.StarterSubagent
-	}
-	return services.StarterOwner
-}
-
-// loopGate is the gate of a loop built without one: a delegated task's is
-// tainted when its parent is (the task was written by the parent); inline
-// work shares its parent's.
-func (s *Service) loopGate(ctx context.Context, l loopSpec) *gate {
-	parent := gateOf(ctx)
-	if l.kind == kindInline && parent != nil {
-		return parent
-	}
-	g := s.newGate(loopStarter(l.kind, l.call.TimelineScope), l.stepRun, parent.taintedBy())
-	if parent != nil {
-		g.group = parent.group
-	}
-	return g
-}
-
-// finishWaiting ends a run's attempt holding calls: in one transaction the
-// run ends 'waiting', each held call becomes a pending approval and the
-// owner is asked on their timeline (every channel). The timeline's lock is
-// released with it: the owner can go on chatting.
-func (s *Service) finishWaiting(ctx context.Context, run services.Run, trigger services.Message, fin services.RunFinish, w *waitError) error {
+// finishWaiting ends a main run's attempt holding calls: in one
+// transaction the run ends 'waiting', each held call becomes a pending
+// approval and the owner is asked on their timeline (every channel). The
+// timeline's lock is released with it: the owner can go on chatting.
+func (e *execution) finishWaiting(ctx context.Context, fin services.RunFinish, w *waitError) error {
+	s, run := e.s, e.run
 	fin.Status, fin.Error = services.RunWaiting, w.Error()
-	var posted []services.Message
-	var created []bool
 	var asked []services.Approval
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
-		if _, err := tx.FinishRun(ctx, run.ID, fin); err != nil {
-			return err
-		}
+	ask := func(ctx context.Context, tx services.Store, c *closed) error {
+		asked = asked[:0]
 		for _, h := range w.held {
 			a, err := tx.CreateApproval(ctx, services.Approval{RunID: run.ID, TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
-				TriggerMessageID: trigger.ID, CallID: h.call.ID, Tool: h.call.Name, Arguments: h.call.Arguments, Effect: h.effect,
+				TriggerMessageID: e.trigger.ID, CallID: h.call.ID, Tool: h.call.Name, Arguments: h.call.Arguments, Effect: h.effect,
 				TaintedBy: w.taintedBy, ExpiresAt: time.Now().Add(s.opts.ApprovalTimeout)})
 			if err != nil {
 				return err
 			}
-			msg, c, err := s.opts.Chat.PostTx(ctx, tx, s.approvalNotice(a))
-			if err != nil {
+			if err := e.post(s.approvalNotice(a))(ctx, tx, c); err != nil {
 				return err
 			}
-			asked, posted, created = append(asked, a), append(posted, msg), append(created, c)
+			asked = append(asked, a)
 		}
 		return nil
-	})
-	if services.IsKind(err, services.ECONFLICT) {
-		return nil // stopped meanwhile: nothing is held
 	}
-	if err != nil {
-		return err
-	}
-	for i, m := range posted {
-		s.opts.Chat.Announce(ctx, m, created[i])
+	// Its held calls stay open: their results come when it resumes.
+	if _, ok, err := e.close(ctx, closing{fin: fin, steps: []closeStep{ask}, keepOpenCalls: true}); err != nil || !ok {
+		return err // not ok: stopped meanwhile, nothing is held
 	}
 	for _, a := range asked {
 		s.auditApproval(ctx, a, "asked", "")
@@ -120,8 +83,8 @@ func (s *Service) askDetached(ctx context.Context, l loopSpec, call services.Too
 	var created bool
 	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
 		var err error
-		a, err = tx.CreateApproval(ctx, services.Approval{RunID: l.stepRun, TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
-			CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Effect: effect, TaintedBy: l.gate.taintedBy(),
+		a, err = tx.CreateApproval(ctx, services.Approval{RunID: l.stepRun(), TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
+			CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Effect: effect, TaintedBy: l.e.gate.taintedBy(),
 			Detached: true, ExpiresAt: time.Now().Add(s.opts.ApprovalTimeout)})
 		if err != nil {
 			return err
@@ -363,7 +326,9 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 			g.taint(ctx, o)
 		}
 	}
-	s.auditCall(ctx, run.ID, run.TimelineScope, a.Tool, a.Arguments, a.Effect, a.TaintedBy, res)
+	ac := a
+	ac.RunID, ac.TimelineScope = run.ID, run.TimelineScope
+	s.auditCall(ctx, ac, res)
 	status := "ok"
 	if res.IsError {
 		status = "error: " + res.ErrorCode
@@ -430,7 +395,7 @@ func (s *Service) executeDetached(ctx context.Context, a services.Approval) {
 	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
 		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
-	s.auditCall(ctx, a.RunID, a.TimelineScope, a.Tool, a.Arguments, a.Effect, a.TaintedBy, res)
+	s.auditCall(ctx, a, res)
 	status := "ok"
 	if res.IsError {
 		status = "error: " + res.ErrorCode
@@ -523,13 +488,15 @@ func (s *Service) SweepApprovals(ctx context.Context, every time.Duration) {
 }
 
 // auditCall records a call of a lasting or outbound class and its outcome.
-func (s *Service) auditCall(ctx context.Context, runID int64, timeline, tool string, args json.RawMessage, effect services.Effect, taintedBy string, res tools.Result) {
+// c is the call as an approval records it (run, timeline, tool, arguments,
+// effect, taint).
+func (s *Service) auditCall(ctx context.Context, c services.Approval, res tools.Result) {
 	status := "ok"
 	if res.IsError {
 		status = "error"
 	}
-	s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: tool, RunID: runID,
-		TimelineScope: timeline, Status: status, Detail: s.auditDetail(args, effect, taintedBy)})
+	s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: c.Tool, RunID: c.RunID,
+		TimelineScope: c.TimelineScope, Status: status, Detail: s.auditDetail(c.Arguments, c.Effect, c.TaintedBy)})
 }
 
 // auditApproval records an approval asked or decided.

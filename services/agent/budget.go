@@ -9,18 +9,6 @@ import (
 	"github.com/switchboard/switchboard/services/llm"
 )
 
-// budgetKind is the daily budget a loop's model calls count against: a
-// task run inline is the main conversation's.
-func budgetKind(l loopSpec) services.BudgetKind {
-	switch l.kind {
-	case kindChild:
-		return services.BudgetSubagent
-	case kindSchedule:
-		return services.BudgetSchedule
-	}
-	return services.BudgetMain
-}
-
 // reserve reserves a model call's estimated cost, the request's tokens
 // (counted with the tokenizer) and its largest answer, in tokens and at
 // the loop's model's price, against the loop's daily budgets; a call that
@@ -30,7 +18,7 @@ func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (ser
 		return services.BudgetHold{}, 0, nil
 	}
 	prompt := s.requestTokens(req)
-	hold, err := s.opts.Budgets.Reserve(ctx, services.BudgetCall{Kind: budgetKind(l), Model: l.provider.Model(), PromptTokens: prompt, MaxOutput: s.maxOutput(req)})
+	hold, err := s.opts.Budgets.Reserve(ctx, services.BudgetCall{Kind: l.e.pol.budget, Model: l.provider.Model(), PromptTokens: prompt, MaxOutput: s.maxOutput(req)})
 	return hold, prompt, err
 }
 

@@ -252,11 +252,23 @@ func (s *Service) acquireChildSlot(ctx context.Context, parentID int64) (func(),
 	}
 }
 
+// childTask is a delegated task's execution: in its own child run and
+// scope (kindChild), or inline in its parent's (kindInline).
+type childTask struct {
+	*execution
+	parent   services.Run
+	profile  Profile
+	provider llm.Provider
+	payload  json.RawMessage
+	// depth is the delegation depth of the task's own calls.
+	depth int
+	// scope is the child's context scope ("" inline).
+	scope string
+}
+
 // runChild executes a delegated task: in its own child run and scope, or
 // inline in main when sub-agents are off. The result is a handoff.
 func (s *Service) runChild(ctx context.Context, parent services.Run, profile Profile, task string, extra []string, call tools.Call) (tools.Result, error) {
-	started := time.Now()
-	inline := s.inline()
 	provider := s.opts.LLM
 	if profile.LLM != nil {
 		provider = profile.LLM
@@ -265,47 +277,88 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 	if err != nil {
 		return tools.Result{}, err
 	}
-	payloadJSON := mustJSON(payload)
+	c, err := s.startChild(ctx, childTask{parent: parent, profile: profile, provider: provider, payload: mustJSON(payload), depth: call.Depth + 1}, call)
+	if err != nil {
+		return tools.Result{}, err
+	}
 	h := Handoff{Version: 1, Kind: "handoff", AgentID: agentName(profile), Mode: "subagent"}
-	var child services.Run
-	scope := ""
-	if inline {
+	if !c.pol.ownRun {
 		h.Mode = "inline"
 	} else {
-		child, err = s.opts.Store.CreateRun(ctx, services.NewRun{
-			TimelineScope: parent.TimelineScope, ParentRunID: parent.ID, AgentID: profile.ID,
-			TriggerMessageID: parent.TriggerMessageID, Source: services.SourceAgent, Status: services.RunRunning, Model: provider.Model(),
-		})
-		if err != nil {
-			return tools.Result{}, err
-		}
-		scope = fmt.Sprintf("run:%d", child.ID)
-		if profile.ID != "" {
-			scope = fmt.Sprintf("sub:%s:%d", profile.ID, child.ID)
-		}
-		// From here on the child run exists: its bookkeeping must not be cut
-		// short by a /stop (the loop below sees the cancellation and the
-		// child ends 'cancelled' with its handoff), and a failure must not
-		// leave it 'running'.
-		bctx := context.WithoutCancel(ctx)
-		err := s.opts.Store.SetRunContextScope(bctx, child.ID, scope)
-		if err == nil {
-			_, err = s.opts.Store.AppendStep(bctx, child.ID, "task_payload", payloadJSON)
-		}
-		if err != nil {
-			_, _ = s.opts.Store.FinishRun(bctx, child.ID, services.RunFinish{Status: services.RunError, Error: "could not record the task: " + err.Error()})
-			return tools.Result{}, err
-		}
-		child.ContextScope = scope
-		h.RunID = child.ID
-		h.RecallID = handoffRef(child.ID)
+		h.RunID, h.RecallID = c.run.ID, handoffRef(c.run.ID)
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.opts.SubAgents.Timeout)
-	defer cancel()
-	text, refs, u, transcript, runErr := s.childLoop(cctx, parent, child, scope, profile, provider, payloadJSON, call.Depth+1, inline)
+	cctx, release := c.begin(ctx)
+	text, refs, u, transcript, runErr := s.childLoop(cctx, c)
+	release()
 	h.Usage.PromptTokens, h.Usage.CompletionTokens, h.Usage.CachedTokens = u.prompt, u.completion, u.cached
-	h.DurationMS = time.Since(started).Milliseconds()
+	h.DurationMS = time.Since(c.started).Milliseconds()
 	h.References = refs
+	c.judge(ctx, &h, text, runErr)
+	if !c.pol.ownRun {
+		h.Transcript = transcript
+	}
+	if err := c.deliverHandoff(context.WithoutCancel(ctx), h, u, call); err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Content: string(mustJSON(h)), IsError: h.Status != services.RunOK, Stored: c.pol.ownRun}, nil
+}
+
+// startChild makes a delegated task's execution: inline, under its
+// parent's gate and paid for by its parent's run; else in a child run of
+// its own, created with its scope and its payload step, its gate tainted
+// when its parent's is (the parent wrote the task).
+func (s *Service) startChild(ctx context.Context, c childTask, call tools.Call) (*childTask, error) {
+	parentGate := gateOf(ctx)
+	// What the observers hear of the child's end: its parent's trigger.
+	trigger := services.Message{ID: c.parent.TriggerMessageID, TimelineScope: c.parent.TimelineScope}
+	kind := kindChild
+	if s.inline() {
+		kind = kindInline
+	}
+	if !runPolicies[kind].ownRun {
+		c.execution = s.newExecution(kind, c.parent, trigger)
+		c.gate, c.payer = parentGate, s.executionOf(call.RunID)
+		if c.gate == nil || !c.pol.sharesGate {
+			c.gate = s.newGate(c.pol.starterOn(c.parent.TimelineScope), c.parent.ID, parentGate.taintedBy())
+		}
+		return &c, nil
+	}
+	child, err := s.opts.Store.CreateRun(ctx, services.NewRun{
+		TimelineScope: c.parent.TimelineScope, ParentRunID: c.parent.ID, AgentID: c.profile.ID,
+		TriggerMessageID: c.parent.TriggerMessageID, Source: services.SourceAgent, Status: services.RunRunning, Model: c.provider.Model(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.scope = fmt.Sprintf("run:%d", child.ID)
+	if c.profile.ID != "" {
+		c.scope = fmt.Sprintf("sub:%s:%d", c.profile.ID, child.ID)
+	}
+	// From here on the child run exists: its bookkeeping must not be cut
+	// short by a /stop (the loop sees the cancellation and the child ends
+	// 'cancelled' with its handoff), and a failure must not leave it
+	// 'running'.
+	bctx := context.WithoutCancel(ctx)
+	err = s.opts.Store.SetRunContextScope(bctx, child.ID, c.scope)
+	if err == nil {
+		_, err = s.opts.Store.AppendStep(bctx, child.ID, "task_payload", c.payload)
+	}
+	if err != nil {
+		_, _ = s.opts.Store.FinishRun(bctx, child.ID, services.RunFinish{Status: services.RunError, Error: "could not record the task: " + err.Error()})
+		return nil, err
+	}
+	child.ContextScope = c.scope
+	c.execution = s.newExecution(kind, child, trigger)
+	c.gate = s.newGate(c.pol.starterOn(child.TimelineScope), child.ID, parentGate.taintedBy())
+	if parentGate != nil {
+		c.gate.group = parentGate.group
+	}
+	return &c, nil
+}
+
+// judge sets the handoff's status and summary from how the task's loop
+// ended (ctx is the parent's: its end cancels the task).
+func (c *childTask) judge(ctx context.Context, h *Handoff, text string, runErr error) {
 	switch {
 	case runErr == nil:
 		h.Status = services.RunOK
@@ -315,7 +368,7 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 		}
 	case errors.Is(runErr, context.DeadlineExceeded) && ctx.Err() == nil:
 		h.Status = services.RunTimeout
-		h.Summary = fmt.Sprintf("the sub-agent did not finish within %s", s.opts.SubAgents.Timeout)
+		h.Summary = fmt.Sprintf("the sub-agent did not finish within %s", c.lim.timeout)
 	case ctx.Err() != nil:
 		h.Status = services.RunCancelled
 		h.Summary = "cancelled with its parent"
@@ -330,70 +383,48 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 			h.Result = truncateText(limit.Partial, 8000)
 		}
 	}
-	if inline {
-		h.Transcript = transcript
-		if _, err := s.opts.Store.AppendStep(context.WithoutCancel(ctx), parent.ID, services.StepHandoff, mustJSON(h)); err != nil {
-			return tools.Result{}, err
-		}
-		return tools.Result{Content: string(mustJSON(h)), IsError: h.Status != services.RunOK}, nil
-	}
-	if err := s.deliverHandoff(context.WithoutCancel(ctx), parent, child, h, u, call); err != nil {
-		return tools.Result{}, err
-	}
-	return tools.Result{Content: string(mustJSON(h)), IsError: h.Status != services.RunOK, Stored: true}, nil
 }
 
-// deliverHandoff closes the child run and writes its handoff into main (as
-// the delegate call's result, a handoff step of the parent, and a visible
-// marker) in one transaction: exactly once, also across a crash.
-func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run, h Handoff, u usage, call tools.Call) error {
+// deliverHandoff ends a delegated task. A child run is closed and its
+// handoff written into main (as the delegate call's result, a handoff
+// step of the parent, and a visible marker) in one transaction: exactly
+// once, also across a crash. Inline, the handoff is a step of the parent.
+func (c *childTask) deliverHandoff(ctx context.Context, h Handoff, u usage, call tools.Call) error {
+	s, parent, child := c.s, c.parent, c.run
 	body := mustJSON(h)
+	step := func(ctx context.Context, tx services.Store, _ *closed) error {
+		_, err := tx.AppendStep(ctx, parent.ID, services.StepHandoff, body)
+		return err
+	}
+	if !c.pol.ownRun {
+		_, _, err := c.close(ctx, closing{steps: []closeStep{step}})
+		return err
+	}
+	result := func(ctx context.Context, tx services.Store, done *closed) error {
+		// A handoff is a sub-agent's text (its parent is tainted by reading
+		// it): the row records that, and the sources the child read.
+		taint := services.Origin{Kind: services.OriginHandoff, Detail: h.AgentID}.String()
+		if by := done.run.TaintedBy; by != "" && by != taint {
+			taint += "; " + by
+		}
+		_, _, err := tx.InsertMessage(ctx, services.NewMessage{
+			TimelineScope: parent.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
+			Content: string(body), Visible: false, DedupeKey: fmt.Sprintf("handoff:%d", child.ID),
+			TokenCount: s.opts.Tokenizer.Count(string(body)),
+			Metadata: services.MessageMeta{RunID: parent.ID, ReplyTo: parent.TriggerMessageID, ToolCallID: call.CallID, ToolName: "delegate",
+				Kind: services.MetaHandoff, ChildRunID: child.ID, IsError: h.Status != services.RunOK, TaintedBy: taint}.Encode(),
+		})
+		return err
+	}
 	marker := services.PostParams{
 		TimelineScope: parent.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant, AgentID: h.AgentID,
 		Content:   fmt.Sprintf("%s finished (%s): %s", h.AgentID, h.Status, h.Summary),
 		DedupeKey: fmt.Sprintf("handoff-marker:%d", child.ID),
 		Metadata:  services.MessageMeta{Kind: services.MetaHandoff, RunID: parent.ID, ChildRunID: child.ID, AgentID: h.AgentID, HandoffStatus: h.Status, ReplyTo: parent.TriggerMessageID}.Encode(),
 	}
-	var msg services.Message
-	var created bool
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
-		done, err := tx.FinishRun(ctx, child.ID, services.RunFinish{Status: h.Status, Error: errorText(h),
-			PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached})
-		if err != nil {
-			return err
-		}
-		// A handoff is a sub-agent's text (its parent is tainted by reading
-		// it): the row records that, and the sources the child read.
-		taint := services.Origin{Kind: services.OriginHandoff, Detail: h.AgentID}.String()
-		if done.TaintedBy != "" && done.TaintedBy != taint {
-			taint += "; " + done.TaintedBy
-		}
-		if _, _, err := tx.InsertMessage(ctx, services.NewMessage{
-			TimelineScope: parent.TimelineScope, ContextScope: s.mainScope(), Role: services.RoleTool, Source: services.SourceAgent,
-			Content: string(body), Visible: false, DedupeKey: fmt.Sprintf("handoff:%d", child.ID),
-			TokenCount: s.opts.Tokenizer.Count(string(body)),
-			Metadata: services.MessageMeta{RunID: parent.ID, ReplyTo: parent.TriggerMessageID, ToolCallID: call.CallID, ToolName: "delegate",
-				Kind: services.MetaHandoff, ChildRunID: child.ID, IsError: h.Status != services.RunOK, TaintedBy: taint}.Encode(),
-		}); err != nil {
-			return err
-		}
-		if _, err := tx.AppendStep(ctx, parent.ID, services.StepHandoff, body); err != nil {
-			return err
-		}
-		msg, created, err = s.opts.Chat.PostTx(ctx, tx, marker)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	s.opts.Chat.Announce(ctx, msg, created)
-	if done, err := s.opts.Store.GetRun(ctx, child.ID); err == nil {
-		trigger := services.Message{ID: parent.TriggerMessageID, TimelineScope: parent.TimelineScope}
-		for _, o := range s.opts.Observers {
-			o.RunFinished(ctx, done, trigger)
-		}
-	}
-	return nil
+	fin := services.RunFinish{Status: h.Status, Error: errorText(h), PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
+	_, _, err := c.close(ctx, closing{fin: fin, steps: []closeStep{result, step, c.post(marker)}})
+	return err
 }
 
 func errorText(h Handoff) string {
@@ -629,51 +660,52 @@ func fitPayload(p *TaskPayload, count func(string) int) {
 // messages are stored in the child's scope (visible = 0) and its steps as the
 // child's; inline, its steps are the parent's, nothing else is stored and the
 // transcript travels in the handoff.
-func (s *Service) childLoop(ctx context.Context, parent, child services.Run, scope string, profile Profile, provider llm.Provider,
-	payload json.RawMessage, depth int, inline bool) (string, []string, usage, []string, error) {
-	system := profile.SystemPrompt
+func (s *Service) childLoop(ctx context.Context, c *childTask) (string, []string, usage, []string, error) {
+	system := c.profile.SystemPrompt
 	if system == "" {
 		system = DefaultSubAgentPrompt
 	}
+	timeline := c.parent.TimelineScope
 	// A profile's tool list is its core set (and all it may use); without
 	// one, a sub-agent gets the conversation's tools the way main does,
 	// less what the policy denies a sub-agent.
 	var all []tools.Tool
-	k := services.PolicyKey{Starter: loopStarter(kindChild, parent.TimelineScope), Tainted: gateOf(ctx).taintedBy() != ""}
-	for _, t := range s.toolsFor(parent.TimelineScope, k) {
-		if t.Name == "delegate" && depth >= s.opts.SubAgents.MaxDepth {
+	k := services.PolicyKey{Starter: runPolicies[kindChild].starterOn(timeline), Tainted: c.gate.taintedBy() != ""}
+	for _, t := range s.toolsFor(timeline, k) {
+		if t.Name == "delegate" && c.depth >= s.opts.SubAgents.MaxDepth {
 			continue
 		}
-		if len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
+		if len(c.profile.Tools) > 0 && !profileAllows(c.profile.Tools, t.Name) {
 			continue
 		}
 		// exec only where the profile names it.
-		if t.Effect == services.EffectExec && !profileAllows(profile.Tools, t.Name) {
+		if t.Effect == services.EffectExec && !profileAllows(c.profile.Tools, t.Name) {
 			continue
 		}
 		all = append(all, t)
 	}
 	var core []string
-	if len(profile.Tools) > 0 {
-		core = profile.Tools
+	if len(c.profile.Tools) > 0 {
+		core = c.profile.Tools
 	}
 	defs, box := s.selectTools(all, core)
 	if g := box.Groups(); g != "" {
 		system += "\n\n" + g
 	}
-	l := loopSpec{kind: kindChild, provider: provider, maxSteps: s.opts.SubAgents.MaxSteps, stepRun: child.ID, who: "the sub-agent", box: box,
+	var childID int64 // inline work has no run of its own
+	if c.pol.ownRun {
+		childID = c.run.ID
+	}
+	l := loopSpec{e: c.execution, provider: c.provider, box: box,
 		req: llm.Request{System: system, CacheSystem: true, Tools: defs,
 			// The task starts with when it was given, like any input.
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceAgent) + "\n\nTask payload (JSON):\n" + string(payload)}}},
-		call: tools.Call{TimelineScope: parent.TimelineScope, ContextScope: scopeOr(scope), RunID: child.ID, Depth: depth}}
-	rec := &childRecorder{s: s, timeline: parent.TimelineScope, scope: scope, agentID: profile.ID, childID: child.ID, store: !inline,
-		transcript: []string{"task: " + truncateText(string(payload), 400)}}
-	if inline {
-		l.kind, l.stepRun, l.call.RunID = kindInline, parent.ID, parent.ID
-	}
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: s.opts.Context.InputHeader(services.SourceAgent) + "\n\nTask payload (JSON):\n" + string(c.payload)}}},
+		call: tools.Call{TimelineScope: timeline, ContextScope: scopeOr(c.scope), RunID: c.run.ID, Depth: c.depth}}
+	rec := &childRecorder{s: s, timeline: timeline, scope: c.scope, agentID: c.profile.ID, childID: childID, store: c.pol.ownRun,
+		transcript: []string{"task: " + truncateText(string(c.payload), 400)}}
 	l.rec = rec
 	if err := rec.record(ctx, services.NewMessage{Role: services.RoleUser, Content: l.req.Messages[0].Content,
-		Metadata: services.MessageMeta{RunID: child.ID, Kind: services.MetaTaskPayload}.Encode()}); err != nil {
+		Metadata: services.MessageMeta{RunID: childID, Kind: services.MetaTaskPayload}.Encode()}); err != nil {
 		return "", nil, usage{}, nil, err
 	}
 	text, u, err := s.toolLoop(ctx, l)

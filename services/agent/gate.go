@@ -153,10 +153,17 @@ func (g *gate) taintWith(ctx context.Context, origin, roots string) {
 	origin = g.origin
 	g.mu.Unlock()
 	if first && g.runID != 0 {
-		if err := g.s.opts.Store.SetRunTaint(context.WithoutCancel(ctx), g.runID, origin); err != nil {
+		if err := g.record(context.WithoutCancel(ctx), origin); err != nil {
 			g.s.log.Warn("record run taint", "run_id", g.runID, "err", err)
 		}
 	}
+}
+
+// record stores on the loop's run the origin that tainted it (what the
+// owner is shown, and a resumed run starts from). Every run's taint is
+// recorded here.
+func (g *gate) record(ctx context.Context, origin string) error {
+	return g.s.opts.Store.SetRunTaint(ctx, g.runID, origin)
 }
 
 func (g *gate) hold(h heldCall) {
@@ -389,22 +396,22 @@ func (s *Service) Policy() *services.Policy { return s.policy() }
 // gateCall decides one call before it runs: a refusal (a secret in an
 // outbound argument, a denied call) as a Result, ask, or allow.
 func (s *Service) gateCall(ctx context.Context, l loopSpec, t tools.Tool, call services.ToolCall) (services.Effect, services.Decision, *tools.Result) {
-	effect := l.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
+	effect := l.e.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
 	if outbound(effect) && s.opts.Secrets.Contains(string(call.Arguments)) {
-		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun,
-			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun(),
+			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		r := tools.ErrorResult(CodeSecretInArguments, fmt.Sprintf("the arguments of %s contain a secret of the service; the call was refused and recorded", t.Name))
 		return effect, services.Deny, &r
 	}
-	d := s.policy().Decide(l.gate.key(), effect, t.Name, t.Source)
+	d := s.policy().Decide(l.e.gate.key(), effect, t.Name, t.Source)
 	if d == services.Deny {
 		why := "the policy denies " + string(effect) + " calls in this conversation"
-		if by := l.gate.taintedBy(); by != "" {
+		if by := l.e.gate.taintedBy(); by != "" {
 			why += " (this run read untrusted text " + by + ")"
 		}
 		r := tools.ErrorResult(CodePolicyDenied, fmt.Sprintf("%s was not run: %s.", t.Name, why))
-		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: t.Name, RunID: l.stepRun,
-			TimelineScope: l.call.TimelineScope, Status: "denied", Detail: s.auditDetail(call.Arguments, effect, l.gate.taintedBy())})
+		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditToolCall, Subject: t.Name, RunID: l.stepRun(),
+			TimelineScope: l.call.TimelineScope, Status: "denied", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		return effect, d, &r
 	}
 	return effect, d, nil

@@ -15,16 +15,6 @@ import (
 	"github.com/switchboard/switchboard/services/tools"
 )
 
-// Loop kinds: a main run, a child run (own run and scope), or a delegated
-// task run inline in main (sub-agents off).
-const (
-	kindMain   = "main"
-	kindChild  = "child"
-	kindInline = "inline"
-	// kindSchedule is a schedule's fire (own run and scope, no parent).
-	kindSchedule = "schedule"
-)
-
 // recorder stores what one kind of loop keeps of its messages; the steps
 // (model calls, tool calls and results) are recorded by the loop itself.
 type recorder interface {
@@ -36,37 +26,32 @@ type recorder interface {
 	answer(ctx context.Context, text string) error
 }
 
-// loopSpec is one model/tool loop: who answers, with what request, how
-// many steps, where steps go and how messages are kept.
+// loopSpec is one model/tool loop of an execution: who answers, with what
+// request and tools, and how its messages are kept. The execution says the
+// rest: its policy, the run its steps are recorded on, its gate, limits.
 type loopSpec struct {
-	kind     string
+	e        *execution
 	provider llm.Provider
 	req      llm.Request
 	// box holds the run's deferred tools (nil: none); those it loads join
 	// the next requests' tools after req's.
-	box      *tools.Toolbox
-	maxSteps int
-	// maxTokens, when positive, bounds the tokens (prompt and completion)
-	// the loop may use; past it the loop ends with an error.
-	maxTokens int
-	// stepRun is the run the steps are recorded on.
-	stepRun int64
+	box *tools.Toolbox
 	// call is the template of every tool call (timeline, scope, run, depth).
 	call tools.Call
-	// stream, for a main run, streams the answer's text to clients.
-	stream *services.Run
-	rec    recorder
-	// who names the agent in the step-limit error.
-	who string
-	// lastStep, when set (a main run), receives the recording of the
-	// answering call's step instead of the loop storing it: the run's end
-	// stores it in the transaction that stores the answer, one commit
-	// fewer per turn.
-	lastStep *func(tx services.Store) error
-	// gate is the loop's provenance and policy state (nil: made by
-	// toolLoop from the kind and the parent's gate).
-	gate *gate
+	rec  recorder
 }
+
+// stream is the run whose answer and tool activity are streamed to
+// clients (nil: not streamed).
+func (l loopSpec) stream() *services.Run {
+	if !l.e.pol.streams {
+		return nil
+	}
+	return &l.e.run
+}
+
+// stepRun is the run the loop's steps are recorded on.
+func (l loopSpec) stepRun() int64 { return l.e.run.ID }
 
 // cutError is a loop cut short (an error, /stop) with the text the model
 // had written by then, which the owner may have seen streamed.
@@ -103,25 +88,21 @@ func (e *stepLimitError) Error() string {
 // results back, until it answers or the steps run out.
 func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, error) {
 	var u usage
-	if l.gate == nil {
-		l.gate = s.loopGate(ctx, l)
-	}
-	ctx = context.WithValue(ctx, gateKey{}, l.gate)
-	if l.kind == kindInline {
-		// A task run inline is paid for by the run it runs in.
-		defer func() { inlineUsageOf(ctx).add(u) }()
-	}
+	e := l.e
+	ctx = context.WithValue(ctx, gateKey{}, e.gate)
+	// Inline work is paid for by the run it runs in.
+	defer func() { e.pay(u) }()
 	req := l.req
 	partial := ""
 	badInARow := 0
 	// find_tools reads and loads this loop's deferred tools (an inline
 	// task's loop has its own, never its parent's).
 	ctx = tools.WithToolbox(ctx, l.box)
-	for step := 0; step < l.maxSteps; step++ {
+	for step := 0; step < e.lim.steps; step++ {
 		var onDelta func(string)
 		var stream *deltaStream
-		if l.stream != nil {
-			stream = newDeltaStream(ctx, s.opts.Publisher, *l.stream)
+		if run := l.stream(); run != nil {
+			stream = newDeltaStream(ctx, s.opts.Publisher, *run)
 			onDelta = stream.add
 		}
 		// The exact request the provider sends is kept with the call's step.
@@ -148,15 +129,15 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		}
 		u.add(resp.Usage)
 		u.truncated = resp.StopReason == llm.StopMaxTokens
-		if l.maxTokens > 0 && u.prompt+u.completion > l.maxTokens && len(resp.ToolCalls) > 0 {
-			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", l.who, l.maxTokens, u.prompt+u.completion), partial: resp.Text}
+		if max := e.lim.tokens; max > 0 && u.prompt+u.completion > max && len(resp.ToolCalls) > 0 {
+			return "", u, &cutError{err: services.Errorf(services.ETOOLARGE, "%s used its budget of %d tokens (%d so far) without finishing", e.pol.who, max, u.prompt+u.completion), partial: resp.Text}
 		}
 		step := s.stepPayload(services.ModelCallStep{
 			Model: resp.Model, StopReason: resp.StopReason, Usage: resp.Usage,
 			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})
-		if len(resp.ToolCalls) == 0 && l.lastStep != nil {
+		if len(resp.ToolCalls) == 0 && e.pol.answerStepWithEnd {
 			endCtx := context.WithoutCancel(ctx)
-			*l.lastStep = func(tx services.Store) error {
+			e.lastStep = func(tx services.Store) error {
 				_, err := s.appendCallStepTx(endCtx, tx, l, services.StepModelCall, step, capture)
 				return err
 			}
@@ -165,7 +146,7 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		}
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text
-			if text == "" && l.kind == kindMain {
+			if text == "" && e.pol.noteEmpty {
 				text = "(The model returned an empty answer.)"
 			}
 			return text, u, l.rec.answer(ctx, text)
@@ -184,10 +165,10 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if err != nil {
 			return "", u, &cutError{err: err, partial: partial}
 		}
-		if held := l.gate.takeHeld(); len(held) > 0 {
+		if held := e.gate.takeHeld(); len(held) > 0 {
 			// The run ends this attempt; a run of the same trigger resumes
 			// after the owner's decision (approval.go).
-			return "", u, &waitError{held: held, taintedBy: l.gate.taintedBy()}
+			return "", u, &waitError{held: held, taintedBy: e.gate.taintedBy()}
 		}
 		if badInARow = nextBadCount(badInARow, bad, len(results)); badInARow >= maxBadCallsInARow {
 			return "", u, &cutError{err: badCallsError(l, resp.ToolCalls), partial: partial}
@@ -196,49 +177,14 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		req.Messages = append(req.Messages, results...)
 		req.Tools = l.withLoaded()
 	}
-	return "", u, &stepLimitError{Who: l.who, Steps: l.maxSteps, Partial: partial}
-}
-
-// inlineUsage sums the usage of the tasks a main run delegated inline
-// (sub-agents off): their model calls are made in the main scope, for the
-// main run, so the run's usage (stored, on /context, /metrics and in the
-// /v1 usage object) includes them.
-type inlineUsage struct {
-	mu sync.Mutex
-	u  usage
-}
-
-type inlineUsageKey struct{}
-
-func withInlineUsage(ctx context.Context) (context.Context, *inlineUsage) {
-	iu := &inlineUsage{}
-	return context.WithValue(ctx, inlineUsageKey{}, iu), iu
-}
-
-// inlineUsageOf is ctx's sum (nil outside a main run: add does nothing).
-func inlineUsageOf(ctx context.Context) *inlineUsage {
-	iu, _ := ctx.Value(inlineUsageKey{}).(*inlineUsage)
-	return iu
-}
-
-func (iu *inlineUsage) add(x usage) {
-	if iu == nil {
-		return
-	}
-	iu.mu.Lock()
-	defer iu.mu.Unlock()
-	iu.u.include(x)
-}
-
-func (iu *inlineUsage) total() usage {
-	iu.mu.Lock()
-	defer iu.mu.Unlock()
-	return iu.u
+	return "", u, &stepLimitError{Who: e.pol.who, Steps: e.lim.steps, Partial: partial}
 }
 
 // origin marks the steps of delegated work with their kind.
 func (l loopSpec) origin() services.StepOrigin {
-	return services.StepOrigin{Child: l.kind == kindChild, Inline: l.kind == kindInline, Schedule: l.kind == kindSchedule, TaintedBy: l.gate.taintedBy()}
+	o := l.e.pol.origin
+	o.TaintedBy = l.e.gate.taintedBy()
+	return o
 }
 
 // stepPayload is a step's stored JSON.
@@ -268,7 +214,7 @@ func badCallsError(l loopSpec, calls []services.ToolCall) error {
 	}
 	return services.CodedErrorf(services.EUNAVAILABLE, llm.CodeMalformedToolCall,
 		"%s made %d malformed tool calls in a row (%s); each was returned to the model with what was wrong, and it did not correct itself. A larger or better tool-calling model may do better.",
-		l.who, maxBadCallsInARow, what)
+		l.e.pol.who, maxBadCallsInARow, what)
 }
 
 // badCall reports whether a tool result says the call itself was malformed.
@@ -284,7 +230,7 @@ func (s *Service) runCalls(ctx context.Context, l loopSpec, calls, recorded []se
 	results := make([]llm.Message, len(calls))
 	bad := make([]bool, len(calls))
 	errs := make([]error, len(calls))
-	if l.kind == kindMain {
+	if l.e.pol.parallel {
 		var wg sync.WaitGroup
 		for i, call := range calls {
 			wg.Go(func() { results[i], bad[i], errs[i] = s.runCall(ctx, l, call, recorded[i]) })
@@ -312,7 +258,7 @@ func (s *Service) runCalls(ctx context.Context, l loopSpec, calls, recorded []se
 // runCall executes one call and records it (its arguments as recorded). It
 // reports whether the call was malformed (bad arguments, unknown tool).
 func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded services.ToolCall) (llm.Message, bool, error) {
-	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolCall, s.stepPayload(services.ToolCallStep{
+	if _, err := s.opts.Store.AppendStep(ctx, l.stepRun(), services.StepToolCall, s.stepPayload(services.ToolCallStep{
 		ID: call.ID, Name: call.Name, Arguments: recorded.Arguments, StepOrigin: l.origin()})); err != nil {
 		return llm.Message{}, false, err
 	}
@@ -342,9 +288,9 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		switch {
 		case refused != nil:
 			res = *refused
-		case decision == services.Ask && l.kind == kindMain:
+		case decision == services.Ask && l.e.pol.waits:
 			// Held: no result now; the run waits for the owner.
-			l.gate.hold(heldCall{call: call, effect: effect})
+			l.e.gate.hold(heldCall{call: call, effect: effect})
 			use.Status = "waiting"
 			s.publishTool(ctx, l, use)
 			return llm.Message{}, false, nil
@@ -353,17 +299,18 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		default:
 			res = s.opts.Tools.Execute(ctx, call.Name, c)
 			if call.Name == "fetch_url" {
-				l.gate.fetched(call.Arguments)
+				l.e.gate.fetched(call.Arguments)
 				if !res.IsError {
-					l.gate.readText(res.Content)
+					l.e.gate.readText(res.Content)
 				}
 			}
 			if o, ok := resultOrigin(t, call.Arguments); ok {
-				l.gate.taint(ctx, o)
+				l.e.gate.taint(ctx, o)
 				frame = &o
 			}
 			if lasting(effect) {
-				s.auditCall(ctx, l.stepRun, l.call.TimelineScope, t.Name, call.Arguments, effect, l.gate.taintedBy(), res)
+				s.auditCall(ctx, services.Approval{RunID: l.stepRun(), TimelineScope: l.call.TimelineScope, Tool: t.Name, Arguments: call.Arguments,
+					Effect: effect, TaintedBy: l.e.gate.taintedBy()}, res)
 			}
 		}
 	}
@@ -379,7 +326,7 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		// The result's step and its row commit together: one commit, and
 		// never one without the other.
 		if err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
-			if _, err := tx.AppendStep(ctx, l.stepRun, services.StepToolResult, step); err != nil {
+			if _, err := tx.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
 				return err
 			}
 			return tr.toolResultTx(ctx, tx, call, res)
@@ -387,7 +334,7 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 			return llm.Message{}, false, err
 		}
 	} else {
-		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun, services.StepToolResult, step); err != nil {
+		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
 			return llm.Message{}, false, err
 		}
 		if err := l.rec.toolResult(ctx, call, res); err != nil {
@@ -531,12 +478,13 @@ func offered(specs []services.ToolSpec, name string) bool {
 // started or ended (the chat shows it under the answer being written).
 // Sub-agents' calls are not shown: their handoff is.
 func (s *Service) publishTool(ctx context.Context, l loopSpec, use services.ToolUse) {
-	if l.stream == nil || s.opts.Publisher == nil {
+	run := l.stream()
+	if run == nil || s.opts.Publisher == nil {
 		return
 	}
 	data, err := json.Marshal(use)
 	if err != nil {
 		return
 	}
-	_ = s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventTool, TimelineScope: l.stream.TimelineScope, RunID: l.stream.ID, Data: data})
+	_ = s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventTool, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data})
 }

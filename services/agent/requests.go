@@ -33,21 +33,21 @@ func (s *Service) appendCallStep(ctx context.Context, l loopSpec, kind services.
 // of it).
 func (s *Service) appendCallStepTx(ctx context.Context, tx services.Store, l loopSpec, kind services.StepKind, payload json.RawMessage, c *llm.Capture) (services.Step, error) {
 	if c == nil {
-		return tx.AppendStep(ctx, l.stepRun, kind, payload)
+		return tx.AppendStep(ctx, l.stepRun(), kind, payload)
 	}
 	body, url := c.Body()
 	if body == nil {
 		// Nothing went on the wire (the offline model, a refused request).
-		return tx.AppendStep(ctx, l.stepRun, kind, payload)
+		return tx.AppendStep(ctx, l.stepRun(), kind, payload)
 	}
 	req := services.RunRequest{
 		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
 		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: c.Encoded(),
 	}
 	if rr, ok := tx.(services.RunRequests); ok {
-		return rr.AppendStepWithRequest(ctx, l.stepRun, kind, payload, req)
+		return rr.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
 	}
-	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun, kind, payload, req)
+	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
 }
 
 // gzipWriters are reused: a new gzip.Writer allocates most of a megabyte.

@@ -56,57 +56,121 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	}
 	s.publishRun(ctx, run, services.RunRunning)
 	if name, args, ok := services.ParseCommand(trigger.Content); ok && name == "compact" {
-		return s.executeCompact(ctx, run, trigger, args)
+		return s.newExecution(kindCompaction, run, trigger).compact(ctx, args)
 	}
-	for _, o := range s.opts.Observers {
-		o.RunStarted(ctx, run, trigger)
-	}
-	defer func() {
-		for _, o := range s.opts.Observers {
-			o.RunFinished(context.WithoutCancel(ctx), run, trigger)
-		}
-	}()
-
-	runCtx, cancel := context.WithCancelCause(ctx)
-	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, s.opts.RunTimeout, context.DeadlineExceeded)
-	defer cancelTimeout()
-	s.mu.Lock()
-	s.active[run.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.active, run.ID)
-		delete(s.childSlots, run.ID)
-		s.mu.Unlock()
-		cancel(nil)
-	}()
-
-	started := time.Now()
-	// The answering call's step is stored with the answer (lastStep).
-	var lastStep func(tx services.Store) error
-	runCtx, inline := withInlineUsage(runCtx)
-	var g *gate
-	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep, &g)
+	e := s.newExecution(kindMain, run, trigger)
+	runCtx, release := e.begin(ctx)
+	defer release()
+	out := e.loop(runCtx)
 	// Tasks delegated inline are paid for by this run (last, which decides
 	// compaction, stays the main prompt's).
-	u.include(inline.total())
+	out.u.include(e.inline.total())
+	return e.endMain(ctx, runCtx, out)
+}
+
+// mainOutcome is what a main run's loop came to.
+type mainOutcome struct {
+	answer string
+	obs    prompt.Inspection
+	u      usage
+	err    error
+}
+
+// endMain ends a main run: its answer (or a notice saying why there is
+// none) and the run's end commit together, then the compaction it
+// triggers. runCtx is the run's own context (its cause says a /stop or
+// the run's deadline); ctx the worker's.
+func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error {
+	s, run := e.s, e.run
 	// Recording the end must not be cut short by the run's own deadline.
 	endCtx := context.WithoutCancel(ctx)
 	fin := services.RunFinish{
 		Status:                services.RunOK,
-		PromptTokenBudget:     obs.Budget,
-		EstimatedPromptTokens: obs.TotalTokens,
-		ModelContextWindow:    obs.Window,
-		PromptTokens:          u.prompt,
-		CompletionTokens:      u.completion,
-		CachedTokens:          u.cached,
+		PromptTokenBudget:     out.obs.Budget,
+		EstimatedPromptTokens: out.obs.TotalTokens,
+		ModelContextWindow:    out.obs.Window,
+		PromptTokens:          out.u.prompt,
+		CompletionTokens:      out.u.completion,
+		CachedTokens:          out.u.cached,
 	}
-	var notice string
 	var waiting *waitError
+	if errors.As(out.err, &waiting) {
+		return e.finishWaiting(endCtx, fin, waiting)
+	}
+	notice, shutdown := e.mainNotice(ctx, runCtx, &fin, out.err)
+	if shutdown {
+		// This process is shutting down: leave the run for the reaper, which
+		// tells the user it was interrupted.
+		return ctx.Err()
+	}
+	// The answer (or notice) and the end of the run commit together: a crash
+	// leaves either a queued/running run (retried or interrupted) or an
+	// answered, finished one, never an answer without a closed run.
+	post := e.answerParams(out)
+	if out.err != nil {
+		post = noticeParams(run, e.trigger, notice, fin.Status)
+		post.Metadata = failureMeta(post.Metadata, out.err)
+	}
+	// Compaction, when the last prompt and the next input near the window,
+	// is a job of its own enqueued with the run's end: it runs after the
+	// timeline's lock is released, so the next message is not held.
+	compactStep, compactAfter := e.compaction(endCtx, services.MainScope, fmt.Sprintf("run:%d", run.ID))
+	compact := out.err == nil && s.shouldCompact(endCtx, run, out.u.last, out.obs)
+	if !compact {
+		compactStep, compactAfter = nil, func() {}
+	}
+	done, _, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep}})
+	if out.err == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
+		// An answer that cannot be stored must not leave the run open (it
+		// would end 'interrupted' as if the server had restarted): the run
+		// ends in error and the owner is told why.
+		s.log.Error("store answer", "run_id", run.ID, "err", err)
+		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
+		done, _, err = e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(noticeParams(run, e.trigger,
+			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), txStep(e.lastStep)}})
+	}
+	if err != nil {
+		return err
+	}
+	s.publishRun(endCtx, done, fin.Status)
+	compactAfter()
+	s.pruneRequests(endCtx)
+	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
+		"prompt_tokens", out.u.prompt, "cached_tokens", out.u.cached, "duration_ms", time.Since(e.started).Milliseconds())
+	return nil
+}
+
+// txStep is a step of an end's transaction that posts nothing.
+func txStep(f func(tx services.Store) error) closeStep {
+	if f == nil {
+		return nil
+	}
+	return func(_ context.Context, tx services.Store, _ *closed) error { return f(tx) }
+}
+
+// answerParams is a main run's answer as posted.
+func (e *execution) answerParams(out mainOutcome) services.PostParams {
+	run, trigger := e.run, e.trigger
+	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: out.u.truncated, TaintedBy: e.gate.rootsText()}
+	if e.s.opts.LLM.Name() == llm.ProviderOffline {
+		// How to configure a model is for the owner, not for the model
+		// configured later: such answers stay out of prompts.
+		meta.Notice = services.NoticeOfflineModel
+	}
+	return services.PostParams{
+		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
+		Content: out.answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
+		Metadata: meta.Encode(),
+	}
+}
+
+// mainNotice sets fin to how a main run ended with runErr and returns the
+// owner's notice of it; shutdown says this process is stopping (the run is
+// left to the reaper).
+func (e *execution) mainNotice(ctx, runCtx context.Context, fin *services.RunFinish, runErr error) (notice string, shutdown bool) {
+	timeout := e.lim.timeout
 	switch {
 	case runErr == nil:
-	case errors.As(runErr, &waiting):
-		return s.finishWaiting(endCtx, run, trigger, fin, waiting)
 	case errors.Is(context.Cause(runCtx), errStopped):
 		fin.Status, fin.Error = services.RunCancelled, "stopped by the owner"
 		notice = "Stopped."
@@ -117,12 +181,10 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// Only the run's own deadline makes a run time out; a model call that
 	// timed out is a provider error (the owner is told the model is slow).
 	case errors.Is(context.Cause(runCtx), context.DeadlineExceeded):
-		fin.Status, fin.Error = services.RunTimeout, fmt.Sprintf("run took longer than %s", s.opts.RunTimeout)
-		notice = fmt.Sprintf("I ran out of time (the limit is %s) before finishing. Ask again, perhaps in smaller steps.", s.opts.RunTimeout)
+		fin.Status, fin.Error = services.RunTimeout, fmt.Sprintf("run took longer than %s", timeout)
+		notice = fmt.Sprintf("I ran out of time (the limit is %s) before finishing. Ask again, perhaps in smaller steps.", timeout)
 	case ctx.Err() != nil:
-		// This process is shutting down: leave the run for the reaper, which
-		// tells the user it was interrupted.
-		return ctx.Err()
+		return "", true
 	default:
 		fin.Status, fin.Error = services.RunError, runErr.Error()
 		notice = "I could not answer: " + services.ErrorMessage(runErr)
@@ -134,55 +196,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 			notice = budgetNotice(runErr)
 		}
 	}
-	// The answer (or notice) and the end of the run commit together: a crash
-	// leaves either a queued/running run (retried or interrupted) or an
-	// answered, finished one, never an answer without a closed run.
-	meta := services.MessageMeta{RunID: run.ID, ReplyTo: trigger.ID, Truncated: u.truncated, TaintedBy: g.rootsText()}
-	if s.opts.LLM.Name() == llm.ProviderOffline {
-		// How to configure a model is for the owner, not for the model
-		// configured later: such answers stay out of prompts.
-		meta.Notice = services.NoticeOfflineModel
-	}
-	post := services.PostParams{
-		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
-		Content: answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-		Metadata: meta.Encode(),
-	}
-	if runErr != nil {
-		post = noticeParams(run, trigger, notice, fin.Status)
-		post.Metadata = failureMeta(post.Metadata, runErr)
-	}
-	// Compaction, when the last prompt and the next input near the window,
-	// is a job of its own enqueued with the run's end: it runs after the
-	// timeline's lock is released, so the next message is not held.
-	compact := runErr == nil && s.shouldCompact(endCtx, run, u.last, obs)
-	var enqueue func(tx services.Store) error
-	if compact && s.opts.Compactions != nil {
-		enqueue = func(tx services.Store) error {
-			return s.opts.Compactions.EnqueueCompactionTx(endCtx, tx, run.TimelineScope, services.MainScope)
-		}
-	}
-	done, err := s.finish(endCtx, run, fin, post, lastStep, enqueue)
-	if runErr == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
-		// An answer that cannot be stored must not leave the run open (it
-		// would end 'interrupted' as if the server had restarted): the run
-		// ends in error and the owner is told why.
-		s.log.Error("store answer", "run_id", run.ID, "err", err)
-		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
-		done, err = s.finish(endCtx, run, fin, noticeParams(run, trigger,
-			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status), lastStep)
-	}
-	if err != nil {
-		return err
-	}
-	s.publishRun(endCtx, done, fin.Status)
-	if compact && s.opts.Compactions == nil {
-		s.autoCompact(endCtx, run.TimelineScope, services.MainScope, fmt.Sprintf("run:%d", run.ID))
-	}
-	s.pruneRequests(endCtx)
-	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,
-		"prompt_tokens", u.prompt, "cached_tokens", u.cached, "duration_ms", time.Since(started).Milliseconds())
-	return nil
+	return notice, false
 }
 
 // recordPrompt stores the prompt's observation on the run and its prompt
@@ -237,49 +251,6 @@ func failureMeta(raw json.RawMessage, runErr error) json.RawMessage {
 		meta.RetryAfterMS = pe.RetryAfter.Milliseconds()
 	}
 	return meta.Encode()
-}
-
-// finish stores the run's last visible message and closes the run in one
-// transaction, then announces the message. A run already closed (by /stop
-// or the reaper racing us) keeps its end and gets no second message.
-//
-// also, when given, runs in that transaction too (a compaction job).
-func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams, also ...func(tx services.Store) error) (services.Run, error) {
-	var msg services.Message
-	var created bool
-	var done services.Run
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
-		var err error
-		if done, err = tx.FinishRun(ctx, run.ID, fin); err != nil {
-			return err
-		}
-		if err := s.closeOpenCalls(ctx, tx, run, fin.Status); err != nil {
-			return err
-		}
-		if msg, created, err = s.opts.Chat.PostTx(ctx, tx, post); err != nil {
-			return err
-		}
-		for _, f := range also {
-			if f != nil {
-				if err := f(tx); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if services.IsKind(err, services.ECONFLICT) {
-		cur, gerr := s.opts.Store.GetRun(ctx, run.ID)
-		if gerr != nil {
-			return services.Run{}, gerr
-		}
-		return cur, nil
-	}
-	if err != nil {
-		return services.Run{}, err
-	}
-	s.opts.Chat.Announce(ctx, msg, created)
-	return done, nil
 }
 
 // closeOpenCalls stores a result for each tool call of run left without
@@ -345,12 +316,14 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 	if err != nil {
 		return err
 	}
+	e := s.newExecution(kindMain, run, trigger)
+	e.gate = s.newGate(e.pol.starterOn(run.TimelineScope), run.ID, run.TaintedBy)
 	// Calls it had resumed get their result; none runs (again).
-	if err := s.settleApprovals(ctx, run, s.newGate(mainStarter(run.TimelineScope), run.ID, run.TaintedBy), true); err != nil {
+	if err := s.settleApprovals(ctx, run, e.gate, true); err != nil {
 		return err
 	}
-	done, err := s.finish(ctx, run, services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"},
-		noticeParams(run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted))
+	done, _, err := e.close(ctx, closing{fin: services.RunFinish{Status: services.RunInterrupted, Error: "the worker stopped mid-run (process restart or crash)"},
+		steps: []closeStep{e.post(noticeParams(run, trigger, "My answer to this was interrupted (the server restarted). Send it again if you still need it.", services.RunInterrupted))}})
 	if err != nil {
 		return err
 	}
@@ -367,34 +340,27 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 	return nil
 }
 
-// loop builds the prompt and runs the model/tool loop. It returns the final
-// answer text, the prompt inspection and the usage.
-//
-// *gp receives the run's gate (its taint marks the answer).
-func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error, gp **gate) (string, prompt.Inspection, usage, error) {
+// loop builds a main run's prompt and runs its model/tool loop.
+func (e *execution) loop(ctx context.Context) mainOutcome {
+	s, run, trigger := e.s, e.run, e.trigger
 	s.transcribe(ctx, run, trigger)
-	g := s.newGate(mainStarter(run.TimelineScope), run.ID, "")
-	*gp = g
+	g := s.newGate(e.pol.starterOn(run.TimelineScope), run.ID, "")
+	e.gate = g
 	g.group = inGroup(trigger)
-	if o := s.startOrigin(ctx, run, trigger); o != "" {
-		g.start(o)
-		if run.TaintedBy == "" {
-			if err := s.opts.Store.SetRunTaint(ctx, run.ID, o); err != nil {
-				return "", prompt.Inspection{}, usage{}, err
-			}
-		}
+	if err := e.startTainted(ctx, s.startOrigin(ctx, run, trigger)); err != nil {
+		return mainOutcome{err: err}
 	}
 	// A run resuming after the owner's decisions first settles the calls
 	// it held: approved ones run (once), others get a result saying why not.
 	if err := s.settleApprovals(ctx, run, g, false); err != nil {
-		return "", prompt.Inspection{}, usage{}, err
+		return mainOutcome{err: err}
 	}
 	defs, box := s.mainTools(run.TimelineScope, services.PolicyKey{Starter: g.starter, Tainted: g.origin != ""})
 	built, err := s.opts.Context.Build(ctx, prompt.BuildParams{
 		TimelineScope: run.TimelineScope, ContextScope: services.MainScope, TriggerID: trigger.ID, Trigger: &trigger, Tools: defs, Deferred: box.Groups(),
 	})
 	if err != nil {
-		return "", prompt.Inspection{}, usage{}, err
+		return mainOutcome{err: err}
 	}
 	obs := built.Inspection
 	// Text of the prompt's history written under taint (an answer that
@@ -408,7 +374,7 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	}
 	s.logWarnings(run, obs)
 	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
-		return "", obs, usage{}, err
+		return mainOutcome{obs: obs, err: err}
 	}
 	req := s.withSettled(built.Request, g)
 	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
@@ -416,11 +382,10 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 	}
 	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		kind: kindMain, provider: s.opts.LLM, req: req, box: box, maxSteps: s.opts.MaxSteps, stepRun: run.ID,
-		call:   tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
-		stream: &run, rec: mainRecorder{s: s, run: run}, who: "the agent", lastStep: lastStep, gate: g,
+		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run},
+		call: tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 	})
-	return text, obs, u, err
+	return mainOutcome{answer: text, obs: obs, u: u, err: err}
 }
 
 // startingNote tells the model which MCP servers are still starting (right
@@ -526,9 +491,10 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// executeCompact runs /compact [focus]: summarise the oldest whole turns of
+// compact runs /compact [focus]: summarise the oldest whole turns of
 // every written scope and tell the owner what happened.
-func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger services.Message, focus string) error {
+func (e *execution) compact(ctx context.Context, focus string) error {
+	s, run := e.s, e.run
 	results, err := s.opts.Context.Compact(ctx, run.TimelineScope, services.MainScope, focus)
 	fin := services.RunFinish{Status: services.RunOK}
 	var b strings.Builder
@@ -546,7 +512,8 @@ func (s *Service) executeCompact(ctx context.Context, run services.Run, trigger 
 		fin.Status, fin.Error = services.RunError, err.Error()
 		fmt.Fprintf(&b, "Compaction failed, nothing was moved: %s. Replies keep using the recent turns only.", services.ErrorMessage(err))
 	}
-	done, ferr := s.finish(context.WithoutCancel(ctx), run, fin, noticeParams(run, trigger, strings.TrimSpace(b.String()), fin.Status))
+	done, _, ferr := e.close(context.WithoutCancel(ctx), closing{fin: fin,
+		steps: []closeStep{e.post(noticeParams(run, e.trigger, strings.TrimSpace(b.String()), fin.Status))}})
 	if ferr != nil {
 		return ferr
 	}

@@ -40,6 +40,17 @@ func (l *FireLimits) defaults() {
 // sub-agents (their handoffs go to main) nor create or change schedules.
 var notForFires = map[string]bool{"delegate": true, "schedule": true, "update_schedule": true, "cancel_schedule": true}
 
+// fireRun is a schedule's fire in execution: the schedule, its fire in the
+// ledger, the task as its model reads it and, for a watch, what it read.
+type fireRun struct {
+	*execution
+	sc      services.Schedule
+	fire    services.ScheduleFire
+	at      time.Time
+	input   string
+	watched *services.WatchContent
+}
+
 // ExecuteFire runs the fire of schedule id due at at (the queue's worker
 // holds the schedule's lock): it begins the fire in the ledger (which
 // advances the schedule and enqueues its next fire), runs the task in the
@@ -51,20 +62,17 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	if s.opts.Fires == nil {
 		return services.Errorf(services.EUNAVAILABLE, "schedules are not configured")
 	}
-	var sc services.Schedule
-	var fire services.ScheduleFire
-	var run services.Run
-	var input string
+	f := &fireRun{execution: s.newExecution(kindFire, services.Run{}, services.Message{}), at: at}
 	err := s.retryConflict(ctx, func(tx services.Store) error {
 		var err error
-		if sc, fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
+		if f.sc, f.fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
 			return err
 		}
-		if sc.Watch != nil {
+		if f.sc.Watch != nil {
 			return nil // its run starts after the pre-check, if at all
 		}
-		input = s.fireInput(sc, at)
-		run, err = s.startFireRun(ctx, tx, sc, &fire, input, "")
+		f.input = s.fireInput(f.sc, at)
+		f.run, err = s.startFireRun(ctx, tx, f.sc, &f.fire, f.input, "")
 		return err
 	})
 	if services.IsKind(err, services.ENOTFOUND) {
@@ -74,46 +82,19 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	if err != nil {
 		return err
 	}
-	s.log.Info("fire started", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "timeline", sc.TimelineScope)
-	started := time.Now()
-
-	fctx, cancel := context.WithTimeoutCause(ctx, s.opts.Fire.Timeout, context.DeadlineExceeded)
-	defer cancel()
-	var watched *services.WatchContent
-	if sc.Watch != nil {
-		// The deterministic pre-check: the watched content, read without
-		// the model. Unchanged: the fire ends here, 0 model calls.
-		content, werr := s.readWatch(fctx, sc)
-		switch {
-		case werr != nil && ctx.Err() != nil:
-			return ctx.Err()
-		case werr != nil:
-			return s.endFire(ctx, sc, fire, run, started, usage{}, services.FireResult{Status: services.FireError,
-				Error: "could not read the watched page: " + services.ErrorMessage(werr)}, false)
-		case sc.WatchHash != "" && content.Hash == sc.WatchHash:
-			return s.endFire(ctx, sc, fire, run, started, usage{}, services.FireResult{Status: services.FireUnchanged, Watch: &content}, false)
-		}
-		watched = &content
-		origin := watchOrigin(*sc.Watch, content).String()
-		input = s.watchInput(sc, at, content)
-		err := s.retryConflict(ctx, func(tx services.Store) error {
-			f := fire
-			var err error
-			if run, err = s.startFireRun(ctx, tx, sc, &f, input, origin); err == nil {
-				fire = f
-			}
-			return err
-		})
-		if err != nil {
+	s.log.Info("fire started", "schedule_id", f.sc.ID, "fire_id", f.fire.ID, "run_id", f.run.ID, "timeline", f.sc.TimelineScope)
+	// A watch fire's run is made after the pre-check: it is not known by
+	// its id (a fire delegates nothing).
+	fctx, release := f.begin(ctx)
+	defer release()
+	if f.sc.Watch != nil {
+		if done, err := f.precheck(ctx, fctx); done || err != nil {
 			return err
 		}
-		s.log.Info("watch changed", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "first", sc.WatchHash == "")
 	}
-
-	fctx, inline := withInlineUsage(fctx)
-	answer, u, runErr := s.fireLoop(fctx, sc, run, input)
-	u.include(inline.total()) // tasks the fire delegated inline
-	if runErr == nil && s.fireProvider(sc).Name() == llm.ProviderOffline {
+	answer, u, runErr := f.loop(fctx)
+	u.include(f.inline.total()) // tasks the fire delegated inline
+	if runErr == nil && s.fireProvider(f.sc).Name() == llm.ProviderOffline {
 		// The offline model's answer says how to configure a model: no
 		// task was done. A reminder still reminds; a monitor fails (and
 		// pauses, telling the owner why).
@@ -124,8 +105,9 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 		// interrupted, the next fire is already scheduled.
 		return ctx.Err()
 	}
-	result := services.FireResult{Status: services.FireOK, Answer: answer, Watch: watched}
-	if watched != nil {
+	timedOut := errors.Is(context.Cause(fctx), context.DeadlineExceeded)
+	result := services.FireResult{Status: services.FireOK, Answer: answer, Watch: f.watched}
+	if f.watched != nil {
 		result.News, result.Answer = watchVerdict(answer)
 	}
 	switch {
@@ -133,13 +115,47 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	case services.ErrorCode(runErr) == services.CodeBudgetExceeded:
 		// Ended as skipped (budget), not failed: it does not count towards
 		// pausing the schedule.
-		result = services.FireResult{Status: services.FireSkipped, Error: "skipped: budget (" + services.ErrorMessage(runErr) + ")", Watch: watched}
-	case errors.Is(context.Cause(fctx), context.DeadlineExceeded):
-		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", s.opts.Fire.Timeout), Watch: watched}
+		result = services.FireResult{Status: services.FireSkipped, Error: "skipped: budget (" + services.ErrorMessage(runErr) + ")", Watch: f.watched}
+	case timedOut:
+		result = services.FireResult{Status: services.FireError, Error: fmt.Sprintf("it took longer than %s", f.lim.timeout), Watch: f.watched}
 	default:
-		result = services.FireResult{Status: services.FireError, Error: services.ErrorMessage(runErr), Watch: watched}
+		result = services.FireResult{Status: services.FireError, Error: services.ErrorMessage(runErr), Watch: f.watched}
 	}
-	return s.endFire(ctx, sc, fire, run, started, u, result, result.Status == services.FireError && errors.Is(context.Cause(fctx), context.DeadlineExceeded))
+	return f.end(ctx, u, result, result.Status == services.FireError && timedOut)
+}
+
+// precheck is a watch fire's deterministic pre-check: the watched
+// content, read without the model. Unchanged (or unreadable): the fire
+// ends here, 0 model calls (done). Changed: its run starts, tainted by
+// the page its input carries.
+func (f *fireRun) precheck(ctx, fctx context.Context) (done bool, err error) {
+	s, sc := f.s, f.sc
+	content, werr := s.readWatch(fctx, sc)
+	switch {
+	case werr != nil && ctx.Err() != nil:
+		return true, ctx.Err()
+	case werr != nil:
+		return true, f.end(ctx, usage{}, services.FireResult{Status: services.FireError,
+			Error: "could not read the watched page: " + services.ErrorMessage(werr)}, false)
+	case sc.WatchHash != "" && content.Hash == sc.WatchHash:
+		return true, f.end(ctx, usage{}, services.FireResult{Status: services.FireUnchanged, Watch: &content}, false)
+	}
+	f.watched = &content
+	origin := watchOrigin(*sc.Watch, content).String()
+	f.input = s.watchInput(sc, f.at, content)
+	err = s.retryConflict(ctx, func(tx services.Store) error {
+		fire := f.fire
+		run, err := s.startFireRun(ctx, tx, sc, &fire, f.input, origin)
+		if err == nil {
+			f.fire, f.run = fire, run
+		}
+		return err
+	})
+	if err != nil {
+		return true, err
+	}
+	s.log.Info("watch changed", "schedule_id", sc.ID, "fire_id", f.fire.ID, "run_id", f.run.ID, "first", sc.WatchHash == "")
+	return false, nil
 }
 
 // startFireRun creates, in tx, a fire's run (and, scoped, its input row in
@@ -175,11 +191,12 @@ func (s *Service) startFireRun(ctx context.Context, tx services.Store, sc servic
 	return run, tx.UpdateFire(ctx, *fire)
 }
 
-// endFire closes a fire: in one transaction its run's end (when it had
-// one), the ledger's end (notify policy, failures, the watch's content)
-// and the notification; then the announcements, the schedule scope's
-// compaction and the metrics.
-func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire services.ScheduleFire, run services.Run, started time.Time, u usage, result services.FireResult, timedOut bool) error {
+// end closes a fire: in one transaction its run's end (when it had one),
+// the ledger's end (notify policy, failures, the watch's content) and the
+// notification; then the announcements, the schedule scope's compaction
+// and the metrics.
+func (f *fireRun) end(ctx context.Context, u usage, result services.FireResult, timedOut bool) error {
+	s, run := f.s, f.run
 	result.Tokens, result.ModelCalls = u.prompt+u.completion, u.calls
 	fin := services.RunFinish{Status: services.RunOK, PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached}
 	switch result.Status {
@@ -190,80 +207,21 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 		}
 	}
 	endCtx := context.WithoutCancel(ctx)
-	var posted []services.Message
 	var decision services.FireDecision
-	err := s.retryConflict(endCtx, func(tx services.Store) error {
-		posted = posted[:0]
+	ledger := func(ctx context.Context, tx services.Store, c *closed) error {
 		var err error
-		// The notification carries the fire's taint: a later prompt that
-		// includes it starts tainted.
-		taint := run.TaintedBy
-		if run.ID != 0 {
-			var done services.Run
-			if done, err = tx.FinishRun(endCtx, run.ID, fin); err != nil && !services.IsKind(err, services.ECONFLICT) {
-				return err
-			}
-			if done.TaintedBy != "" {
-				taint = done.TaintedBy
-			}
-		}
-		var ended services.ScheduleFire
-		if sc, ended, decision, err = s.opts.Fires.EndFireTx(endCtx, tx, sc.ID, fire, result); err != nil {
-			return err
-		}
-		if run.ID != 0 {
-			step := map[string]any{"status": result.Status, "notify": decision.Notify, "message": decision.Message, "error": result.Error, "paused": decision.Paused}
-			if result.Watch != nil {
-				step["news"], step["content_hash"] = result.News, result.Watch.Hash
-			}
-			if _, err := tx.AppendStep(endCtx, run.ID, services.StepKind("fire_result"), mustJSON(step)); err != nil {
-				return err
-			}
-		}
-		if decision.Notify {
-			msg, err := s.postNotice(endCtx, tx, sc, fire, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message, taint)
-			if err != nil {
-				return err
-			}
-			posted = append(posted, msg)
-			ended.MessageID = msg.ID
-			if err := tx.UpdateFire(endCtx, ended); err != nil {
-				return err
-			}
-		}
-		if decision.Paused {
-			msg, err := s.postNotice(endCtx, tx, sc, fire, "paused", decision.PauseNotice, "")
-			if err != nil {
-				return err
-			}
-			posted = append(posted, msg)
-		}
-		return nil
-	})
-	if err != nil {
+		decision, err = f.endLedger(ctx, tx, c, result)
 		return err
 	}
-	for _, m := range posted {
-		s.opts.Chat.Announce(endCtx, m, true)
+	if _, _, err := f.close(endCtx, closing{fin: fin, steps: []closeStep{ledger}}); err != nil {
+		return err
 	}
-	if run.ID != 0 {
-		if done, err := s.opts.Store.GetRun(endCtx, run.ID); err == nil {
-			for _, o := range s.opts.Observers {
-				o.RunFinished(endCtx, done, services.Message{})
-			}
-		}
-	}
-	if run.ID != 0 && s.opts.Flags.ScopedRead && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, s.opts.Tokenizer.Count(sc.Task)) {
+	if run.ID != 0 && s.opts.Flags.ScopedRead && result.Status == services.FireOK && s.opts.Context.ShouldCompact(u.last, s.opts.Tokenizer.Count(f.sc.Task)) {
 		// The schedule's own summary cursor: its oldest fires become a
 		// summary its later fires read. As a job of its own, so the
 		// schedule's lock is not held for it.
-		if s.opts.Compactions != nil {
-			if err := s.opts.Compactions.EnqueueCompactionTx(endCtx, nil, sc.TimelineScope, sc.Scope()); err != nil {
-				s.log.Warn("schedule scope compaction not scheduled", "schedule_id", sc.ID, "err", err)
-			}
-		} else {
-			s.autoCompact(endCtx, sc.TimelineScope, sc.Scope(), fmt.Sprintf("fire:%d", fire.ID))
-		}
+		_, after := f.compaction(endCtx, f.sc.Scope(), fmt.Sprintf("fire:%d", f.fire.ID))
+		after()
 	}
 	if s.opts.FireObserved != nil {
 		label := string(result.Status)
@@ -272,10 +230,56 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 		}
 		s.opts.FireObserved(label)
 	}
-	s.log.Info("fire finished", "schedule_id", sc.ID, "fire_id", fire.ID, "run_id", run.ID, "status", result.Status,
+	s.log.Info("fire finished", "schedule_id", f.sc.ID, "fire_id", f.fire.ID, "run_id", run.ID, "status", result.Status,
 		"model_calls", result.ModelCalls, "tokens", result.Tokens,
-		"notified", decision.Notify, "paused", decision.Paused, "duration_ms", time.Since(started).Milliseconds())
+		"notified", decision.Notify, "paused", decision.Paused, "duration_ms", time.Since(f.started).Milliseconds())
 	return nil
+}
+
+// endLedger is the fire's part of its end's transaction (c holds the run
+// as closed): the ledger's end and the step that records it, then the
+// notification and the pause notice the ledger decided.
+func (f *fireRun) endLedger(ctx context.Context, tx services.Store, c *closed, result services.FireResult) (services.FireDecision, error) {
+	s, run := f.s, f.run
+	// The notification carries the fire's taint: a later prompt that
+	// includes it starts tainted.
+	taint := run.TaintedBy
+	if c.run.TaintedBy != "" {
+		taint = c.run.TaintedBy
+	}
+	sc, ended, decision, err := s.opts.Fires.EndFireTx(ctx, tx, f.sc.ID, f.fire, result)
+	if err != nil {
+		return decision, err
+	}
+	f.sc = sc
+	if run.ID != 0 {
+		step := map[string]any{"status": result.Status, "notify": decision.Notify, "message": decision.Message, "error": result.Error, "paused": decision.Paused}
+		if result.Watch != nil {
+			step["news"], step["content_hash"] = result.News, result.Watch.Hash
+		}
+		if _, err := tx.AppendStep(ctx, run.ID, services.StepKind("fire_result"), mustJSON(step)); err != nil {
+			return decision, err
+		}
+	}
+	if decision.Notify {
+		msg, err := f.postNotice(ctx, tx, "notify", "⏰ **"+sc.Name+"**\n\n"+decision.Message, taint)
+		if err != nil {
+			return decision, err
+		}
+		c.add(msg, true)
+		ended.MessageID = msg.ID
+		if err := tx.UpdateFire(ctx, ended); err != nil {
+			return decision, err
+		}
+	}
+	if decision.Paused {
+		msg, err := f.postNotice(ctx, tx, "paused", decision.PauseNotice, "")
+		if err != nil {
+			return decision, err
+		}
+		c.add(msg, true)
+	}
+	return decision, nil
 }
 
 // retryConflict runs fn in a transaction, again when the schedule changed
@@ -290,13 +294,14 @@ func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) 
 	return err
 }
 
-// postNotice posts a schedule's message to the owner's timeline (visible
-// in main, delivered to every channel of the owner), once per fire and
-// kind; taintedBy marks text a tainted fire wrote.
-func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services.Schedule, fire services.ScheduleFire, kind, text, taintedBy string) (services.Message, error) {
-	msg, _, err := s.opts.Chat.PostTx(ctx, tx, services.PostParams{
+// postNotice posts the schedule's message to the owner's timeline
+// (visible in main, delivered to every channel of the owner), once per
+// fire and kind; taintedBy marks text a tainted fire wrote.
+func (f *fireRun) postNotice(ctx context.Context, tx services.Store, kind, text, taintedBy string) (services.Message, error) {
+	sc := f.sc
+	msg, _, err := f.s.opts.Chat.PostTx(ctx, tx, services.PostParams{
 		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,
-		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", fire.ID, kind), NotifyOwner: true,
+		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", f.fire.ID, kind), NotifyOwner: true,
 		// No run id: the fire's steps stay out of the owner's view (the
 		// page shows a run's tool calls under its answer); the fire row
 		// links the two for the debug page.
@@ -367,17 +372,18 @@ func (s *Service) fireInput(sc services.Schedule, at time.Time) string {
 	return b.String()
 }
 
-// fireLoop runs a fire's model/tool loop. Scoped (AGENT_CONTEXT_SCOPED_READ
+// loop runs a fire's model/tool loop. Scoped (AGENT_CONTEXT_SCOPED_READ
 // =1) its prompt is the schedule's own scope (its earlier fires, with the
 // owner's rules and settings) and its rows are kept there, hidden; with
 // scoped reads off it runs single-space: the prompt is the main
 // conversation's with the task appended, and only its steps are recorded.
-func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run services.Run, input string) (string, usage, error) {
+func (f *fireRun) loop(ctx context.Context) (string, usage, error) {
+	s, sc, run, input := f.s, f.sc, f.run, f.input
 	var all []tools.Tool
 	var core []string
 	profile, hasProfile := s.opts.Profiles[sc.Profile]
 	// A watch fire starts tainted by the page its input carries.
-	key := services.PolicyKey{Starter: loopStarter(kindSchedule, sc.TimelineScope), Tainted: run.TaintedBy != ""}
+	key := services.PolicyKey{Starter: f.pol.starterOn(sc.TimelineScope), Tainted: run.TaintedBy != ""}
 	for _, t := range s.toolsFor(sc.TimelineScope, key) {
 		if notForFires[t.Name] || hasProfile && len(profile.Tools) > 0 && !profileAllows(profile.Tools, t.Name) {
 			continue
@@ -414,6 +420,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
 		store: scoped, replyTo: run.TriggerMessageID}
 	g := s.newGate(key.Starter, run.ID, run.TaintedBy)
+	f.gate = g
 	g.give(sc.Task) // the owner's (or owner-approved) task: its URLs are the owner's
 	if obs.TaintedBy != "" {
 		// Its prompt carries text written under taint (the main
@@ -421,8 +428,7 @@ func (s *Service) fireLoop(ctx context.Context, sc services.Schedule, run servic
 		g.taintWith(ctx, obs.TaintedBy, obs.TaintSources)
 	}
 	return s.toolLoop(ctx, loopSpec{
-		kind: kindSchedule, provider: s.fireProvider(sc), req: req, box: box, maxSteps: s.opts.Fire.MaxSteps, maxTokens: s.opts.Fire.MaxTokens, gate: g,
-		stepRun: run.ID, rec: rec, who: "the scheduled task",
+		e: f.execution, provider: s.fireProvider(sc), req: req, box: box, rec: rec,
 		call: tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
 	})
 }
