@@ -275,12 +275,12 @@ func topBlocks(d *Doc) []Block {
 		if p, ok := n.(*ast.Paragraph); start < 0 || ok && p.Lines().Len() == 0 || n.Kind() == ast.KindLinkReferenceDefinition {
 			continue // link reference definitions: a gap, made a paragraph
 		}
-		b := Block{Kind: BlockParagraph, StartLine: start, EndLine: d.endLine(n)}
+		b := Block{Kind: BlockParagraph, StartLine: start, EndLine: d.EndLine(n)}
 		switch n := n.(type) {
 		case *ast.Heading:
 			b.Kind, b.Level, b.Heading = BlockHeading, n.Level, d.headingText(n)
 			if p := n.Pos(); p >= 0 && d.Source[p] != '#' {
-				b.EndLine = min(b.EndLine+1, d.numLines()-1) // a setext underline
+				b.EndLine = min(b.EndLine+1, d.NumLines()-1) // a setext underline
 			}
 		case *ast.FencedCodeBlock:
 			b.Kind = BlockCode
@@ -292,7 +292,7 @@ func topBlocks(d *Doc) []Block {
 		case *ast.List:
 			b.Kind = BlockList
 		case *east.Table:
-			if d.isTable(n) {
+			if d.IsTable(n) {
 				b.Kind = BlockTable
 			}
 		case *ast.Blockquote:
@@ -313,10 +313,10 @@ func topBlocks(d *Doc) []Block {
 	return out
 }
 
-// isTable reports whether t is a GFM table: goldmark pads a header row
+// IsTable reports whether t is a GFM table: goldmark pads a header row
 // with fewer cells than the delimiter row, which GFM does not take for a
 // table.
-func (d *Doc) isTable(t *east.Table) bool {
+func (d *Doc) IsTable(t *east.Table) bool {
 	h := t.FirstChild()
 	if h == nil {
 		return false
@@ -332,7 +332,7 @@ func (d *Doc) isTable(t *east.Table) bool {
 // startLine returns the 0-based line where block n starts, or -1.
 func (d *Doc) startLine(n ast.Node) int {
 	if _, ok := n.(*east.Table); !ok && n.Pos() >= 0 {
-		return d.line(n.Pos())
+		return d.Line(n.Pos())
 	}
 	// A table's own Pos is its paragraph's, which may have had lines
 	// before the header row; its rows' are their lines'.
@@ -346,19 +346,19 @@ func (d *Doc) startLine(n ast.Node) int {
 	if start < 0 {
 		return -1
 	}
-	return d.line(start)
+	return d.Line(start)
 }
 
-// endLine returns the last 0-based line block n takes: the furthest of its
+// EndLine returns the last 0-based line block n takes: the furthest of its
 // nodes' positions and segments, a fence's closing line and a table's
 // delimiter row.
-func (d *Doc) endLine(n ast.Node) int {
+func (d *Doc) EndLine(n ast.Node) int {
 	end := -1
 	seg := func(s text.Segment) {
 		if s.Stop > s.Start {
-			end = max(end, d.line(s.Stop-1))
+			end = max(end, d.Line(s.Stop-1))
 		} else {
-			end = max(end, d.line(s.Start))
+			end = max(end, d.Line(s.Start))
 		}
 	}
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -366,20 +366,20 @@ func (d *Doc) endLine(n ast.Node) int {
 			return ast.WalkContinue, nil
 		}
 		if c.Pos() >= 0 {
-			end = max(end, d.line(c.Pos()))
+			end = max(end, d.Line(c.Pos()))
 		}
 		switch c := c.(type) {
 		case *ast.Text:
 			seg(c.Segment)
 		case *ast.FencedCodeBlock:
-			if l := d.fenceCloseLine(c); l >= 0 {
+			if l := d.FenceCloseLine(c); l >= 0 {
 				end = max(end, l)
 			}
 		case *east.TableHeader:
 			if c.Pos() >= 0 {
-				end = max(end, d.line(c.Pos())+1)
+				end = max(end, d.Line(c.Pos())+1)
 			} else if r := c.FirstChild(); r != nil && r.Pos() >= 0 {
-				end = max(end, d.line(r.Pos())+1)
+				end = max(end, d.Line(r.Pos())+1)
 			}
 		}
 		if c.Type() == ast.TypeBlock {
@@ -389,7 +389,7 @@ func (d *Doc) endLine(n ast.Node) int {
 		}
 		return ast.WalkContinue, nil
 	})
-	return min(end, d.numLines()-1)
+	return min(end, d.NumLines()-1)
 }
 
 // headingText is a heading's text as written, its lines trimmed and

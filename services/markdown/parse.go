@@ -60,9 +60,24 @@ func Parse(src string) *Doc {
 	return d
 }
 
-// line returns the 0-based line of byte offset off.
-func (d *Doc) line(off int) int {
+// Line returns the 0-based line of byte offset off.
+func (d *Doc) Line(off int) int {
 	return sort.Search(len(d.lineStarts), func(i int) bool { return d.lineStarts[i] > off }) - 1
+}
+
+// LineStart returns the byte offset where 0-based line i starts.
+func (d *Doc) LineStart(i int) int { return d.lineStarts[i] }
+
+// LineEnd returns the byte offset where 0-based line i ends: its "\n", or
+// the end of the source.
+func (d *Doc) LineEnd(i int) int {
+	if i+1 < len(d.lineStarts) {
+		return d.lineStarts[i+1] - 1
+	}
+	if n := len(d.Source); n > 0 && d.Source[n-1] == '\n' {
+		return n - 1
+	}
+	return len(d.Source)
 }
 
 // lineText returns line i without its line ending.
@@ -74,8 +89,8 @@ func (d *Doc) lineText(i int) []byte {
 	return bytes.TrimSuffix(bytes.TrimSuffix(d.Source[d.lineStarts[i]:end], []byte("\n")), []byte("\r"))
 }
 
-// numLines is the number of lines; a final newline does not start one.
-func (d *Doc) numLines() int {
+// NumLines is the number of lines; a final newline does not start one.
+func (d *Doc) NumLines() int {
 	if len(d.Source) == 0 {
 		return 0
 	}
@@ -98,7 +113,7 @@ func codeSpans(s string) []span {
 		switch n := n.(type) {
 		case *ast.FencedCodeBlock:
 			if start := n.Pos(); start >= 0 {
-				start = d.lineStarts[d.line(start)]
+				start = d.lineStarts[d.Line(start)]
 				out = append(out, span{start, d.fenceEnd(n)})
 			}
 			return ast.WalkSkipChildren, nil
@@ -123,22 +138,22 @@ func codeSpans(s string) []span {
 // the end of its closing fence line (without the line ending), or the end
 // of the source when it is not closed.
 func (d *Doc) fenceEnd(n *ast.FencedCodeBlock) int {
-	if l := d.fenceCloseLine(n); l >= 0 {
+	if l := d.FenceCloseLine(n); l >= 0 {
 		return d.lineStarts[l] + len(d.lineText(l))
 	}
 	return len(d.Source)
 }
 
-// fenceCloseLine returns the 0-based line of the closing fence of n, or -1
+// FenceCloseLine returns the 0-based line of the closing fence of n, or -1
 // when it has none.
-func (d *Doc) fenceCloseLine(n *ast.FencedCodeBlock) int {
-	open := d.line(n.Pos())
+func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
+	open := d.Line(n.Pos())
 	last := open
 	if l := n.Lines(); l.Len() > 0 {
-		last = d.line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
+		last = d.Line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
 	}
 	next := last + 1
-	if next >= d.numLines() {
+	if next >= d.NumLines() {
 		return -1
 	}
 	src := d.Source[n.Pos():]
