@@ -261,7 +261,11 @@ func (b *builder) quote(q *ast.Blockquote) {
 		return
 	}
 	end := b.lineEndAt(b.d.LineStart(b.d.EndLine(q)))
-	b.openTag(pos, pos+max(quoteMarker(b.src[pos:lineEnd(b.src, pos)]), 0), "<blockquote>", "</blockquote>", true)
+	m := pos + max(quoteMarker(b.src[pos:lineEnd(b.src, pos)]), 0)
+	if m >= end || strings.Trim(b.src[m:end], " \t\r\n>") == "" {
+		return // markers alone make no quote
+	}
+	b.openTag(pos, m, "<blockquote>", "</blockquote>", true)
 	b.quoteEnd = end
 	b.blocks(q)
 	b.flush(end)

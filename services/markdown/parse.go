@@ -40,12 +40,51 @@ var parserOnce = sync.OnceValue(func() parser.Parser {
 			blocks = append(blocks, v)
 		}
 	}
+	link := reflect.TypeOf(parser.NewLinkParser())
+	inlines := parser.DefaultInlineParsers()
+	for i, v := range inlines {
+		if reflect.TypeOf(v.Value) == link {
+			inlines[i].Value = boundedLinkParser{v.Value.(parser.InlineParser)}
+		}
+	}
 	base := parser.NewParser(parser.WithBlockParsers(blocks...),
-		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithInlineParsers(inlines...),
 		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
 	// The GFM extension adds its parsers to base.
 	return goldmark.New(goldmark.WithParser(base), goldmark.WithExtensions(extension.GFM)).Parser()
 })
+
+// maxLinkTail is how much of a line after a link's "]" (or "[", "!")
+// goldmark's link parser reads: it scans a destination to the end of the
+// line, which made a line full of "[a](" quadratic. A link whose
+// destination and title are longer stays text.
+const maxLinkTail = 2048
+
+// boundedLinkParser is goldmark's link parser reading at most maxLinkTail
+// bytes of a line.
+type boundedLinkParser struct{ parser.InlineParser }
+
+func (p boundedLinkParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	return p.InlineParser.Parse(parent, boundedReader{block}, pc)
+}
+
+// CloseBlock lets the link parser drop the brackets left open in a block.
+func (p boundedLinkParser) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
+	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
+		c.CloseBlock(parent, block, pc)
+	}
+}
+
+// boundedReader shows at most maxLinkTail bytes of each line.
+type boundedReader struct{ text.Reader }
+
+func (r boundedReader) PeekLine() ([]byte, text.Segment) {
+	line, seg := r.Reader.PeekLine()
+	if len(line) > maxLinkTail && seg.Padding == 0 {
+		line, seg.Stop = line[:maxLinkTail], seg.Start+maxLinkTail
+	}
+	return line, seg
+}
 
 // Parse parses src.
 func Parse(src string) *Doc {
