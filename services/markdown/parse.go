@@ -18,8 +18,8 @@ import (
 // strikethrough, task lists, autolinks) and without HTML blocks (a "<div>"
 // line is a paragraph with inline raw HTML, so it cannot take the lines
 // after it along). It is the one parse the block and reference operations
-// of this package and the renderers of the channels (terminal, web page)
-// work over.
+// of this package and the renderers of the channels (Telegram, terminal,
+// web page) work over.
 type Doc struct {
 	// Source is the parsed text.
 	Source []byte
