@@ -426,7 +426,7 @@ func (b *builder) end(n ast.Node) int {
 		}
 		return e
 	case *ast.CodeSpan:
-		_, close, k := b.codeSpanMarks(n)
+		_, close, k := b.d.CodeSpanMarks(n)
 		if close < 0 {
 			return -1
 		}
@@ -537,21 +537,10 @@ func (b *builder) strike(s *east.Strikethrough) {
 	b.closeTag(ce, oe)
 }
 
-// codeSpanMarks returns where the code span n opens, where its closing
-// backticks start (-1: not found) and how many there are.
-func (b *builder) codeSpanMarks(n *ast.CodeSpan) (open, close, k int) {
-	open = n.Pos()
-	if open < 0 || open >= len(b.src) {
-		return open, -1, 0
-	}
-	k = runLen(b.src, open, len(b.src), '`')
-	return open, codeClose(b.src, open+k, len(b.src), k), k
-}
-
 // codeSpan renders inline code as <code>, its text as written; in a link,
 // which Telegram does not let hold code, it stays text.
 func (b *builder) codeSpan(n *ast.CodeSpan) {
-	open, close, k := b.codeSpanMarks(n)
+	open, close, k := b.d.CodeSpanMarks(n)
 	if b.inLink || close < 0 {
 		return
 	}
@@ -673,21 +662,4 @@ func runLen(src string, i, hi int, c byte) int {
 		n++
 	}
 	return n
-}
-
-// codeClose returns the start of the first run of exactly n backticks in
-// src[from:hi], or -1.
-func codeClose(src string, from, hi, n int) int {
-	for j := from; j < hi; {
-		if src[j] != '`' {
-			j++
-			continue
-		}
-		m := runLen(src, j, hi, '`')
-		if m == n {
-			return j
-		}
-		j += m
-	}
-	return -1
 }

@@ -144,7 +144,7 @@ func listFenceEnd(d *Doc, n ast.Node, lines []string, first int) int {
 		return -1
 	}
 	src := d.Source[fence.Pos():]
-	c, k := src[0], runLen(string(src), 0, src[0])
+	c, k := src[0], runLen(src, 0, src[0])
 	last := -1
 	for i := first + d.EndLine(n) + 1; i < len(lines); i++ {
 		if t := strings.Trim(lines[i], " \t"); len(t) >= k && strings.Trim(t, string(c)) == "" {

@@ -157,13 +157,8 @@ func codeSpans(s string) []span {
 			}
 			return ast.WalkSkipChildren, nil
 		case *ast.CodeSpan:
-			start := n.Pos()
-			if start < 0 || start >= len(s) || s[start] != '`' {
-				return ast.WalkSkipChildren, nil
-			}
-			k := runLen(s, start, '`')
-			if end := codeClose(s, start+k, k); end >= 0 {
-				out = append(out, span{start, end + k})
+			if open, close, k := d.CodeSpanMarks(n); close >= 0 {
+				out = append(out, span{open, close + k})
 			}
 			return ast.WalkSkipChildren, nil
 		}
@@ -210,8 +205,19 @@ func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
 	return -1
 }
 
+// CodeSpanMarks returns where the code span n opens, where its closing
+// backticks start (-1: not found) and how many backticks each has.
+func (d *Doc) CodeSpanMarks(n *ast.CodeSpan) (open, close, k int) {
+	s, open := d.Source, n.Pos()
+	if open < 0 || open >= len(s) || s[open] != '`' {
+		return open, -1, 0
+	}
+	k = runLen(s, open, '`')
+	return open, codeClose(s, open+k, k), k
+}
+
 // runLen returns how many c characters start at s[i].
-func runLen(s string, i int, c byte) int {
+func runLen(s []byte, i int, c byte) int {
 	n := 0
 	for i+n < len(s) && s[i+n] == c {
 		n++
@@ -221,7 +227,7 @@ func runLen(s string, i int, c byte) int {
 
 // codeClose returns the start of the first run of exactly n backticks in
 // s[from:], or -1.
-func codeClose(s string, from, n int) int {
+func codeClose(s []byte, from, n int) int {
 	for j := from; j < len(s); {
 		if s[j] != '`' {
 			j++
