@@ -240,6 +240,9 @@ func topBlocks(d *Doc) ([]Block, []ast.Node) {
 		case *ast.ThematicBreak:
 			b.Kind = BlockThematicBreak
 		}
+		if k := len(out) - 1; k >= 0 && b.StartLine <= out[k].StartLine {
+			continue // goldmark may place a setext heading after a table cut from its lines
+		}
 		out = append(out, b)
 		nodes = append(nodes, n)
 	}
