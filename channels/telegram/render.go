@@ -6,30 +6,34 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
+
 	"github.com/switchboard/switchboard/services/markdown"
 )
 
-// Render converts the Markdown subset that LLMs commonly write into Telegram
-// HTML (parse_mode=HTML). It understands:
+// Render converts Markdown into Telegram HTML (parse_mode=HTML). It walks
+// the tree markdown.Parse builds (goldmark, GitHub-flavoured) and keeps the
+// source's text as it is, replacing only the markers of what Telegram can
+// show:
 //
-//   - **bold**, __bold__, *italic*, _italic_, ***bold italic***, ~~strike~~,
-//     with CommonMark's flanking rules, so snake_case and a * b stay literal;
-//   - `inline code` and fenced code blocks (``` or ~~~, with an optional
-//     language that becomes <pre><code class="language-…">); an unclosed fence
-//     runs to the end of the text, as in CommonMark;
+//   - **bold**, __bold__, *italic*, _italic_, ***bold italic***, ~~strike~~
+//     (CommonMark's flanking rules, so snake_case and a * b stay literal;
+//     marker runs must match exactly and emphasis does not cross lines);
+//   - `inline code` and fenced code blocks (an info string's first word that
+//     is a plain identifier becomes <pre><code class="language-…">); an
+//     unclosed fence runs to the end of its container, as in CommonMark;
 //   - [text](url) links whose URL is http, https, tg or mailto; other links
-//     stay literal text;
-//   - # headings (rendered bold), > quotes (<blockquote>), and -, *, + bullets
-//     (rendered "• "), task list items ("- [ ]", "- [x]": rendered "☐ ", "☑ ");
-//   - tables (a header row, a |---| delimiter row, data rows): a <pre> block
-//     of aligned columns when at most maxTableWidth characters wide, else
-//     one line per row (see table);
+//     keep their brackets and URL as text;
+//   - # headings (rendered bold), > quotes (one <blockquote>, nested ones
+//     flattened), - * + bullets (rendered "• "), task list items ("☐ ", "☑ ");
+//   - tables: a <pre> block of aligned columns when at most maxTableWidth
+//     characters wide, else one line per row (see table);
 //   - backslash escapes of ASCII punctuation.
 //
-// Everything else is text, with &, < and > escaped; invalid UTF-8 becomes
-// U+FFFD. Markers without a partner stay literal. Emphasis does not cross
-// lines. The result always passes ValidHTML; it may exceed Telegram's length
-// limit, which Split takes care of.
+// Everything else is text as written, with &, < and > escaped; invalid UTF-8
+// becomes U+FFFD. The result always passes ValidHTML; it may exceed
+// Telegram's length limit, which Split takes care of.
 func Render(markdown string) string {
 	var b strings.Builder
 	for _, u := range parse(markdown) {
@@ -75,54 +79,54 @@ const maxURLLen = 1024
 // characters, are dropped.
 const maxLangLen = 32
 
-// builder turns Markdown source into units.
+// builder turns the tree of a Markdown source into units. Source it passes
+// over without a node asking for markup becomes text.
 type builder struct {
+	d     *markdown.Doc
 	src   string
 	units []unit
 	open  []int // indexes in units of the open units not yet closed
+	at    int   // units cover src[:at]
+	// raw is set inside code: backslashes are text.
+	raw bool
+	// quoteEnd is where the blockquote being rendered ends (0: none); the
+	// quote markers starting its lines are hidden.
+	quoteEnd int
+	inLink   bool
 }
 
 // parse splits src into units; see unit.
 func parse(src string) []unit {
-	b := &builder{src: src, units: make([]unit, 0, len(src))}
-	for i := 0; i < len(src); {
-		eol := lineEnd(src, i)
-		if next, ok := b.fence(i, eol); ok {
-			i = next
-		} else if next, ok := b.quote(i); ok {
-			i = next
-		} else if next, ok := b.table(i); ok {
-			i = next
-		} else {
-			b.lineBody(i, eol)
-			i = eol
-		}
-		if i < len(src) { // src[i] == '\n'
-			b.text(i, i+1)
-			i++
-		}
-	}
+	b := &builder{d: markdown.Parse(src), src: src, units: make([]unit, 0, len(src))}
+	b.blocks(b.d.Root)
+	b.flush(len(src))
 	return b.units
-}
-
-// lineEnd returns the index of the '\n' ending the line that starts at i, or
-// len(src).
-func lineEnd(src string, i int) int {
-	if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
-		return i + j
-	}
-	return len(src)
 }
 
 func (b *builder) add(u unit) {
 	u.runes = utf8.RuneCountInString(u.html)
 	b.units = append(b.units, u)
+	b.at = u.end
 }
 
-// text adds src[start:end] as text units, one per rune.
-func (b *builder) text(start, end int) {
-	for i := start; i < end; {
-		r, size := utf8.DecodeRuneInString(b.src[i:end])
+// flush adds src[at:to] as text, one unit per rune, except for backslash
+// escapes (outside code) and the quote markers of a blockquote's lines,
+// which become atoms.
+func (b *builder) flush(to int) {
+	src := b.src
+	for b.at < to {
+		i := b.at
+		if src[i] == '\\' && !b.raw && i+1 < to && isASCIIPunct(src[i+1]) {
+			b.atom(i, i+2, escapeByte(src[i+1]))
+			continue
+		}
+		if i > 0 && src[i-1] == '\n' && i < b.quoteEnd {
+			if m := quoteMarker(src[i:lineEnd(src, i)]); m > 0 {
+				b.atom(i, min(i+m, to), "")
+				continue
+			}
+		}
+		r, size := utf8.DecodeRuneInString(src[i:to])
 		u := unit{kind: unitText, start: i, end: i + size, vis: 1}
 		switch {
 		case r == '&':
@@ -134,85 +138,99 @@ func (b *builder) text(start, end int) {
 		case r == utf8.RuneError && size == 1:
 			u.html = "\uFFFD"
 		default:
-			u.html = b.src[i : i+size]
+			u.html = src[i : i+size]
 			u.vis = utf16.RuneLen(r)
 		}
 		b.add(u)
-		i += size
 	}
+}
+
+// lineEnd returns the index of the '\n' ending the line that starts at i, or
+// len(src).
+func lineEnd(src string, i int) int {
+	if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
+		return i + j
+	}
+	return len(src)
+}
+
+// span clamps [start, end) to the source not yet covered, after adding the
+// text before it.
+func (b *builder) span(start, end int) (int, int) {
+	b.flush(start)
+	start = max(start, b.at)
+	return start, max(end, start)
 }
 
 // atom adds src[start:end] as one unit rendered as html, which has no tags.
 func (b *builder) atom(start, end int, html string) {
+	start, end = b.span(start, end)
+	if start == end && html == "" {
+		return
+	}
 	b.add(unit{kind: unitAtom, start: start, end: end, html: html, vis: VisibleLen(html)})
 }
 
 // openTag adds an opening tag standing for the marker src[start:end].
 func (b *builder) openTag(start, end int, open, close string, block bool) {
+	start, end = b.span(start, end)
 	b.open = append(b.open, len(b.units))
 	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close, block: block})
 }
 
 // closeTag closes the innermost open tag; src[start:end] is its marker.
 func (b *builder) closeTag(start, end int) {
+	start, end = b.span(start, end)
 	o := b.units[b.open[len(b.open)-1]]
 	b.open = b.open[:len(b.open)-1]
 	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML, block: o.block})
 }
 
-// fence renders a fenced code block whose opening line is src[start:eol] and
-// returns the end of its closing line. It reports false, adding nothing, when
-// the line does not open a code block with at least one character of content.
-func (b *builder) fence(start, eol int) (int, bool) {
-	src := b.src
-	rest := strings.TrimLeft(src[start:eol], " \t")
-	fc, n, ok := markdown.FenceOpen(rest)
-	if !ok || eol == len(src) {
-		return 0, false
+// lineEndAt returns where the line holding offset off ends, before its
+// line ending.
+func (b *builder) lineEndAt(off int) int {
+	end := b.d.LineEnd(b.d.Line(off))
+	if end > off && b.src[end-1] == '\r' {
+		end--
 	}
-	info := strings.TrimSpace(rest[n:])
-	bodyStart := eol + 1
-	bodyEnd, markEnd := len(src), len(src) // unclosed: runs to the end
-	if strings.HasSuffix(src, "\n") {
-		bodyEnd--
-	}
-	for j := bodyStart; j < len(src); {
-		e := lineEnd(src, j)
-		if markdown.IsFenceClose(src[j:e], fc, n) {
-			// The newline before the closing fence belongs to the fence.
-			bodyEnd, markEnd = j-1, e
-			break
-		}
-		j = e + 1
-	}
-	if bodyEnd <= bodyStart {
-		return 0, false
-	}
-	open, close := "<pre>", "</pre>"
-	if lang := language(info); lang != "" {
-		open, close = `<pre><code class="language-`+lang+`">`, "</code></pre>"
-	}
-	b.openTag(start, bodyStart, open, close, true)
-	b.text(bodyStart, bodyEnd)
-	b.closeTag(bodyEnd, markEnd)
-	return markEnd, true
+	return end
 }
 
-// language returns the language named by a fence's info string, or "" when
-// there is none or it is not a plain identifier.
-func language(info string) string {
-	lang, _, _ := strings.Cut(info, " ")
-	lang, _, _ = strings.Cut(lang, "\t")
-	if len(lang) > maxLangLen {
-		return ""
-	}
-	for i := 0; i < len(lang); i++ {
-		c := lang[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_+#.-", c) >= 0) {
-			return ""
+// blocks renders the block children of n.
+func (b *builder) blocks(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Heading:
+			b.heading(c)
+		case *ast.Blockquote:
+			b.quote(c)
+		case *ast.List:
+			b.blocks(c)
+		case *ast.ListItem:
+			b.item(c)
+		case *ast.FencedCodeBlock:
+			b.fence(c)
+		case *east.Table:
+			b.table(c)
+		case *ast.Paragraph, *ast.TextBlock:
+			b.inlines(c)
 		}
+		// Indented code and thematic breaks stay text.
 	}
-	return lang
+}
+
+// heading renders an ATX heading bold; a setext heading (Title / ===) and
+// an empty one stay text.
+func (b *builder) heading(h *ast.Heading) {
+	pos := h.Pos()
+	if h.FirstChild() == nil || h.Lines().Len() == 0 || pos < 0 || b.src[pos] != '#' {
+		b.inlines(h)
+		return
+	}
+	seg := h.Lines().At(0)
+	b.openTag(pos, seg.Start, "<b>", "</b>", false)
+	b.inlines(h)
+	b.closeTag(seg.Stop, b.lineEndAt(seg.Stop))
 }
 
 // quoteMarker returns the length of the quote marker that starts line ("> ",
@@ -234,78 +252,43 @@ func quoteMarker(line string) int {
 	return i
 }
 
-// quote renders the run of quote lines starting at start as one blockquote
-// (as plain lines if they are all empty) and returns the end of its last
-// line. It reports false, adding nothing, when start is not a quote line.
-func (b *builder) quote(start int) (int, bool) {
-	type quoteLine struct{ start, body, end int }
-	var lines []quoteLine
-	hasBody := false
-	for j := start; ; j++ {
-		e := lineEnd(b.src, j)
-		m := quoteMarker(b.src[j:e])
-		if m < 0 {
-			break
-		}
-		lines = append(lines, quoteLine{j, j + m, e})
-		hasBody = hasBody || j+m < e
-		if e == len(b.src) {
-			break
-		}
-		j = e
+// quote renders a blockquote with content as one <blockquote>, the quote
+// markers of its lines hidden; one inside it is flattened into it.
+func (b *builder) quote(q *ast.Blockquote) {
+	pos := q.Pos()
+	if b.quoteEnd > 0 || q.FirstChild() == nil || pos < 0 {
+		b.blocks(q)
+		return
 	}
-	if len(lines) == 0 {
-		return 0, false
+	end := b.lineEndAt(b.d.LineStart(b.d.EndLine(q)))
+	m := pos + max(quoteMarker(b.src[pos:lineEnd(b.src, pos)]), 0)
+	if m >= end || strings.Trim(b.src[m:end], " \t\r\n>") == "" {
+		return // markers alone make no quote
 	}
-	if !hasBody {
-		// Markers alone make no quote; render the lines as text now rather
-		// than rescanning them from each line.
-		for k, l := range lines {
-			if k > 0 {
-				b.text(l.start-1, l.start)
-			}
-			b.lineBody(l.start, l.end)
-		}
-		return lines[len(lines)-1].end, true
-	}
-	for k, l := range lines {
-		if k == 0 {
-			b.openTag(l.start, l.body, "<blockquote>", "</blockquote>", true)
-		} else {
-			b.text(l.start-1, l.start)
-			b.atom(l.start, l.body, "")
-		}
-		b.lineBody(l.body, l.end)
-	}
-	end := lines[len(lines)-1].end
+	b.openTag(pos, m, "<blockquote>", "</blockquote>", true)
+	b.quoteEnd = end
+	b.blocks(q)
+	b.flush(end)
 	b.closeTag(end, end)
-	return end, true
+	b.quoteEnd = 0
 }
 
-// lineBody renders one line (without its newline): a heading, a bullet or
-// plain inline text.
-func (b *builder) lineBody(start, end int) {
-	line := b.src[start:end]
-	if h := headingMarker(line); h > 0 {
-		b.openTag(start, start+h, "<b>", "</b>", false)
-		b.inline(start+h, end, 0)
-		b.closeTag(end, end)
-		return
-	}
-	indent := len(line) - len(strings.TrimLeft(line, " \t"))
-	if rest := line[indent:]; len(rest) >= 2 && strings.IndexByte("-*+", rest[0]) >= 0 && (rest[1] == ' ' || rest[1] == '\t') {
-		b.text(start, start+indent)
-		if box, n := taskBox(rest[2:]); n > 0 {
-			// A task list item: its box instead of the bullet.
-			b.atom(start+indent, start+indent+2+n, box)
-			b.inline(start+indent+2+n, end, 0)
-			return
+// item renders a bullet list item's marker as "• ", or as its box when it
+// is a task ("- [ ] ", "- [x] "); ordered items keep their numbers.
+func (b *builder) item(it *ast.ListItem) {
+	src, pos := b.src, it.Pos()
+	if l, ok := it.Parent().(*ast.List); ok && !l.IsOrdered() && pos >= 0 && pos+1 < len(src) && (src[pos+1] == ' ' || src[pos+1] == '\t') {
+		end, html := pos+2, "• "
+		if first := it.FirstChild(); first != nil {
+			if _, ok := first.FirstChild().(*east.TaskCheckBox); ok {
+				if box, n := taskBox(src[pos+2 : lineEnd(src, pos)]); n > 0 {
+					end, html = pos+2+n, box
+				}
+			}
 		}
-		b.atom(start+indent, start+indent+2, "• ")
-		b.inline(start+indent+2, end, 0)
-		return
+		b.atom(pos, end, html)
 	}
-	b.inline(start, end, 0)
+	b.blocks(it)
 }
 
 // taskBox reads the "[ ] " or "[x] " that starts a task list item's text
@@ -324,213 +307,336 @@ func taskBox(s string) (string, int) {
 	return "", 0
 }
 
-// headingMarker returns the length of the "## " marker of a heading line with
-// a non-blank title, or 0.
-func headingMarker(line string) int {
-	n := runLen(line, 0, len(line), '#')
-	if n == 0 || n > 6 || n == len(line) || (line[n] != ' ' && line[n] != '\t') {
-		return 0
+// fence renders a fenced code block with content as <pre>, its fence lines
+// hidden. In a quote it stays text.
+func (b *builder) fence(f *ast.FencedCodeBlock) {
+	d, src := b.d, b.src
+	if b.quoteEnd > 0 || f.Pos() < 0 || f.Lines().Len() == 0 {
+		return
 	}
-	title := strings.TrimLeft(line[n:], " \t")
-	if strings.TrimSpace(title) == "" {
-		return 0
-	}
-	return len(line) - len(title)
-}
-
-// deny is a set of inline constructs not allowed in the current span: the
-// span's own kind, so that tags do not nest in themselves, and code and links
-// inside links, which Telegram rejects.
-type deny uint8
-
-const (
-	denyBold deny = 1 << iota
-	denyItalic
-	denyStrike
-	denyLink
-	denyCode
-)
-
-// inline renders src[lo:hi], a part of one line.
-func (b *builder) inline(lo, hi int, d deny) {
-	src := b.src
-	pending := lo // start of literal text not yet added
-	// noCloser[k] is set once a search for a closer of emphasis kind k
-	// failed: later searches would scan a part of the same text, so they are
-	// skipped, which keeps a line full of lone markers linear.
-	var noCloser [numEmphasisKinds]bool
-	for i := lo; i < hi; {
-		switch c := src[i]; c {
-		case '\\':
-			if i+1 < hi && isASCIIPunct(src[i+1]) {
-				b.text(pending, i)
-				b.atom(i, i+2, escapeByte(src[i+1]))
-				i += 2
-				pending = i
-				continue
-			}
-		case '`':
-			n := runLen(src, i, hi, '`')
-			if d&denyCode == 0 {
-				if k := codeClose(src, i+n, hi, n); k > i+n {
-					b.text(pending, i)
-					b.openTag(i, i+n, "<code>", "</code>", false)
-					b.text(i+n, k)
-					b.closeTag(k, k+n)
-					i = k + n
-					pending = i
-					continue
-				}
-			}
-			i += n
-			continue
-		case '[':
-			if d&denyLink == 0 {
-				if l, ok := parseLink(src, i, hi); ok {
-					b.text(pending, i)
-					b.openTag(i, i+1, `<a href="`+attrEscaper.Replace(l.url)+`">`, "</a>", false)
-					b.inline(i+1, l.textEnd, d|denyLink|denyCode)
-					b.closeTag(l.textEnd, l.end)
-					i = l.end
-					pending = i
-					continue
-				}
-			}
-		case '*', '_', '~':
-			n := runLen(src, i, hi, c)
-			if tags, own, kind := emphasisTags(c, n); tags != nil && d&own == 0 && !noCloser[kind] && canOpen(src, i, n, lo, hi) {
-				k := b.closer(i+n, lo, hi, c, n, d)
-				noCloser[kind] = k < 0
-				if k >= 0 {
-					b.text(pending, i)
-					at := i
-					for _, t := range tags {
-						b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">", false)
-						at += t.width
-					}
-					b.inline(i+n, k, d|own)
-					at = k
-					for j := len(tags) - 1; j >= 0; j-- {
-						b.closeTag(at, at+tags[j].width)
-						at += tags[j].width
-					}
-					i = k + n
-					pending = i
-					continue
-				}
-			}
-			i += n
-			continue
+	open := d.Line(f.Pos())
+	bodyStart := d.LineEnd(open) + 1
+	var bodyEnd, markEnd int
+	if l := d.FenceCloseLine(f); l >= 0 {
+		// The newline before the closing fence belongs to the fence.
+		bodyEnd, markEnd = d.LineStart(l)-1, d.LineEnd(l)
+	} else {
+		last := f.Lines().At(f.Lines().Len() - 1)
+		bodyEnd = d.LineEnd(d.Line(last.Start))
+		markEnd = bodyEnd
+		if bodyEnd == len(src)-1 { // unclosed: the final newline belongs to it
+			markEnd = len(src)
 		}
-		i++
 	}
-	b.text(pending, hi)
-}
-
-// emphasisTag is one tag an emphasis marker stands for, and how many marker
-// characters it takes.
-type emphasisTag struct {
-	name  string
-	width int
-}
-
-// numEmphasisKinds counts the emphasis markers: ~~ and 1 to 3 of * or _.
-const numEmphasisKinds = 7
-
-// emphasisTags returns the tags a run of n c characters opens, the deny
-// flags for its content, and an index in [0, numEmphasisKinds) for the kind
-// of marker; nil if the run is not an emphasis marker.
-func emphasisTags(c byte, n int) ([]emphasisTag, deny, int) {
-	kind := n
-	if c == '_' {
-		kind += 3
+	if bodyEnd <= bodyStart {
+		return
 	}
-	switch {
-	case c == '~' && n == 2:
-		return []emphasisTag{{"s", 2}}, denyStrike, 0
-	case c == '~':
-		return nil, 0, 0
-	case n == 1:
-		return []emphasisTag{{"i", 1}}, denyItalic, kind
-	case n == 2:
-		return []emphasisTag{{"b", 2}}, denyBold, kind
-	case n == 3:
-		return []emphasisTag{{"b", 2}, {"i", 1}}, denyBold | denyItalic, kind
-	}
-	return nil, 0, 0
-}
-
-// closer finds the run of exactly n c characters in src[from:hi] that closes
-// the emphasis opened just before from, skipping escapes, code spans and links
-// the way inline would; -1 if there is none. lo is where the line part starts.
-func (b *builder) closer(from, lo, hi int, c byte, n int, d deny) int {
-	src := b.src
-	for j := from; j < hi; {
-		switch ch := src[j]; {
-		case ch == '\\' && j+1 < hi && isASCIIPunct(src[j+1]):
-			j += 2
-			continue
-		case ch == '`' && d&denyCode == 0:
-			m := runLen(src, j, hi, '`')
-			if k := codeClose(src, j+m, hi, m); k > j+m {
-				j = k + m
-			} else {
-				j += m
-			}
-			continue
-		case ch == '[' && d&denyLink == 0:
-			if l, ok := parseLink(src, j, hi); ok {
-				j = l.end
-				continue
-			}
-		case ch == c:
-			m := runLen(src, j, hi, c)
-			if m == n && j > from && canClose(src, j, n, lo, hi) {
-				return j
-			}
-			j += m
-			continue
+	openHTML, closeHTML := "<pre>", "</pre>"
+	if f.Info != nil {
+		if lang := language(string(f.Info.Value(d.Source))); lang != "" {
+			openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
 		}
-		j++
+	}
+	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML, true)
+	b.raw = true
+	b.flush(bodyEnd)
+	b.raw = false
+	b.closeTag(bodyEnd, markEnd)
+}
+
+// language returns the language named by a fence's info string, or "" when
+// there is none or it is not a plain identifier.
+func language(info string) string {
+	lang, _, _ := strings.Cut(strings.TrimSpace(info), " ")
+	lang, _, _ = strings.Cut(lang, "\t")
+	if len(lang) > maxLangLen {
+		return ""
+	}
+	for i := 0; i < len(lang); i++ {
+		c := lang[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_+#.-", c) >= 0) {
+			return ""
+		}
+	}
+	return lang
+}
+
+// inlines renders the inline children of n.
+func (b *builder) inlines(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Emphasis:
+			b.emphasis(c)
+		case *east.Strikethrough:
+			b.strike(c)
+		case *ast.CodeSpan:
+			b.codeSpan(c)
+		case *ast.Link:
+			b.link(c, c.Destination)
+		default:
+			// Text, raw HTML, autolinks, images' alt text: as written.
+			b.inlines(c)
+		}
+	}
+}
+
+// start returns where inline node n starts in the source, or -1.
+func (b *builder) start(n ast.Node) int {
+	switch n := n.(type) {
+	case nil:
+		return -1
+	case *ast.Text:
+		return n.Segment.Start
+	case *ast.Emphasis:
+		if s := b.start(n.FirstChild()); s >= n.Level {
+			return s - n.Level
+		}
+		return -1
+	case *east.Strikethrough:
+		s := b.start(n.FirstChild())
+		for k := 0; k < 2 && s > 0 && b.src[s-1] == '~'; k++ {
+			s--
+		}
+		return s
+	case *ast.AutoLink:
+		if p := n.PreviousSibling(); p != nil {
+			return b.end(p)
+		}
+		return -1
+	}
+	return n.Pos()
+}
+
+// end returns where inline node n ends in the source, or -1.
+func (b *builder) end(n ast.Node) int {
+	switch n := n.(type) {
+	case nil:
+		return -1
+	case *ast.Text:
+		return n.Segment.Stop
+	case *ast.Emphasis:
+		if e := b.end(n.LastChild()); e >= 0 {
+			return e + n.Level
+		}
+		return -1
+	case *east.Strikethrough:
+		e := b.end(n.LastChild())
+		for k := 0; k < 2 && e >= 0 && e < len(b.src) && b.src[e] == '~'; k++ {
+			e++
+		}
+		return e
+	case *ast.CodeSpan:
+		_, close, k := b.d.CodeSpanMarks(n)
+		if close < 0 {
+			return -1
+		}
+		return close + k
+	case *ast.Link:
+		return b.linkTail(b.linkTextEnd(n))
+	case *ast.Image:
+		return b.linkTail(b.linkTextEnd(n))
+	case *ast.RawHTML:
+		if n.Segments.Len() > 0 {
+			return n.Segments.At(n.Segments.Len() - 1).Stop
+		}
+	case *east.TaskCheckBox:
+		return n.Pos() + 3
+	}
+	if next := n.NextSibling(); next != nil {
+		return b.start(next)
 	}
 	return -1
 }
 
-// flanking applies CommonMark's left- and right-flanking rules to the
-// delimiter run src[i:i+n]; the edges of src[lo:hi] count as whitespace.
-func flanking(src string, i, n, lo, hi int) (left, right bool, before, after rune) {
-	before, after = ' ', ' '
-	if i > lo {
-		before, _ = utf8.DecodeLastRuneInString(src[lo:i])
+// emphasis renders emphasis as <b>, <i> or both where its markers are runs
+// that match exactly (1, 2 or 3 characters, the same on both sides) on one
+// line; otherwise its markers stay text. Nested emphasis sharing its markers
+// ("***x***", "**_x_**") is rendered with it.
+func (b *builder) emphasis(e *ast.Emphasis) {
+	inner := e
+	for {
+		c, ok := inner.FirstChild().(*ast.Emphasis)
+		if !ok || c.NextSibling() != nil {
+			break
+		}
+		inner = c
 	}
-	if i+n < hi {
-		after, _ = utf8.DecodeRuneInString(src[i+n : hi])
+	cs, ce := b.start(inner.FirstChild()), b.end(inner.LastChild())
+	os, oe := b.start(e), b.end(e)
+	runs, ok := b.markerRuns(os, cs, ce, oe)
+	if !ok {
+		b.inlines(e)
+		return
 	}
-	left = !unicode.IsSpace(after) && (!isPunct(after) || unicode.IsSpace(before) || isPunct(before))
-	right = !unicode.IsSpace(before) && (!isPunct(before) || unicode.IsSpace(after) || isPunct(after))
-	return left, right, before, after
+	type tag struct {
+		name  string
+		width int
+	}
+	var tags []tag
+	for _, n := range runs {
+		switch n {
+		case 1:
+			tags = append(tags, tag{"i", 1})
+		case 2:
+			tags = append(tags, tag{"b", 2})
+		case 3:
+			tags = append(tags, tag{"b", 2}, tag{"i", 1})
+		}
+	}
+	at := os
+	for _, t := range tags {
+		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">", false)
+		at += t.width
+	}
+	b.inlines(inner)
+	at = ce
+	for k := len(tags) - 1; k >= 0; k-- {
+		b.closeTag(at, at+tags[k].width)
+		at += tags[k].width
+	}
 }
 
-// canOpen reports whether the run src[i:i+n] may open emphasis. An underscore
-// inside a word (snake_case) may not.
-func canOpen(src string, i, n, lo, hi int) bool {
-	left, right, before, _ := flanking(src, i, n, lo, hi)
-	if src[i] == '_' {
-		return left && (!right || isPunct(before))
+// markerRuns checks the emphasis markers src[os:cs] and src[ce:oe]: each a
+// sequence of runs of one character (at most 3 long) not continued by the
+// same character around them, the closer mirroring the opener, and the
+// content on one line. It returns the lengths of the opener's runs.
+func (b *builder) markerRuns(os, cs, ce, oe int) ([]int, bool) {
+	src := b.src
+	if os < 0 || cs <= os || ce < cs || oe <= ce || oe > len(src) || oe-ce != cs-os ||
+		strings.IndexByte(src[cs:ce], '\n') >= 0 {
+		return nil, false
 	}
-	return left
+	if os > 0 && src[os-1] == src[os] || src[cs] == src[cs-1] ||
+		src[ce-1] == src[ce] || oe < len(src) && src[oe] == src[oe-1] {
+		return nil, false
+	}
+	var runs []int
+	at := oe
+	for i := os; i < cs; {
+		n := runLen(src, i, cs, src[i])
+		at -= n
+		if n > 3 || runLen(src, at, oe, src[i]) != n {
+			return nil, false
+		}
+		runs = append(runs, n)
+		i += n
+	}
+	return runs, true
 }
 
-// canClose reports whether the run src[i:i+n] may close emphasis.
-func canClose(src string, i, n, lo, hi int) bool {
-	left, right, _, after := flanking(src, i, n, lo, hi)
-	if src[i] == '_' {
-		return right && (!left || isPunct(after))
+// strike renders strikethrough written with exactly two tildes as <s>.
+func (b *builder) strike(s *east.Strikethrough) {
+	os, oe := b.start(s), b.end(s)
+	cs, ce := b.start(s.FirstChild()), b.end(s.LastChild())
+	if runs, ok := b.markerRuns(os, cs, ce, oe); !ok || len(runs) != 1 || runs[0] != 2 {
+		b.inlines(s)
+		return
 	}
-	return right
+	b.openTag(os, cs, "<s>", "</s>", false)
+	b.inlines(s)
+	b.closeTag(ce, oe)
 }
 
-func isPunct(r rune) bool { return unicode.IsPunct(r) || unicode.IsSymbol(r) }
+// codeSpan renders inline code as <code>, its text as written; in a link,
+// which Telegram does not let hold code, it stays text.
+func (b *builder) codeSpan(n *ast.CodeSpan) {
+	open, close, k := b.d.CodeSpanMarks(n)
+	if b.inLink || close < 0 {
+		return
+	}
+	b.openTag(open, open+k, "<code>", "</code>", false)
+	b.raw = true
+	b.flush(close)
+	b.raw = false
+	b.closeTag(close, close+k)
+}
+
+// linkTextEnd returns the position of the ']' ending a link's text, or -1.
+func (b *builder) linkTextEnd(n ast.Node) int {
+	end := n.Pos() + 1
+	if n.LastChild() != nil {
+		end = b.end(n.LastChild())
+	}
+	if end < 0 || end >= len(b.src) || b.src[end] != ']' {
+		return -1
+	}
+	return end
+}
+
+// linkTail returns where the destination after a link's text (ending at
+// textEnd, the ']') ends: after "(url "title")", "[label]", or nothing.
+func (b *builder) linkTail(textEnd int) int {
+	src := b.src
+	if textEnd < 0 {
+		return -1
+	}
+	j := textEnd + 1
+	if j >= len(src) || src[j] != '(' && src[j] != '[' {
+		return j
+	}
+	if src[j] == '[' {
+		if k := strings.IndexByte(src[j:], ']'); k >= 0 {
+			return j + k + 1
+		}
+		return -1
+	}
+	depth := 0
+	for k := j + 1; k < len(src); k++ {
+		switch c := src[k]; c {
+		case '\\':
+			k++
+		case '(':
+			depth++
+		case ')':
+			if depth == 0 {
+				return k + 1
+			}
+			depth--
+		case '"', '\'':
+			if q := strings.IndexByte(src[k+1:], c); q >= 0 {
+				k += q + 1
+			}
+		}
+	}
+	return -1
+}
+
+// link renders a link with text and an http, https, tg or mailto URL of at
+// most maxURLLen bytes as <a href>; other links keep their markers as text.
+func (b *builder) link(l *ast.Link, dest []byte) {
+	textEnd := b.linkTextEnd(l)
+	tail := b.linkTail(textEnd)
+	url := string(dest)
+	if b.inLink || l.FirstChild() == nil || tail < 0 || !linkURL(url) {
+		b.inlines(l)
+		return
+	}
+	b.openTag(l.Pos(), l.Pos()+1, `<a href="`+attrEscaper.Replace(url)+`">`, "</a>", false)
+	b.inLink = true
+	b.inlines(l)
+	b.inLink = false
+	b.closeTag(textEnd, tail)
+}
+
+// linkURL reports whether url may be a link's: an http, https, tg or mailto
+// URL of at most maxURLLen bytes without spaces, control characters or
+// angle brackets.
+func linkURL(url string) bool {
+	if len(url) > maxURLLen || !utf8.ValidString(url) || strings.ContainsAny(url, "<>\x7f") {
+		return false
+	}
+	for i := 0; i < len(url); i++ {
+		if url[i] <= ' ' {
+			return false
+		}
+	}
+	for _, scheme := range []string{"http://", "https://", "tg://", "mailto:"} {
+		if len(url) > len(scheme) && strings.EqualFold(url[:len(scheme)], scheme) {
+			return true
+		}
+	}
+	return false
+}
 
 func isASCIIPunct(c byte) bool {
 	return c < utf8.RuneSelf && (unicode.IsPunct(rune(c)) || unicode.IsSymbol(rune(c)))
@@ -556,83 +662,4 @@ func runLen(src string, i, hi int, c byte) int {
 		n++
 	}
 	return n
-}
-
-// codeClose returns the start of the first run of exactly n backticks in
-// src[from:hi], or -1.
-func codeClose(src string, from, hi, n int) int {
-	for j := from; j < hi; {
-		if src[j] != '`' {
-			j++
-			continue
-		}
-		m := runLen(src, j, hi, '`')
-		if m == n {
-			return j
-		}
-		j += m
-	}
-	return -1
-}
-
-// link is an inline link [text](url) found by parseLink.
-type link struct {
-	textEnd int // index of the ']'
-	end     int // index just past the ')'
-	url     string
-}
-
-// parseLink parses the link starting at src[i] == '[' within src[:hi]. The
-// text must be non-empty and free of brackets, the URL free of whitespace and
-// control characters (balanced parentheses are allowed), at most maxURLLen
-// bytes, and of an allowed scheme.
-func parseLink(src string, i, hi int) (link, bool) {
-	j := i + 1
-	for ; j < hi && src[j] != ']'; j++ {
-		switch src[j] {
-		case '\\':
-			j++
-		case '[':
-			return link{}, false
-		}
-	}
-	if j >= hi || j == i+1 || j+1 >= hi || src[j+1] != '(' {
-		return link{}, false
-	}
-	textEnd := j
-	depth := 0
-	k := j + 2
-	// Bounding the scan by maxURLLen keeps a line full of "[a](" linear.
-	for hi = min(hi, k+maxURLLen+1); k < hi; k++ {
-		c := src[k]
-		if c <= ' ' || c == 0x7f || c == '<' || c == '>' {
-			return link{}, false
-		}
-		if c == '(' {
-			depth++
-		} else if c == ')' {
-			if depth == 0 {
-				break
-			}
-			depth--
-		}
-	}
-	if k >= hi {
-		return link{}, false
-	}
-	url := src[textEnd+2 : k]
-	if len(url) > maxURLLen || !utf8.ValidString(url) || !allowedScheme(url) {
-		return link{}, false
-	}
-	return link{textEnd: textEnd, end: k + 1, url: url}, true
-}
-
-// allowedScheme reports whether url is an http, https, tg or mailto URL.
-func allowedScheme(url string) bool {
-	for _, scheme := range []string{"http://", "https://", "tg://", "mailto:"} {
-		if len(url) > len(scheme) && strings.EqualFold(url[:len(scheme)], scheme) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,9 @@ package telegram
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
 )
 
 // maxTableWidth is the widest table, in characters, rendered as aligned
@@ -16,43 +19,37 @@ const maxTableCells = 32
 // span is a part of the source, [start, end).
 type span struct{ start, end int }
 
-// tableRow is one line of a table: the line and its cells' trimmed content.
+// tableRow is one line of a table: the line, its cells' trimmed content
+// and their nodes.
 type tableRow struct {
 	line  span
 	cells []span
+	nodes []ast.Node
 }
 
-// table renders the Markdown (GFM) table starting at start — a header row,
-// a delimiter row (|---|:--:|) with as many cells, and at least one data
-// row — and returns the end of its last line. It reports false, adding
-// nothing, when no table starts there. A table that fits in maxTableWidth
-// is a <pre> block with aligned columns; a wider one is a line per row,
-// the header's bold, the cells separated by " · " (an empty one "—").
-func (b *builder) table(start int) (int, bool) {
-	src := b.src
-	head, ok := b.tableLine(start)
-	if !ok || head.line.end == len(src) {
-		return 0, false
-	}
-	delim, ok := b.tableLine(head.line.end + 1)
-	if !ok || len(delim.cells) != len(head.cells) || !isDelimiterRow(src, delim) {
-		return 0, false
+// table renders a GitHub-flavoured table at the top level with at least
+// one data row: when it fits in maxTableWidth, a <pre> block with aligned
+// columns; when wider, a line per row, the header's bold, the cells
+// separated by " · " (an empty one "—"). Other tables stay text.
+func (b *builder) table(t *east.Table) {
+	head, ok := t.FirstChild().(*east.TableHeader)
+	if !ok || b.quoteEnd > 0 || t.Parent() != b.d.Root || !b.d.IsTable(t) {
+		return
 	}
 	var rows []tableRow
-	for j := delim.line.end; j < len(src); {
-		r, ok := b.tableLine(j + 1)
-		if !ok || isDelimiterRow(src, r) {
+	for r := ast.Node(head); r != nil; r = r.NextSibling() {
+		row, ok := b.tableRow(r)
+		if !ok {
 			break
 		}
-		rows = append(rows, r)
-		j = r.line.end
+		rows = append(rows, row)
 	}
-	if len(rows) == 0 {
-		return 0, false
+	if len(rows) < 2 {
+		return
 	}
-	n := len(head.cells)
+	n := len(rows[0].cells)
 	widths := make([]int, n)
-	for _, r := range append([]tableRow{head}, rows...) {
+	for _, r := range rows {
 		for k, c := range r.cells[:min(n, len(r.cells))] {
 			widths[k] = max(widths[k], b.cellWidth(c))
 		}
@@ -61,78 +58,33 @@ func (b *builder) table(start int) (int, bool) {
 	for _, w := range widths {
 		total += w
 	}
-	if align := b.alignments(delim); total <= maxTableWidth && b.preTable(head, delim, rows, widths, align, false) {
-		b.preTable(head, delim, rows, widths, align, true)
-	} else {
-		b.rowTable(head, delim, rows)
+	delim := b.d.Line(rows[0].line.end) + 1
+	delimLine := span{b.d.LineStart(delim), b.d.LineEnd(delim)}
+	if total > maxTableWidth || !b.preTable(rows, delimLine, widths, alignments(t)) {
+		b.rowTable(rows, delimLine)
 	}
-	return rows[len(rows)-1].line.end, true
+	// Rows the table took without a '|' (GFM lets a line continue it) stay
+	// text.
 }
 
-// tableLine reads the line at start as a table row: it has a '|' that is
-// not escaped, and at most maxTableCells cells.
-func (b *builder) tableLine(start int) (tableRow, bool) {
-	src := b.src
-	if start >= len(src) {
-		return tableRow{}, false
-	}
-	end := lineEnd(src, start)
-	r := tableRow{line: span{start, end}}
-	lo, hi := start, end
-	for lo < hi && (src[lo] == ' ' || src[lo] == '\t') {
-		lo++
-	}
-	for hi > lo && (src[hi-1] == ' ' || src[hi-1] == '\t' || src[hi-1] == '\r') {
-		hi--
-	}
-	if lo == hi {
-		return tableRow{}, false
-	}
-	pipes := 0
-	if src[lo] == '|' {
-		lo++
-		pipes++
-	}
-	cell := lo
-	for i := lo; i < hi; i++ {
-		switch src[i] {
-		case '\\':
-			i++ // an escaped character, "\|" included
-		case '|':
-			r.cells = append(r.cells, trimSpan(src, cell, i))
-			cell = i + 1
-			pipes++
+// tableRow reads a row of the table: its line (which has a '|') and the
+// cells it has, at most maxTableCells.
+func (b *builder) tableRow(r ast.Node) (tableRow, bool) {
+	var row tableRow
+	for c := r.FirstChild(); c != nil; c = c.NextSibling() {
+		if c.Lines().Len() == 0 {
+			break // a cell the row lacks
 		}
+		seg := c.Lines().At(0)
+		row.cells = append(row.cells, span{seg.Start, seg.Stop})
+		row.nodes = append(row.nodes, c)
 	}
-	if cell < hi || src[hi-1] != '|' || hi == lo {
-		r.cells = append(r.cells, trimSpan(src, cell, hi))
+	if len(row.cells) == 0 || len(row.cells) > maxTableCells {
+		return row, false
 	}
-	if pipes == 0 || len(r.cells) == 0 || len(r.cells) > maxTableCells {
-		return tableRow{}, false
-	}
-	return r, true
-}
-
-func trimSpan(src string, lo, hi int) span {
-	for lo < hi && (src[lo] == ' ' || src[lo] == '\t') {
-		lo++
-	}
-	for hi > lo && (src[hi-1] == ' ' || src[hi-1] == '\t') {
-		hi--
-	}
-	return span{lo, hi}
-}
-
-// isDelimiterRow reports whether every cell of r is a run of dashes with
-// optional colons (:--, --:, :-:).
-func isDelimiterRow(src string, r tableRow) bool {
-	for _, c := range r.cells {
-		s := strings.TrimSuffix(strings.TrimPrefix(src[c.start:c.end], ":"), ":")
-		if s == "" || strings.Trim(s, "-") != "" {
-			return false
-		}
-	}
-	return true
+	l := b.d.Line(row.cells[0].start)
+	row.line = span{b.d.LineStart(l), b.d.LineEnd(l)}
+	return row, strings.IndexByte(b.src[row.line.start:row.line.end], '|') >= 0
 }
 
 // scanCell walks the cell c as it shows in a <pre> table: "\|" is a pipe,
@@ -178,25 +130,35 @@ func (b *builder) cellWidth(c span) int {
 // line per row.
 const maxShare = 8
 
+// piece is a part of a <pre> table: a cell, or source (pipes, spaces, the
+// delimiter row) that stands for fill.
+type piece struct {
+	lo, hi int
+	fill   string
+	cell   bool
+}
+
+// fits reports whether fill can be spread over src[lo:hi] (see spread).
+func (b *builder) fits(lo, hi int, fill string) bool {
+	anchors := utf8.RuneCountInString(b.src[lo:hi])
+	if anchors == 0 {
+		return fill == ""
+	}
+	n := utf8.RuneCountInString(fill)
+	return (n+anchors-1)/anchors <= maxShare
+}
+
 // spread renders s (text without tags or characters to escape) in place of
 // src[lo:hi], shared evenly among its characters, one unit each: every unit
 // of a table stands for some source, so every chunk Split makes of it has a
-// source. It reports false, adding nothing, when s does not fit: when there
-// is no source to stand in for or a share would exceed maxShare. With emit
-// false it only checks.
-func (b *builder) spread(lo, hi int, s string, emit bool) bool {
-	out := []rune(s)
-	anchors := utf8.RuneCountInString(b.src[lo:hi])
-	if anchors == 0 {
-		return len(out) == 0
-	}
-	q, extra := len(out)/anchors, len(out)%anchors
-	if q+min(extra, 1) > maxShare {
+// source. It reports false, adding nothing, when s does not fit (see fits).
+func (b *builder) spread(lo, hi int, s string) bool {
+	if !b.fits(lo, hi, s) {
 		return false
 	}
-	if !emit {
-		return true
-	}
+	out := []rune(s)
+	anchors := max(utf8.RuneCountInString(b.src[lo:hi]), 1)
+	q, extra := len(out)/anchors, len(out)%anchors
 	for i := lo; i < hi; {
 		_, size := utf8.DecodeRuneInString(b.src[i:hi])
 		n := q
@@ -211,111 +173,100 @@ func (b *builder) spread(lo, hi int, s string, emit bool) bool {
 }
 
 // preTable renders a table as aligned columns in a <pre> block, the
-// header and the data rows separated by a rule. With emit false it only
-// reports whether the table can be rendered so (see spread).
-func (b *builder) preTable(head, delim tableRow, rows []tableRow, widths []int, align []byte, emit bool) bool {
-	if emit {
-		b.openTag(head.line.start, head.line.start, "<pre>", "</pre>", true)
-	}
-	if !b.preRow(head, widths, align, emit) {
-		return false
-	}
-	if emit {
-		b.text(head.line.end, head.line.end+1)
-	}
-	at := delim.line.start
-	for k, c := range delim.cells {
-		joint := ""
+// header and the data rows separated by a rule. It reports false, adding
+// nothing, when the padding does not fit its source (see spread).
+func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []byte) bool {
+	var ps []piece
+	rule := ""
+	for k, w := range widths {
 		if k > 0 {
-			joint = "─┼─"
+			rule += "─┼─"
 		}
-		if !b.spread(at, c.start, joint, emit) || !b.spread(c.start, c.end, strings.Repeat("─", widths[k]), emit) {
+		rule += strings.Repeat("─", w)
+	}
+	for i, r := range rows {
+		if i == 1 {
+			ps = append(ps, piece{lo: delim.start, hi: delim.end, fill: rule})
+		}
+		if i > 0 {
+			ps = append(ps, piece{lo: r.line.start - 1, hi: r.line.start, fill: "\n"})
+		}
+		ps = b.preRow(ps, r, widths, align)
+	}
+	for _, p := range ps {
+		if !p.cell && !b.fits(p.lo, p.hi, p.fill) {
 			return false
 		}
-		at = c.end
 	}
-	b.spread(at, delim.line.end, "", emit)
-	for _, r := range rows {
-		if emit {
-			b.text(r.line.start-1, r.line.start)
+	b.openTag(rows[0].line.start, rows[0].line.start, "<pre>", "</pre>", true)
+	b.flush(rows[0].line.start)
+	for _, p := range ps {
+		if !p.cell {
+			b.spread(p.lo, p.hi, p.fill)
+			continue
 		}
-		if !b.preRow(r, widths, align, emit) {
-			return false
-		}
+		b.scanCell(span{p.lo, p.hi}, func(i, j int, html string, text bool) {
+			if text {
+				b.flush(j)
+			} else {
+				b.atom(i, j, html)
+			}
+		})
 	}
-	if emit {
-		end := rows[len(rows)-1].line.end
-		b.closeTag(end, end)
-	}
+	end := rows[len(rows)-1].line.end
+	b.closeTag(end, end)
 	return true
 }
 
 // alignments are the columns' alignments the delimiter row asks for: 'l'
 // (---, :--), 'r' (--:) or 'c' (:-:).
-func (b *builder) alignments(delim tableRow) []byte {
-	out := make([]byte, len(delim.cells))
-	for k, c := range delim.cells {
-		d := b.src[c.start:c.end]
-		switch left, right := d[0] == ':', d[len(d)-1] == ':'; {
-		case left && right && len(d) > 1:
-			out[k] = 'c'
-		case right && !left:
-			out[k] = 'r'
-		default:
+func alignments(t *east.Table) []byte {
+	out := make([]byte, len(t.Alignments))
+	for k, a := range t.Alignments {
+		out[k] = map[east.Alignment]byte{east.AlignRight: 'r', east.AlignCenter: 'c'}[a]
+		if out[k] == 0 {
 			out[k] = 'l'
 		}
 	}
 	return out
 }
 
-// preRow renders one row's cells padded to widths as align says; the
-// source between the cells (pipes, spaces) stands for the column separator
-// and the padding. Cells a row lacks at its end are left out; cells past
-// the header's are not shown.
-func (b *builder) preRow(r tableRow, widths []int, align []byte, emit bool) bool {
+// preRow appends the pieces of one row: its cells, and the source between
+// them (pipes, spaces) standing for the column separator and the padding
+// that align asks for. Cells a row lacks at its end are left out; cells
+// past the header's are not shown.
+func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []byte) []piece {
 	at, owed := r.line.start, ""
-	for k, c := range r.cells[:min(len(r.cells), len(widths))] {
+	for k, c := range r.cells[:min(len(r.cells), len(widths), len(align))] {
 		pad := widths[k] - b.cellWidth(c)
 		before := map[byte]int{'r': pad, 'c': pad / 2}[align[k]]
 		if k > 0 {
 			owed += " │ "
 		}
-		if !b.spread(at, c.start, owed+strings.Repeat(" ", before), emit) {
-			return false
-		}
-		if emit {
-			b.scanCell(c, func(i, j int, html string, text bool) {
-				if text {
-					b.text(i, j)
-				} else {
-					b.atom(i, j, html)
-				}
-			})
-		}
+		ps = append(ps, piece{lo: at, hi: c.start, fill: owed + strings.Repeat(" ", before)}, piece{lo: c.start, hi: c.end, cell: true})
 		owed, at = strings.Repeat(" ", pad-before), c.end
 	}
-	return b.spread(at, r.line.end, "", emit)
+	return append(ps, piece{lo: at, hi: r.line.end})
 }
 
 // rowTable renders a table too wide for a phone one line per row, the
 // header's bold: "a · b · c".
-func (b *builder) rowTable(head, delim tableRow, rows []tableRow) {
+func (b *builder) rowTable(rows []tableRow, delim span) {
+	head := rows[0]
 	b.openTag(head.line.start, head.line.start, "<b>", "</b>", false)
-	b.rowLine(head, len(head.cells), denyBold)
+	b.rowLine(head, len(head.cells))
 	b.closeTag(head.line.end, head.line.end)
-	b.text(head.line.end, head.line.end+1)
-	b.atom(delim.line.start, rows[0].line.start, "") // the delimiter line
-	for ri, r := range rows {
-		if ri > 0 {
-			b.text(r.line.start-1, r.line.start)
-		}
-		b.rowLine(r, len(head.cells), 0)
+	b.flush(head.line.end + 1)
+	b.atom(delim.start, rows[1].line.start, "") // the delimiter line
+	for _, r := range rows[1:] {
+		b.flush(r.line.start)
+		b.rowLine(r, len(head.cells))
 	}
 }
 
 // rowLine renders the first n cells of r joined by " · ", an empty one as
 // "—".
-func (b *builder) rowLine(r tableRow, n int, d deny) {
+func (b *builder) rowLine(r tableRow, n int) {
 	at := r.line.start
 	for k, c := range r.cells[:min(len(r.cells), n)] {
 		sep := ""
@@ -325,11 +276,12 @@ func (b *builder) rowLine(r tableRow, n int, d deny) {
 		if c.start == c.end {
 			sep += "—"
 		}
-		if !b.spread(at, c.start, sep, true) { // the '|' and spaces stand for it
+		if !b.spread(at, c.start, sep) { // the '|' and spaces stand for it
 			b.atom(at, c.start, "") // an empty first cell without a leading '|'
 		}
-		b.inline(c.start, c.end, d)
+		b.inlines(r.nodes[k])
+		b.flush(c.end)
 		at = c.end
 	}
-	b.spread(at, r.line.end, "", true)
+	b.spread(at, r.line.end, "")
 }

@@ -99,60 +99,62 @@ func frontMatterEnd(lines []string) int {
 // bodyBlocks returns the blocks of doc from byte offset (line first) on,
 // with 0-based line ranges, every non-blank line in one.
 func bodyBlocks(doc string, lines []string, offset, first int) []Block {
-	d := Parse(indentListFences(doc[offset:]))
+	d := Parse(doc[offset:])
 	var blocks []Block
 	covered := first
-	for _, b := range topBlocks(d) {
+	bs, nodes := topBlocks(d)
+	for i, b := range bs {
 		b.StartLine += first
 		b.EndLine += first
 		// Uncovered non-blank lines before b are a paragraph.
 		blocks = appendGap(blocks, lines, covered, b.StartLine)
+		if end := listFenceEnd(d, nodes[i], lines, first); end > b.EndLine {
+			// The list runs to its fence's closing line; the rest is
+			// parsed anew.
+			b.EndLine = end
+			blocks = addBlock(blocks, b)
+			for _, r := range bodyBlocks(doc, lines, skipLines(doc, 0, end+1), end+1) {
+				blocks = addBlock(blocks, r)
+			}
+			return blocks
+		}
 		blocks = addBlock(blocks, b)
 		covered = b.EndLine + 1
 	}
 	return appendGap(blocks, lines, covered, len(lines))
 }
 
-// indentListFences returns doc with the lines of a fence in a list item
-// indented as far as its opening line, so that the fence (and the item)
-// runs to its closing line even where a line of the code is not indented
-// ("- a\n  ```\n# h\n  ```": "# h" is code, not a heading), as a reader
-// of the list expects. Only line ranges are read from the result: it has
-// the lines of doc, in order. An unclosed fence runs to the end.
-func indentListFences(doc string) string {
-	lines := strings.SplitAfter(doc, "\n")
-	changed := false
-	inList := false // the last top-level (unindented) line is a list item
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], "\r\n")
-		w := indentWidth(l)
-		if isBlank(l) {
-			continue
-		}
-		if w < 2 {
-			inList = isListItem(l)
-		}
-		c, n, ok := FenceOpen(strings.TrimLeft(l, " \t"))
-		if !ok || w < 2 || !inList {
-			continue
-		}
-		j := i + 1
-		for ; j < len(lines); j++ {
-			lj := strings.TrimRight(lines[j], "\r\n")
-			if pad := w - indentWidth(lj); pad > 0 && !isBlank(lj) {
-				lines[j] = strings.Repeat(" ", pad) + lines[j]
-				changed = true
-			}
-			if IsFenceClose(lj, c, n) {
-				break
-			}
-		}
-		i = j
+// listFenceEnd returns the line (of lines, where d starts at line first)
+// that closes the fence a list ends with when goldmark ended the list's
+// item before it ("- a\n  ```\n# h\n  ```": "# h" is code, not a
+// heading, as a reader of the list expects), the last line when nothing
+// closes it, or -1 when n is no such list.
+func listFenceEnd(d *Doc, n ast.Node, lines []string, first int) int {
+	if n.Kind() != ast.KindList {
+		return -1
 	}
-	if !changed {
-		return doc
+	var fence *ast.FencedCodeBlock
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if f, ok := c.(*ast.FencedCodeBlock); ok && entering {
+			fence = f
+		}
+		return ast.WalkContinue, nil
+	})
+	if fence == nil || fence.Pos() < 0 || d.FenceCloseLine(fence) >= 0 || d.EndLine(fence) < d.EndLine(n) {
+		return -1
 	}
-	return strings.Join(lines, "")
+	src := d.Source[fence.Pos():]
+	c, k := src[0], runLen(src, 0, src[0])
+	last := -1
+	for i := first + d.EndLine(n) + 1; i < len(lines); i++ {
+		if t := strings.Trim(lines[i], " \t"); len(t) >= k && strings.Trim(t, string(c)) == "" {
+			return i
+		}
+		if !isBlank(lines[i]) {
+			last = i
+		}
+	}
+	return last
 }
 
 // skipLines returns the byte offset n lines after offset in doc.
@@ -179,14 +181,6 @@ func addBlock(blocks []Block, b Block) []Block {
 	return append(blocks, b)
 }
 
-// IsFenceClose reports whether line, surrounding blanks aside, closes a
-// fenced code block opened with n × c (see FenceOpen): at least n c's and
-// nothing else.
-func IsFenceClose(line string, c byte, n int) bool {
-	line = strings.Trim(line, " \t\r")
-	return len(line) >= n && strings.Trim(line, string(c)) == ""
-}
-
 // appendGap appends the runs of non-blank lines in lines[from:to] as
 // paragraphs (0-based line ranges).
 func appendGap(blocks []Block, lines []string, from, to int) []Block {
@@ -206,61 +200,6 @@ func appendGap(blocks []Block, lines []string, from, to int) []Block {
 
 func isBlank(line string) bool { return strings.TrimSpace(line) == "" }
 
-// indentWidth returns the leading whitespace width, tabs to multiples of 4.
-func indentWidth(line string) int {
-	w := 0
-	for _, c := range []byte(line) {
-		switch c {
-		case ' ':
-			w++
-		case '\t':
-			w += 4 - w%4
-		default:
-			return w
-		}
-	}
-	return w
-}
-
-// isListItem reports whether line starts a bullet ("- ", "* ", "+ ") or
-// ordered ("1. ", "2) ") list item.
-func isListItem(line string) bool {
-	s := strings.TrimLeft(line, " \t")
-	if s == "" || strings.Trim(s, "-*_ \t") == "" && len(s) >= 3 { // a thematic break
-		return false
-	}
-	k := 0
-	switch s[0] {
-	case '-', '*', '+':
-		k = 1
-	default:
-		for k < len(s) && k < 9 && s[k] >= '0' && s[k] <= '9' {
-			k++
-		}
-		if k == 0 || k >= len(s) || (s[k] != '.' && s[k] != ')') {
-			return false
-		}
-		k++
-	}
-	return k == len(s) || s[k] == ' ' || s[k] == '\t'
-}
-
-// FenceOpen reports whether line, from its first character, opens a
-// fenced code block (``` or ~~~, an info string without backticks after a
-// backtick fence), and with which character and fence length. The
-// channels that cut Markdown on their own (Telegram) share it.
-func FenceOpen(line string) (c byte, n int, ok bool) {
-	if line == "" || line[0] != '`' && line[0] != '~' {
-		return 0, 0, false
-	}
-	c = line[0]
-	n = runLen(line, 0, c)
-	if n < 3 || c == '`' && strings.IndexByte(line[n:], '`') >= 0 {
-		return 0, 0, false
-	}
-	return c, n, true
-}
-
 type headingEntry struct {
 	level int
 	text  string
@@ -268,19 +207,20 @@ type headingEntry struct {
 
 // topBlocks returns the blocks of d's top-level nodes with 0-based line
 // ranges, without Text and Path.
-func topBlocks(d *Doc) []Block {
+func topBlocks(d *Doc) ([]Block, []ast.Node) {
 	var out []Block
+	var nodes []ast.Node
 	for n := d.Root.FirstChild(); n != nil; n = n.NextSibling() {
 		start := d.startLine(n)
 		if p, ok := n.(*ast.Paragraph); start < 0 || ok && p.Lines().Len() == 0 || n.Kind() == ast.KindLinkReferenceDefinition {
 			continue // link reference definitions: a gap, made a paragraph
 		}
-		b := Block{Kind: BlockParagraph, StartLine: start, EndLine: d.endLine(n)}
+		b := Block{Kind: BlockParagraph, StartLine: start, EndLine: d.EndLine(n)}
 		switch n := n.(type) {
 		case *ast.Heading:
 			b.Kind, b.Level, b.Heading = BlockHeading, n.Level, d.headingText(n)
 			if p := n.Pos(); p >= 0 && d.Source[p] != '#' {
-				b.EndLine = min(b.EndLine+1, d.numLines()-1) // a setext underline
+				b.EndLine = min(b.EndLine+1, d.NumLines()-1) // a setext underline
 			}
 		case *ast.FencedCodeBlock:
 			b.Kind = BlockCode
@@ -292,7 +232,7 @@ func topBlocks(d *Doc) []Block {
 		case *ast.List:
 			b.Kind = BlockList
 		case *east.Table:
-			if d.isTable(n) {
+			if d.IsTable(n) {
 				b.Kind = BlockTable
 			}
 		case *ast.Blockquote:
@@ -300,7 +240,11 @@ func topBlocks(d *Doc) []Block {
 		case *ast.ThematicBreak:
 			b.Kind = BlockThematicBreak
 		}
+		if k := len(out) - 1; k >= 0 && b.StartLine <= out[k].StartLine {
+			continue // goldmark may place a setext heading after a table cut from its lines
+		}
 		out = append(out, b)
+		nodes = append(nodes, n)
 	}
 	// A block ends before the next one starts (a fence's closing line
 	// found by looking ahead may belong to the next block).
@@ -310,13 +254,13 @@ func topBlocks(d *Doc) []Block {
 		}
 		out[i].EndLine = max(out[i].EndLine, out[i].StartLine)
 	}
-	return out
+	return out, nodes
 }
 
-// isTable reports whether t is a GFM table: goldmark pads a header row
+// IsTable reports whether t is a GFM table: goldmark pads a header row
 // with fewer cells than the delimiter row, which GFM does not take for a
 // table.
-func (d *Doc) isTable(t *east.Table) bool {
+func (d *Doc) IsTable(t *east.Table) bool {
 	h := t.FirstChild()
 	if h == nil {
 		return false
@@ -332,7 +276,7 @@ func (d *Doc) isTable(t *east.Table) bool {
 // startLine returns the 0-based line where block n starts, or -1.
 func (d *Doc) startLine(n ast.Node) int {
 	if _, ok := n.(*east.Table); !ok && n.Pos() >= 0 {
-		return d.line(n.Pos())
+		return d.Line(n.Pos())
 	}
 	// A table's own Pos is its paragraph's, which may have had lines
 	// before the header row; its rows' are their lines'.
@@ -346,19 +290,19 @@ func (d *Doc) startLine(n ast.Node) int {
 	if start < 0 {
 		return -1
 	}
-	return d.line(start)
+	return d.Line(start)
 }
 
-// endLine returns the last 0-based line block n takes: the furthest of its
+// EndLine returns the last 0-based line block n takes: the furthest of its
 // nodes' positions and segments, a fence's closing line and a table's
 // delimiter row.
-func (d *Doc) endLine(n ast.Node) int {
+func (d *Doc) EndLine(n ast.Node) int {
 	end := -1
 	seg := func(s text.Segment) {
 		if s.Stop > s.Start {
-			end = max(end, d.line(s.Stop-1))
+			end = max(end, d.Line(s.Stop-1))
 		} else {
-			end = max(end, d.line(s.Start))
+			end = max(end, d.Line(s.Start))
 		}
 	}
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -366,20 +310,20 @@ func (d *Doc) endLine(n ast.Node) int {
 			return ast.WalkContinue, nil
 		}
 		if c.Pos() >= 0 {
-			end = max(end, d.line(c.Pos()))
+			end = max(end, d.Line(c.Pos()))
 		}
 		switch c := c.(type) {
 		case *ast.Text:
 			seg(c.Segment)
 		case *ast.FencedCodeBlock:
-			if l := d.fenceCloseLine(c); l >= 0 {
+			if l := d.FenceCloseLine(c); l >= 0 {
 				end = max(end, l)
 			}
 		case *east.TableHeader:
 			if c.Pos() >= 0 {
-				end = max(end, d.line(c.Pos())+1)
+				end = max(end, d.Line(c.Pos())+1)
 			} else if r := c.FirstChild(); r != nil && r.Pos() >= 0 {
-				end = max(end, d.line(r.Pos())+1)
+				end = max(end, d.Line(r.Pos())+1)
 			}
 		}
 		if c.Type() == ast.TypeBlock {
@@ -389,7 +333,7 @@ func (d *Doc) endLine(n ast.Node) int {
 		}
 		return ast.WalkContinue, nil
 	})
-	return min(end, d.numLines()-1)
+	return min(end, d.NumLines()-1)
 }
 
 // headingText is a heading's text as written, its lines trimmed and

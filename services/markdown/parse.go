@@ -18,8 +18,8 @@ import (
 // strikethrough, task lists, autolinks) and without HTML blocks (a "<div>"
 // line is a paragraph with inline raw HTML, so it cannot take the lines
 // after it along). It is the one parse the block and reference operations
-// of this package and the renderers of the channels (terminal, web page)
-// work over.
+// of this package and the renderers of the channels (Telegram, terminal,
+// web page) work over.
 type Doc struct {
 	// Source is the parsed text.
 	Source []byte
@@ -40,12 +40,51 @@ var parserOnce = sync.OnceValue(func() parser.Parser {
 			blocks = append(blocks, v)
 		}
 	}
+	link := reflect.TypeOf(parser.NewLinkParser())
+	inlines := parser.DefaultInlineParsers()
+	for i, v := range inlines {
+		if reflect.TypeOf(v.Value) == link {
+			inlines[i].Value = boundedLinkParser{v.Value.(parser.InlineParser)}
+		}
+	}
 	base := parser.NewParser(parser.WithBlockParsers(blocks...),
-		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithInlineParsers(inlines...),
 		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
 	// The GFM extension adds its parsers to base.
 	return goldmark.New(goldmark.WithParser(base), goldmark.WithExtensions(extension.GFM)).Parser()
 })
+
+// maxLinkTail is how much of a line after a link's "]" (or "[", "!")
+// goldmark's link parser reads: it scans a destination to the end of the
+// line, which made a line full of "[a](" quadratic. A link whose
+// destination and title are longer stays text.
+const maxLinkTail = 2048
+
+// boundedLinkParser is goldmark's link parser reading at most maxLinkTail
+// bytes of a line.
+type boundedLinkParser struct{ parser.InlineParser }
+
+func (p boundedLinkParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	return p.InlineParser.Parse(parent, boundedReader{block}, pc)
+}
+
+// CloseBlock lets the link parser drop the brackets left open in a block.
+func (p boundedLinkParser) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
+	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
+		c.CloseBlock(parent, block, pc)
+	}
+}
+
+// boundedReader shows at most maxLinkTail bytes of each line.
+type boundedReader struct{ text.Reader }
+
+func (r boundedReader) PeekLine() ([]byte, text.Segment) {
+	line, seg := r.Reader.PeekLine()
+	if len(line) > maxLinkTail && seg.Padding == 0 {
+		line, seg.Stop = line[:maxLinkTail], seg.Start+maxLinkTail
+	}
+	return line, seg
+}
 
 // Parse parses src.
 func Parse(src string) *Doc {
@@ -60,9 +99,24 @@ func Parse(src string) *Doc {
 	return d
 }
 
-// line returns the 0-based line of byte offset off.
-func (d *Doc) line(off int) int {
+// Line returns the 0-based line of byte offset off.
+func (d *Doc) Line(off int) int {
 	return sort.Search(len(d.lineStarts), func(i int) bool { return d.lineStarts[i] > off }) - 1
+}
+
+// LineStart returns the byte offset where 0-based line i starts.
+func (d *Doc) LineStart(i int) int { return d.lineStarts[i] }
+
+// LineEnd returns the byte offset where 0-based line i ends: its "\n", or
+// the end of the source.
+func (d *Doc) LineEnd(i int) int {
+	if i+1 < len(d.lineStarts) {
+		return d.lineStarts[i+1] - 1
+	}
+	if n := len(d.Source); n > 0 && d.Source[n-1] == '\n' {
+		return n - 1
+	}
+	return len(d.Source)
 }
 
 // lineText returns line i without its line ending.
@@ -74,8 +128,8 @@ func (d *Doc) lineText(i int) []byte {
 	return bytes.TrimSuffix(bytes.TrimSuffix(d.Source[d.lineStarts[i]:end], []byte("\n")), []byte("\r"))
 }
 
-// numLines is the number of lines; a final newline does not start one.
-func (d *Doc) numLines() int {
+// NumLines is the number of lines; a final newline does not start one.
+func (d *Doc) NumLines() int {
 	if len(d.Source) == 0 {
 		return 0
 	}
@@ -98,18 +152,13 @@ func codeSpans(s string) []span {
 		switch n := n.(type) {
 		case *ast.FencedCodeBlock:
 			if start := n.Pos(); start >= 0 {
-				start = d.lineStarts[d.line(start)]
+				start = d.lineStarts[d.Line(start)]
 				out = append(out, span{start, d.fenceEnd(n)})
 			}
 			return ast.WalkSkipChildren, nil
 		case *ast.CodeSpan:
-			start := n.Pos()
-			if start < 0 || start >= len(s) || s[start] != '`' {
-				return ast.WalkSkipChildren, nil
-			}
-			k := runLen(s, start, '`')
-			if end := codeClose(s, start+k, k); end >= 0 {
-				out = append(out, span{start, end + k})
+			if open, close, k := d.CodeSpanMarks(n); close >= 0 {
+				out = append(out, span{open, close + k})
 			}
 			return ast.WalkSkipChildren, nil
 		}
@@ -123,22 +172,22 @@ func codeSpans(s string) []span {
 // the end of its closing fence line (without the line ending), or the end
 // of the source when it is not closed.
 func (d *Doc) fenceEnd(n *ast.FencedCodeBlock) int {
-	if l := d.fenceCloseLine(n); l >= 0 {
+	if l := d.FenceCloseLine(n); l >= 0 {
 		return d.lineStarts[l] + len(d.lineText(l))
 	}
 	return len(d.Source)
 }
 
-// fenceCloseLine returns the 0-based line of the closing fence of n, or -1
+// FenceCloseLine returns the 0-based line of the closing fence of n, or -1
 // when it has none.
-func (d *Doc) fenceCloseLine(n *ast.FencedCodeBlock) int {
-	open := d.line(n.Pos())
+func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
+	open := d.Line(n.Pos())
 	last := open
 	if l := n.Lines(); l.Len() > 0 {
-		last = d.line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
+		last = d.Line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
 	}
 	next := last + 1
-	if next >= d.numLines() {
+	if next >= d.NumLines() {
 		return -1
 	}
 	src := d.Source[n.Pos():]
@@ -156,8 +205,19 @@ func (d *Doc) fenceCloseLine(n *ast.FencedCodeBlock) int {
 	return -1
 }
 
+// CodeSpanMarks returns where the code span n opens, where its closing
+// backticks start (-1: not found) and how many backticks each has.
+func (d *Doc) CodeSpanMarks(n *ast.CodeSpan) (open, close, k int) {
+	s, open := d.Source, n.Pos()
+	if open < 0 || open >= len(s) || s[open] != '`' {
+		return open, -1, 0
+	}
+	k = runLen(s, open, '`')
+	return open, codeClose(s, open+k, k), k
+}
+
 // runLen returns how many c characters start at s[i].
-func runLen(s string, i int, c byte) int {
+func runLen(s []byte, i int, c byte) int {
 	n := 0
 	for i+n < len(s) && s[i+n] == c {
 		n++
@@ -167,7 +227,7 @@ func runLen(s string, i int, c byte) int {
 
 // codeClose returns the start of the first run of exactly n backticks in
 // s[from:], or -1.
-func codeClose(s string, from, n int) int {
+func codeClose(s []byte, from, n int) int {
 	for j := from; j < len(s); {
 		if s[j] != '`' {
 			j++

@@ -21,7 +21,7 @@ func TestParseIsGFMWithoutHTMLBlocks(t *testing.T) {
 	if second := first.NextSibling(); second == nil || second.Kind() != east.KindTable {
 		t.Fatalf("second block = %v, want a table", second)
 	}
-	if got := d.line(len(d.Source) - 1); got != 5 {
+	if got := d.Line(len(d.Source) - 1); got != 5 {
 		t.Errorf("line of the last byte = %d, want 5", got)
 	}
 }
