@@ -74,9 +74,9 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
 	in := apptest.Start(t, apptest.Options{
 		DatabaseURL: pool.Config().ConnString(), Model: o.model, Flags: o.flags, Token: testToken,
-		Configure: func(opts *app.Options) {
+		Configure: func(opts *app.Config) {
 			opts.Web.APITurnTimeout = o.apiTurnTimeout
-			opts.Agent.PassImages, opts.Context.Images = o.images, o.images
+			opts.Agent.PassImages, opts.Context.Images, opts.Web.ModelReadsImages = o.images, o.images, o.images
 			if o.modelTimeout > 0 {
 				opts.LLM.Timeout = o.modelTimeout
 			}
