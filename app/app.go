@@ -2,7 +2,7 @@
 // one place: New constructs every part (no part is attached to another
 // afterwards), Start starts the background work, Serve serves HTTP and
 // Close stops everything in reverse order. cmd/switchboard maps the
-// environment to Options; tests build the same app through app/apptest.
+// environment to Config; tests build the same app through app/apptest.
 package app
 
 import (

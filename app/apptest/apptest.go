@@ -42,7 +42,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Addr is the listen address (default 127.0.0.1:0).
 	Addr string
-	// Configure has the last word on the app's options.
+	// Configure has the last word on the app's configuration.
 	Configure func(*app.Config)
 	// BeforeStart runs once the app is built, before it starts.
 	BeforeStart func(*app.App)

@@ -95,7 +95,7 @@ func (b *Bot) fetch(ctx context.Context, timeline string, f *inboundFile) (servi
 	}
 	gctx, cancel := context.WithTimeout(ctx, b.opts.SendTimeout)
 	defer cancel()
-	file, oc, err := callAPI(b, gctx, func(ctx context.Context) (*models.File, error) {
+	file, oc, err := callAPI(gctx, b, func(ctx context.Context) (*models.File, error) {
 		return b.api.GetFile(ctx, &bot.GetFileParams{FileID: f.id})
 	})
 	if err != nil {

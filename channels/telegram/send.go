@@ -77,11 +77,11 @@ var errSendTimeout = errors.New("no answer in time")
 // Telegram sometimes answers a processed sendMessage late, and giving up
 // early would send it twice).
 func (b *Bot) call(ctx context.Context, fn func(context.Context) (*models.Message, error)) (*models.Message, outcome, error) {
-	return callAPI(b, ctx, fn)
+	return callAPI(ctx, b, fn)
 }
 
 // callAPI is call for any Bot API method.
-func callAPI[T any](b *Bot, ctx context.Context, fn func(context.Context) (T, error)) (T, outcome, error) {
+func callAPI[T any](ctx context.Context, b *Bot, fn func(context.Context) (T, error)) (T, outcome, error) {
 	tr := &callTrace{}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
