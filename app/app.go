@@ -2,7 +2,7 @@
 // one place: New constructs every part (no part is attached to another
 // afterwards), Start starts the background work, Serve serves HTTP and
 // Close stops everything in reverse order. cmd/switchboard maps the
-// environment to Options; tests build the same app through app/apptest.
+// environment to Config; tests build the same app through app/apptest.
 package app
 
 import (
@@ -42,10 +42,11 @@ import (
 	"github.com/switchboard/switchboard/web"
 )
 
-// Options are an instance's settings. The option structs of the parts carry
-// their settings only: New fills in their collaborators (stores, providers,
-// the queue, the hub), so a setting given here reaches its part whole.
-type Options struct {
+// Config is an instance's settings: what cmd/switchboard maps the
+// environment to (its env table), section by section, and nothing built.
+// Each part is built from its own section and its collaborators: New(deps,
+// cfg).
+type Config struct {
 	// DatabaseURL selects the database (a test schema through search_path).
 	DatabaseURL string
 	// FlagsByDatabase sets the rollout flags' WRITE and READ from what the
@@ -81,10 +82,10 @@ type Options struct {
 	// SummaryModel is the model compaction's summaries are written with,
 	// on LLM's provider (CONTEXT_SUMMARY_MODEL; empty: LLM.Model).
 	SummaryModel string
-	Agent        agent.Options
+	Agent        agent.Config
 	Queue        queue.Options
-	Web          web.Options
-	Telegram     TelegramOptions
+	Web          web.Config
+	Telegram     TelegramConfig
 	// Metrics tunes the metrics registry (its sources are the app's).
 	Metrics metrics.Options
 	// MCP are the MCP servers whose tools the agent gets.
@@ -104,6 +105,18 @@ type Options struct {
 	// OpenAI is the OpenAI-compatible channel's settings (its collaborators
 	// and the rest of its settings are the app's).
 	OpenAI openai.Config
+	// Hooks give parts collaborators of a test's own; zero: New's.
+	Hooks Hooks
+}
+
+// Hooks give parts collaborators of a test's own instead of New's.
+type Hooks struct {
+	// Web sees and changes the web server's collaborators (a counting
+	// store) before it is built.
+	Web func(*web.Deps)
+	// TelegramClient makes the Bot API calls (an emulator's transport;
+	// nil: a default client).
+	TelegramClient *http.Client
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
@@ -135,10 +148,10 @@ type ScheduleOptions struct {
 	Limits   schedule.Limits
 }
 
-// TelegramOptions are the Telegram channel's settings; an empty Token
+// TelegramConfig are the Telegram channel's settings; an empty Token
 // leaves the channel off (the pairing page still works).
-type TelegramOptions struct {
-	telegram.Options
+type TelegramConfig struct {
+	telegram.Config
 	// Mode is "polling" (default) or "webhook".
 	Mode          string
 	WebhookURL    string
@@ -147,8 +160,7 @@ type TelegramOptions struct {
 
 // App is one built instance.
 type App struct {
-	opts     Options
-	built    Options
+	cfg      Config
 	log      *slog.Logger
 	pool     *pgxpool.Pool
 	migrator *repository.Migrator
@@ -169,24 +181,44 @@ type App struct {
 	typing   *telegram.Typing
 	web      *web.Server
 
+	// What New builds on the way, for the parts built after it.
+	tokenHash   []byte
+	publisher   services.Publisher
+	tokenizer   prompt.Tokenizer
+	registry    *tools.Registry
+	watcher     *fetch.Fetcher
+	summariser  llm.Provider
+	context     *prompt.Manager
+	execStatus  services.ExecStatus
+	enqueuer    *queue.Enqueuer
+	scheduler   *schedule.Service
+	budgets     *budget.Service
+	transcriber services.Transcriber
+	profiles    map[string]agent.Profile
+	desk        *telegram.Desk
+
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
 }
 
 // New builds every part of the instance in dependency order: the database
-// (migrated), the hub, the model provider and tools, the metrics, the
-// context manager, the queue, ChatService, the Telegram channel, the agent
-// runtime and the web server. Nothing runs until Start. On error whatever
+// (migrated), the hub, the model provider, the metrics, the context
+// manager, the queue's client, ChatService, the schedules and budgets, the
+// agent runtime and its tools (tools.go), the Telegram channel, the queue's
+// workers and the web server. Nothing runs until Start. On error whatever
 // was built is closed.
-func New(ctx context.Context, o Options) (a *App, err error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+func New(ctx context.Context, cfg Config) (a *App, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
 	}
-	a = &App{opts: o, log: o.Logger}
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = ServePoolSize(PoolNeeds{TurnWorkers: cfg.Queue.TurnWorkers, Deliveries: cfg.Telegram.Token != ""})
+	}
+	a = &App{cfg: cfg, log: cfg.Logger}
 	built := a // a is nil once a `return nil, err` has run
 	defer func() {
 		if err != nil {
@@ -194,282 +226,293 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			a = nil
 		}
 	}()
-	log := o.Logger
-	b := &a.built
-	b.DatabaseURL, b.PoolSize, b.Logger, b.Stdout, b.PublicURL, b.WorkspaceDir = o.DatabaseURL, o.PoolSize, log, o.Stdout, o.PublicURL, o.WorkspaceDir
-	b.Workspace = o.Workspace
-	if b.PoolSize <= 0 {
-		b.PoolSize = ServePoolSize(PoolNeeds{TurnWorkers: o.Queue.TurnWorkers, Deliveries: o.Telegram.Token != ""})
+	steps := []func(context.Context) error{
+		a.buildDatabase, // the pool (migrated), the store, the flags, the owner's token
+		a.buildEvents,   // the hub and the cross-instance notifier
+		a.buildModel,    // the providers, the workspaces, media, metrics, MCP, exec
+		a.buildContext,  // the context manager and the context payloads
+		a.buildChat,     // the queue's client and ChatService
+		a.buildPlans,    // schedules and daily budgets
+		a.buildAgent,    // the agent runtime, then every tool (tools.go)
+		a.buildTelegram, // the Telegram channel (off without a token)
+		a.buildQueue,    // the queue's workers
+		a.buildWeb,      // the web server, last: it reads from everything above
 	}
-
-	// Database, migrated.
-	if err := a.openDatabase(ctx, o, log); err != nil {
-		return nil, err
-	}
-	a.store = repository.New(a.pool)
-	if o.FlagsByDatabase {
-		if o, err = flagsByDatabase(ctx, o, a.store); err != nil {
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
 			return nil, err
 		}
-		a.opts = o
 	}
-	tokenHash, err := ownerToken(ctx, o, a.store)
-	if err != nil {
-		return nil, err
-	}
-
-	// Events: the hub fans out this instance's events and, through the
-	// notifier, every instance's.
-	a.hub = hub.New(a.store, log)
-	if a.notifier, err = repository.NewNotifier(ctx, a.pool, log); err != nil {
-		return nil, err
-	}
-	publisher := hub.Fanout{Hub: a.hub, Remote: a.notifier}
-
-	// Model, tools, metrics and the context manager.
-	// The encoding loads with the first message, not at start: it is most
-	// of the idle heap and of the start time (docs/BENCHMARKS.md).
-	tokenizer := prompt.NewLazyTokenizer(o.LLM.Model, func(warn error) {
-		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
-	})
-	b.LLM = o.LLM
-	if a.provider, err = llm.New(b.LLM); err != nil {
-		return nil, err
-	}
-	registry := tools.NewRegistry(log)
-	a.spaces = tools.NewWorkspacesWith(o.WorkspaceDir, o.Workspace)
-	if err := tools.RegisterWorkspaceTools(registry, a.spaces.For); err != nil {
-		return nil, err
-	}
-	b.Media = o.Media
-	a.media = media.New(a.spaces.For, o.Media.MaxBytes)
-	if err := agent.RegisterMemoryTool(registry, a.store); err != nil {
-		return nil, err
-	}
-	b.Fetch = o.Fetch
-	if err := fetch.Register(registry, o.Fetch); err != nil {
-		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
-	}
-	// Watch schedules read their page through the same guard, without
-	// the model.
-	watcher, err := fetch.New(o.Fetch)
-	if err != nil {
-		return nil, fmt.Errorf("FETCH_ALLOW: %w", err)
-	}
-	b.Search = o.Search
-	if err := fetch.RegisterSearch(registry, o.Search); err != nil {
-		return nil, err
-	}
-	execStatus, err := a.buildExec(ctx, registry)
-	if err != nil {
-		return nil, err
-	}
-	b.Metrics = o.Metrics
-	b.Metrics.Source, b.Metrics.Runs, b.Metrics.Logger = a.store, a.store, log
-	a.meter = metrics.New(b.Metrics)
-	b.MCP = o.MCP
-	a.mcp = mcp.New(o.MCP, mcp.Options{Logger: log, Registry: registry, Observe: a.meter.MCPCallObserved})
-	b.Context = o.Context
-	b.Context.Store, b.Context.Context, b.Context.Workspace, b.Context.Tokenizer = a.store, a.store, a.spaces, tokenizer
-	b.Context.Manifests, b.Context.Budgets = a.spaces, a.store
-	b.Context.Window, b.Context.Logger = a.provider.ContextWindow(), log
-	b.Context.HistoryRule = historyRule(registry)
-	b.Context.Attachments, b.Context.Media = a.store, a.media
-	if b.Context.Location == nil {
-		// The owner's zone (OWNER_TIMEZONE) dates the prompt's input and
-		// the summariser's transcript, as it does schedules.
-		b.Context.Location = o.Schedule.Location
-	}
-	b.Context.Compaction.Provider, b.Context.Compaction.OnResult = a.provider, a.meter.CompactionObserved
-	b.SummaryModel = o.SummaryModel
-	if o.SummaryModel != "" && o.SummaryModel != o.LLM.Model {
-		c := o.LLM
-		c.Model = o.SummaryModel
-		if b.Context.Compaction.Provider, err = llm.New(c); err != nil {
-			return nil, fmt.Errorf("CONTEXT_SUMMARY_MODEL: %w", err)
-		}
-	}
-	contextMgr := prompt.New(b.Context)
-	// The context payload of spec 000 (`switchboard context`).
-	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces,
-		Known: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }})
-
-	// Jobs are inserted in the caller's transaction by an insert-only
-	// client; the queue that works them is built last, from the parts that
-	// execute them.
-	enqueuer, err := queue.NewEnqueuer(ctx, a.pool, log)
-	if err != nil {
-		return nil, err
-	}
-
-	// ChatService, routing replies to Telegram through the queue in the
-	// reply's own transaction.
-	b.Chat = o.Chat
-	b.Chat.Store, b.Chat.Publisher, b.Chat.Logger, b.Chat.CountTokens = a.store, publisher, log, tokenizer.Count
-	b.Telegram = o.Telegram
-	if b.Telegram.Token != "" {
-		router := telegram.Router{Queue: enqueuer, OwnerChats: b.Telegram.OwnerIDs}
-		b.Chat.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
-		b.Chat.Notifiers = []services.Notifier{router}
-	}
-	turns := b.Chat.Turns
-	b.Chat.Turns = nil
-	plainChat := chat.New(b.Chat)
-
-	// The Telegram "typing…" indicator, which the agent runtime drives.
-	observers := []services.RunObserver{a.meter}
-	var typing *telegram.Typing
-	if b.Telegram.Token != "" {
-		every := b.Telegram.TypingEvery
-		if typing, err = telegram.NewTyping(b.Telegram.Token, b.Telegram.APIURL, b.Telegram.HTTPClient, every); err != nil {
-			return nil, err
-		}
-		a.typing = typing
-		observers = []services.RunObserver{typing, a.meter}
-	}
-
-	// Schedules: the owner's controls and the fire ledger; the agent runs
-	// the fires.
-	b.Schedule = o.Schedule
-	scheduler := schedule.New(schedule.Options{Store: a.store, Queue: enqueuer, Location: o.Schedule.Location, Limits: o.Schedule.Limits,
-		Profiles: func(name string) bool { _, ok := o.Agent.Profiles[name]; return ok }, Watcher: watcher})
-
-	// Daily budgets per kind of run, in the owner's zone; the 80 % notice
-	// goes to the owner's timeline and channels.
-	b.Budget = o.Budget
-	if b.Budget.Prices == nil {
-		b.Budget.Prices = budget.DefaultPrices
-	}
-	// A money budget needs a price for every model a run may call.
-	models := []string{o.LLM.Model}
-	for _, p := range o.Agent.Profiles {
-		models = append(models, p.Model)
-	}
-	if err := budget.CheckPriced(b.Budget.Money, b.Budget.Prices, models...); err != nil {
-		return nil, err
-	}
-	budgets := budget.New(budget.Options{Store: a.store, Limits: o.Budget.Limits, Money: b.Budget.Money, Prices: b.Budget.Prices,
-		Location: o.Schedule.Location, Chat: plainChat, Observe: a.meter.BudgetObserved, Logger: log})
-
-	// The agent runtime; profiles with a model of their own get a provider
-	// of their own (same server and key).
-	b.Agent = o.Agent
-	b.Agent.Budgets = budgets
-	b.Agent.Schedules, b.Agent.Fires, b.Agent.FireObserved, b.Agent.Watcher = scheduler, scheduler, a.meter.FireObserved, watcher
-	b.Agent.Store, b.Agent.Chat, b.Agent.Queue, b.Agent.Publisher, b.Agent.LLM = a.store, plainChat, enqueuer, publisher, a.provider
-	b.Agent.Compactions, b.Agent.Requests = enqueuer, a.store
-	b.Agent.Tools, b.Agent.Tokenizer, b.Agent.Context, b.Agent.ContextStore = registry, tokenizer, contextMgr, a.store
-	b.Agent.Manifests = a.spaces
-	b.Agent.Observers, b.Agent.Logger, b.Agent.Catalog = observers, log, a.mcp
-	b.Agent.Media, b.Agent.Exec = a.media, execStatus
-	if t := media.NewTranscriber(o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey); t != nil {
-		b.Agent.Transcriber = t
-	}
-	if b.Agent.Profiles, err = profileProviders(o.Agent.Profiles, o.LLM); err != nil {
-		return nil, err
-	}
-	// The service's own secrets: never in a prompt, refused in an outbound
-	// tool argument (the configuration adds its secret variables and the
-	// MCP values marked secret).
-	if b.Agent.Secrets == nil {
-		b.Agent.Secrets = services.NewSecrets()
-	}
-	b.Agent.Secrets.Add(o.OwnerToken, hex.EncodeToString(tokenHash), o.LLM.APIKey, o.Telegram.Token, o.Telegram.WebhookSecret,
-		o.Media.TranscribeAPIKey, hex.EncodeToString(o.Web.Metrics.ScrapeTokenHash))
-	// Tool calls that last or leave, and every approval decision, go to
-	// the hash-chained audit trail.
-	b.Agent.Audit = a.store
-	a.agent = agent.New(b.Agent)
-
-	// Channels post through the ChatService that hands new user messages
-	// to the agent (or to a test's own turn handler).
-	if turns == nil {
-		turns = a.agent
-	}
-	a.chat = plainChat.WithTurns(turns)
-	b.Chat.Turns = turns
-
-	// The Telegram channel: stores inbound messages through ChatService and
-	// delivers through the queue.
-	tstore := repository.NewTelegramStore(a.pool)
-	desk := &telegram.Desk{Store: tstore, Chat: a.chat, Queue: enqueuer, Owners: b.Telegram.OwnerIDs, Logger: log}
-	outbound := map[services.Source]services.OutboundHandler{}
-	if b.Telegram.Token != "" {
-		t := &b.Telegram.Options
-		t.Chat, t.Store, t.Leases, t.Queue, t.Logger = a.chat, tstore, telegramLeases{tstore}, enqueuer, log
-		t.Pairings = desk
-		t.Media, t.Audit, t.Approvals = a.media, a.store, a.agent
-		t.SendError = a.meter.TelegramSendError
-		if a.bot, err = telegram.New(ctx, *t); err != nil {
-			return nil, err
-		}
-		outbound[telegram.Channel] = a.bot.Deliver
-		if len(t.OwnerIDs) == 0 {
-			log.Warn("TELEGRAM_OWNER_IDS is empty: nobody on Telegram writes to the owner's timeline")
-		}
-	}
-
-	// The queue's workers: agent turns and outbound deliveries.
-	b.Queue = o.Queue
-	b.Queue.Logger, b.Queue.Outbound, b.Queue.Fires, b.Queue.Compactions = log, outbound, a.agent, a.agent
-	if a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, b.Queue); err != nil {
-		return nil, err
-	}
-
-	// The web server, last: it reads from everything above.
-	b.Web = o.Web
-	b.Web.Logger, b.Web.Chat, b.Web.Hub, b.Web.TokenHash = log, a.chat, a.hub, tokenHash
-	b.Web.Approvals = a.agent
-	b.Web.ToolResults = a.agent
-	if b.Web.Sessions == nil {
-		b.Web.Sessions = a.store
-	}
-	b.Web.ContextStore, b.Web.Inspector, b.Web.Tools, b.Web.Activity = a.store, a.agent, a.mcp, a.store
-	b.Web.Manifests, b.Web.ContextBudgets = a.spaces, a.store
-	b.Web.Blocks = workspaceBlocks{spaces: a.spaces, count: tokenizer.Count}
-	b.Web.Model, b.Web.Provider, b.Web.MaxMessageBytes = a.provider.Model(), a.provider.Name(), b.Chat.MaxContentBytes
-	if b.Web.MaxMessageBytes <= 0 {
-		b.Web.MaxMessageBytes = chat.DefaultMaxContentBytes
-	}
-	b.OpenAI = o.OpenAI
-	b.OpenAI.OwnerTimeline, b.OpenAI.Provider, b.OpenAI.MaxMessageBytes = b.Web.OwnerTimeline, b.Web.Provider, b.Web.MaxMessageBytes
-	b.OpenAI.ModelReadsImages = b.Agent.PassImages
-	b.Web.OpenAI = openai.New(openai.Deps{Logger: log, Chat: a.chat, Hub: a.hub, Runs: a.store, Media: a.media, Stopper: a.agent}, b.OpenAI)
-	b.Web.Metrics.Handler, b.Web.Metrics.Requests, b.Web.Metrics.Websockets = a.meter.Handler(), a.meter, a.meter
-	b.Web.Debug, b.Web.Pairings, b.Web.Schedules = a.store, desk, scheduler
-	b.Web.Budgets = budgets
-	b.Web.Media, b.Web.Attachments, b.Web.Audit = a.media, a.store, a.store
-	if a.bot != nil && b.Telegram.Mode == "webhook" {
-		b.Web.TelegramWebhook = a.bot.WebhookHandler(b.Telegram.WebhookSecret)
-	}
-	b.Web.Ready = a.ready
-	if o.OwnerToken == "" && b.Web.Credentials == nil {
-		// The stored token is read on each authentication, so `switchboard
-		// token reset` takes effect at once on every instance.
-		b.Web.Credentials = a.store
-	}
-	a.web = web.New(b.Web)
 	return a, nil
 }
 
-// buildExec probes the exec sandbox when EXEC_ENABLED and registers the
-// exec tool only when it works; the status says why not otherwise.
-func (a *App) buildExec(ctx context.Context, registry *tools.Registry) (services.ExecStatus, error) {
-	o := a.opts.Exec
-	a.built.Exec = o
+// buildDatabase opens the database, applies pending migrations, settles
+// the flags and reads (or makes) the owner's token.
+func (a *App) buildDatabase(ctx context.Context) (err error) {
+	if err := a.openDatabase(ctx, a.cfg, a.log); err != nil {
+		return err
+	}
+	a.store = repository.New(a.pool)
+	if a.cfg.FlagsByDatabase {
+		if a.cfg, err = flagsByDatabase(ctx, a.cfg, a.store); err != nil {
+			return err
+		}
+	}
+	a.tokenHash, err = ownerToken(ctx, a.cfg, a.store)
+	return err
+}
+
+// buildEvents builds the hub, which fans out this instance's events, and,
+// through the notifier, every instance's.
+func (a *App) buildEvents(ctx context.Context) (err error) {
+	a.hub = hub.New(a.store, a.log)
+	if a.notifier, err = repository.NewNotifier(ctx, a.pool, a.log); err != nil {
+		return err
+	}
+	a.publisher = hub.Fanout{Hub: a.hub, Remote: a.notifier}
+	return nil
+}
+
+// buildModel builds the model provider (and the summariser's), the tool
+// registry, the workspaces, media, the fetcher watch schedules read
+// through, the exec sandbox, the metrics and the MCP manager.
+func (a *App) buildModel(ctx context.Context) (err error) {
+	cfg, log := a.cfg, a.log
+	// The encoding loads with the first message, not at start: it is most
+	// of the idle heap and of the start time (docs/BENCHMARKS.md).
+	a.tokenizer = prompt.NewLazyTokenizer(cfg.LLM.Model, func(warn error) {
+		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
+	})
+	if a.provider, err = llm.New(cfg.LLM); err != nil {
+		return err
+	}
+	a.summariser = a.provider
+	if cfg.SummaryModel != "" && cfg.SummaryModel != cfg.LLM.Model {
+		c := cfg.LLM
+		c.Model = cfg.SummaryModel
+		if a.summariser, err = llm.New(c); err != nil {
+			return fmt.Errorf("CONTEXT_SUMMARY_MODEL: %w", err)
+		}
+	}
+	if a.profiles, err = profileProviders(cfg.Agent.Profiles, cfg.LLM); err != nil {
+		return err
+	}
+	a.registry = tools.NewRegistry(log)
+	a.spaces = tools.NewWorkspacesWith(cfg.WorkspaceDir, cfg.Workspace)
+	a.media = media.New(a.spaces.For, cfg.Media.MaxBytes)
+	if t := media.NewTranscriber(cfg.Media.TranscribeURL, cfg.Media.TranscribeModel, cfg.Media.TranscribeAPIKey); t != nil {
+		a.transcriber = t
+	}
+	// Watch schedules read their page through the same guard as
+	// fetch_url, without the model.
+	if a.watcher, err = fetch.New(cfg.Fetch); err != nil {
+		return fmt.Errorf("FETCH_ALLOW: %w", err)
+	}
+	a.execStatus = a.buildExec(ctx)
+	mo := cfg.Metrics
+	mo.Source, mo.Runs, mo.Logger = a.store, a.store, log
+	a.meter = metrics.New(mo)
+	a.mcp = mcp.New(cfg.MCP, mcp.Options{Logger: log, Registry: a.registry, Observe: a.meter.MCPCallObserved})
+	return nil
+}
+
+// buildContext builds the context manager and the context payloads
+// (`switchboard context`).
+func (a *App) buildContext(context.Context) error {
+	po := a.cfg.Context
+	po.Store, po.Context, po.Workspace, po.Tokenizer = a.store, a.store, a.spaces, a.tokenizer
+	po.Manifests, po.Budgets = a.spaces, a.store
+	po.Window, po.Logger = a.provider.ContextWindow(), a.log
+	po.HistoryRule = historyRule(a.registry)
+	po.Attachments, po.Media = a.store, a.media
+	if po.Location == nil {
+		// The owner's zone (OWNER_TIMEZONE) dates the prompt's input and
+		// the summariser's transcript, as it does schedules.
+		po.Location = a.cfg.Schedule.Location
+	}
+	po.Compaction.Provider, po.Compaction.OnResult = a.summariser, a.meter.CompactionObserved
+	a.context = prompt.New(po)
+	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces, Known: a.knownProfile})
+	return nil
+}
+
+// knownProfile says whether a sub-agent profile is configured.
+func (a *App) knownProfile(name string) bool { _, ok := a.cfg.Agent.Profiles[name]; return ok }
+
+// buildChat builds the queue's insert-only client (jobs are inserted in
+// the caller's transaction; the workers are built last, from the parts
+// that execute them) and ChatService, which routes replies to Telegram
+// through the queue in the reply's own transaction.
+func (a *App) buildChat(ctx context.Context) (err error) {
+	if a.enqueuer, err = queue.NewEnqueuer(ctx, a.pool, a.log); err != nil {
+		return err
+	}
+	co := a.cfg.Chat
+	co.Store, co.Publisher, co.Logger, co.CountTokens = a.store, a.publisher, a.log, a.tokenizer.Count
+	if a.cfg.Telegram.Token != "" {
+		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs}
+		co.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
+		co.Notifiers = []services.Notifier{router}
+	}
+	co.Turns = nil // the agent posts its answers through this one
+	a.chat = chat.New(co)
+	return nil
+}
+
+// buildPlans builds the owner's schedules (their controls and the fire
+// ledger; the agent runs the fires) and the daily budgets per kind of run,
+// in the owner's zone (the 80 % notice goes to the owner's timeline and
+// channels).
+func (a *App) buildPlans(context.Context) error {
+	cfg := a.cfg
+	a.scheduler = schedule.New(schedule.Options{Store: a.store, Queue: a.enqueuer, Location: cfg.Schedule.Location,
+		Limits: cfg.Schedule.Limits, Profiles: a.knownProfile, Watcher: a.watcher})
+	prices := cfg.Budget.Prices
+	if prices == nil {
+		prices = budget.DefaultPrices
+	}
+	// A money budget needs a price for every model a run may call.
+	models := []string{cfg.LLM.Model}
+	for _, p := range cfg.Agent.Profiles {
+		models = append(models, p.Model)
+	}
+	if err := budget.CheckPriced(cfg.Budget.Money, prices, models...); err != nil {
+		return err
+	}
+	a.budgets = budget.New(budget.Options{Store: a.store, Limits: cfg.Budget.Limits, Money: cfg.Budget.Money, Prices: prices,
+		Location: cfg.Schedule.Location, Chat: a.chat, Observe: a.meter.BudgetObserved, Logger: a.log})
+	return nil
+}
+
+// buildAgent builds the agent runtime (profiles with a model of their own
+// get a provider of their own, same server and key), registers every tool
+// (tools.go) and gives channels the ChatService that hands new user
+// messages to the agent (or to a test's own turn handler).
+func (a *App) buildAgent(context.Context) (err error) {
+	cfg := a.cfg
+	// The Telegram "typing…" indicator, which the agent runtime drives.
+	observers := []services.RunObserver{a.meter}
+	if t := cfg.Telegram; t.Token != "" {
+		if a.typing, err = telegram.NewTyping(t.Token, t.APIURL, cfg.Hooks.TelegramClient, t.TypingEvery); err != nil {
+			return err
+		}
+		observers = []services.RunObserver{a.typing, a.meter}
+	}
+	ac := cfg.Agent
+	ac.Profiles = a.profiles
+	// The service's own secrets: never in a prompt, refused in an outbound
+	// tool argument (the configuration adds its secret variables and the
+	// MCP values marked secret).
+	if ac.Secrets == nil {
+		ac.Secrets = services.NewSecrets()
+	}
+	ac.Secrets.Add(cfg.OwnerToken, hex.EncodeToString(a.tokenHash), cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
+		cfg.Media.TranscribeAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
+	a.agent, err = agent.New(agent.Deps{
+		Store: a.store, Chat: a.chat, Queue: a.enqueuer, Compactions: a.enqueuer, Publisher: a.publisher, LLM: a.provider,
+		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Media: a.media, Context: a.context,
+		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
+		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
+		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets,
+		// Tool calls that last or leave, and every approval decision, go
+		// to the hash-chained audit trail.
+		Audit: a.store,
+	}, ac)
+	if err != nil {
+		return err
+	}
+	if err := a.registerTools(); err != nil {
+		return err
+	}
+	turns := cfg.Chat.Turns
+	if turns == nil {
+		turns = a.agent
+	}
+	a.chat = a.chat.WithTurns(turns)
+	return nil
+}
+
+// buildTelegram builds the pairing desk (the page's, always) and, with a
+// token, the Telegram channel: it stores inbound messages through
+// ChatService and delivers through the queue.
+func (a *App) buildTelegram(ctx context.Context) (err error) {
+	tstore := repository.NewTelegramStore(a.pool)
+	a.desk = &telegram.Desk{Store: tstore, Chat: a.chat, Queue: a.enqueuer, Owners: a.cfg.Telegram.OwnerIDs, Logger: a.log}
+	tc := a.cfg.Telegram
+	if tc.Token == "" {
+		return nil
+	}
+	d := telegram.Deps{Chat: a.chat, Store: tstore, Queue: a.enqueuer, Leases: telegramLeases{tstore}, Media: a.media,
+		Approvals: a.agent, Pairings: a.desk, Audit: a.store, Logger: a.log, SendError: a.meter.TelegramSendError,
+		HTTPClient: a.cfg.Hooks.TelegramClient}
+	if a.bot, err = telegram.New(ctx, d, tc.Config); err != nil {
+		return err
+	}
+	if len(tc.OwnerIDs) == 0 {
+		a.log.Warn("TELEGRAM_OWNER_IDS is empty: nobody on Telegram writes to the owner's timeline")
+	}
+	return nil
+}
+
+// buildQueue builds the queue's workers: agent turns, fires, compactions
+// and outbound deliveries.
+func (a *App) buildQueue(ctx context.Context) (err error) {
+	qo := a.cfg.Queue
+	qo.Outbound = map[services.Source]services.OutboundHandler{}
+	if a.bot != nil {
+		qo.Outbound[telegram.Channel] = a.bot.Deliver
+	}
+	qo.Logger, qo.Fires, qo.Compactions = a.log, a.agent, a.agent
+	a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, qo)
+	return err
+}
+
+// buildWeb builds the web server.
+func (a *App) buildWeb(context.Context) error {
+	cfg := a.cfg
+	d := web.Deps{
+		Logger: a.log, Chat: a.chat, Hub: a.hub, TokenHash: a.tokenHash, Sessions: a.store, Ready: a.ready,
+		ContextStore: a.store, Inspector: a.agent, Manifests: a.spaces, ContextBudgets: a.store,
+		Blocks: workspaceBlocks{spaces: a.spaces, count: a.tokenizer.Count}, Tools: a.mcp,
+		Model: a.provider.Model(), Provider: a.provider.Name(), MaxMessageBytes: cfg.Chat.MaxContentBytes,
+		Activity: a.store, Debug: a.store, Pairings: a.desk, Schedules: a.scheduler, Budgets: a.budgets,
+		Approvals: a.agent, ToolResults: a.agent, Media: a.media, Attachments: a.store, Audit: a.store,
+		Metrics: web.Metrics{Handler: a.meter.Handler(), Requests: a.meter, Websockets: a.meter},
+	}
+	if d.MaxMessageBytes <= 0 {
+		d.MaxMessageBytes = chat.DefaultMaxContentBytes
+	}
+	oc := cfg.OpenAI
+	oc.OwnerTimeline, oc.Provider, oc.MaxMessageBytes = cfg.Web.OwnerTimeline, d.Provider, d.MaxMessageBytes
+	d.OpenAI = openai.New(openai.Deps{Logger: a.log, Chat: a.chat, Hub: a.hub, Runs: a.store, Media: a.media, Stopper: a.agent}, oc)
+	if a.bot != nil && cfg.Telegram.Mode == "webhook" {
+		d.TelegramWebhook = a.bot.WebhookHandler(cfg.Telegram.WebhookSecret)
+	}
+	if cfg.OwnerToken == "" {
+		// The stored token is read on each authentication, so `switchboard
+		// token reset` takes effect at once on every instance.
+		d.Credentials = a.store
+	}
+	if cfg.Hooks.Web != nil {
+		cfg.Hooks.Web(&d)
+	}
+	a.web = web.New(d, cfg.Web)
+	return nil
+}
+
+// buildExec probes the exec sandbox when EXEC_ENABLED; the status says
+// whether the exec tool is offered (tools.go) and why not otherwise.
+func (a *App) buildExec(ctx context.Context) services.ExecStatus {
+	o := a.cfg.Exec
 	if !o.Enabled {
-		return services.ExecStatus{}, nil
+		return services.ExecStatus{}
 	}
 	o.Logger = a.log
 	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = a.opts.Workspace.Workspace
+		o.MaxFileBytes = a.cfg.Workspace.Workspace
 	}
 	a.sandbox = sandbox.New(ctx, o.Options)
-	st := services.ExecStatus{Enabled: true, Reason: a.sandbox.Reason(), Limits: a.sandbox.Limits()}
-	if st.Offered() {
-		return st, registry.Register(sandbox.Tool(a.sandbox, a.spaces.For))
-	}
-	return st, nil
+	return services.ExecStatus{Enabled: true, Reason: a.sandbox.Reason(), Limits: a.sandbox.Limits()}
 }
 
 // Start starts the background work: the hub, the cross-instance event
@@ -515,7 +558,7 @@ func (a *App) Start(ctx context.Context) error {
 // startTelegram sets the command menu if it changed, then polls
 // (leader-elected) or sets the webhook.
 func (a *App) startTelegram(ctx context.Context) {
-	log, b, t := a.log, a.bot, a.built.Telegram
+	log, b, t := a.log, a.bot, a.cfg.Telegram
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -583,9 +626,24 @@ func (a *App) Close(ctx context.Context) {
 // Handler is the web server's root handler (httptest servers).
 func (a *App) Handler() http.Handler { return a.web.Handler() }
 
-// Built returns the options each part was built with, collaborators filled
-// in: what the configuration test compares with the environment.
-func (a *App) Built() Options { return a.built }
+// Config is the configuration the instance was built with (the flags
+// settled by FlagsByDatabase).
+func (a *App) Config() Config { return a.cfg }
+
+// Registry holds the agent's tools (tools.go and the MCP servers').
+func (a *App) Registry() *tools.Registry { return a.registry }
+
+// Context is the instance's context manager.
+func (a *App) Context() *prompt.Manager { return a.context }
+
+// Summariser writes compaction's summaries (CONTEXT_SUMMARY_MODEL).
+func (a *App) Summariser() llm.Provider { return a.summariser }
+
+// Transcriber turns voice notes into text (nil: TRANSCRIBE_URL unset).
+func (a *App) Transcriber() services.Transcriber { return a.transcriber }
+
+// Profiles are the sub-agent profiles, each with its provider.
+func (a *App) Profiles() map[string]agent.Profile { return a.profiles }
 
 // Store is the instance's database store.
 func (a *App) Store() *repository.Store { return a.store }
@@ -635,7 +693,7 @@ func (a *App) ready(ctx context.Context) error {
 
 // ownerToken returns the hash of the owner's login token: OwnerToken's, or
 // a stored one, or a new one generated, stored (hashed) and printed once.
-func ownerToken(ctx context.Context, o Options, store *repository.Store) ([]byte, error) {
+func ownerToken(ctx context.Context, o Config, store *repository.Store) ([]byte, error) {
 	if o.OwnerToken != "" {
 		return web.HashToken(o.OwnerToken), nil
 	}
@@ -722,7 +780,7 @@ func ServePoolSize(n PoolNeeds) int {
 // PostgreSQL refuses connections for having too many (another instance or
 // client holds them), it waits and tries again, logging each wait, for at
 // most o.DBWait.
-func (a *App) openDatabase(ctx context.Context, o Options, log *slog.Logger) error {
+func (a *App) openDatabase(ctx context.Context, o Config, log *slog.Logger) error {
 	wait := o.DBWait
 	if wait == 0 {
 		wait = 2 * time.Minute
@@ -743,7 +801,7 @@ func (a *App) openDatabase(ctx context.Context, o Options, log *slog.Logger) err
 }
 
 func (a *App) openAndMigrate(ctx context.Context, log *slog.Logger) (err error) {
-	if a.pool, err = repository.Open(ctx, WithPoolSize(a.built.DatabaseURL, a.built.PoolSize)); err != nil {
+	if a.pool, err = repository.Open(ctx, WithPoolSize(a.cfg.DatabaseURL, a.cfg.PoolSize)); err != nil {
 		return err
 	}
 	defer func() {
@@ -775,8 +833,8 @@ func WithPoolSize(dsn string, n int) string {
 }
 
 // flagsByDatabase gives o the rollout flags of what the database is
-// (Options.FlagsByDatabase) and checks the result.
-func flagsByDatabase(ctx context.Context, o Options, store *repository.Store) (Options, error) {
+// (Config.FlagsByDatabase) and checks the result.
+func flagsByDatabase(ctx context.Context, o Config, store *repository.Store) (Config, error) {
 	mode, err := store.ContextDefault(ctx)
 	if err != nil {
 		return o, err

@@ -24,7 +24,7 @@ import (
 // was already decided.
 func TestApprovalButtonsOnTelegram(t *testing.T) {
 	h := newHostile(t)
-	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	})
 	// The owner has talked to the bot (Telegram lets a bot write only to
@@ -95,7 +95,7 @@ func waitAnswer(t *testing.T, strict *tgtest.Strict, q, want string) {
 // real one refuses); the decision's notice follows as a message.
 func TestApprovalDecidedElsewhereUpdatesTelegram(t *testing.T) {
 	h := newHostile(t)
-	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	})
 	model.Enqueue(llmtest.Text("hi owner"))

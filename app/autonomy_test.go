@@ -43,7 +43,7 @@ func newHostile(t *testing.T) *hostile {
 }
 
 func startHostile(t *testing.T, model *llmtest.Server, dbURL string) *apptest.Instance {
-	return apptest.Start(t, apptest.Options{Model: model, DatabaseURL: dbURL, Configure: func(o *app.Options) {
+	return apptest.Start(t, apptest.Options{Model: model, DatabaseURL: dbURL, Configure: func(o *app.Config) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	}})
 }
@@ -350,7 +350,7 @@ func TestManifestWriteIsPersist(t *testing.T) {
 	ctx := context.Background()
 	manifests := func() int {
 		n := 0
-		_ = filepath.WalkDir(in.App.Built().WorkspaceDir, func(p string, d fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(in.App.Config().WorkspaceDir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && d.Name() == services.ContextManifestFile {
 				n++
 			}

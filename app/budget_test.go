@@ -33,7 +33,7 @@ func TestScheduleBudgetStopsALoopingSchedule(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Schedule.Limits.MinInterval, o.Schedule.Limits.MaxFailures = time.Second, 1000
 			o.Budget.Limits = map[services.BudgetKind]int64{services.BudgetSchedule: budgetN, services.BudgetMain: 1_000_000}
 		}})
@@ -128,7 +128,7 @@ func TestMoneyBudgetStopsTheRunBeforeTheCall(t *testing.T) {
 		return rep
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			prices, err := budget.ParsePrices(`{"gpt-4o-mini":{"input":10,"cached_input":1,"output":10}}`)
 			if err != nil {
 				t.Fatal(err)
@@ -207,7 +207,7 @@ func TestMoneyBudgetStopsTheRunBeforeTheCall(t *testing.T) {
 func TestMoneyBudgetNeedsAPrice(t *testing.T) {
 	t.Parallel()
 	_, schema := dbtest.Schema(t)
-	o := app.Options{DatabaseURL: apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema)), PoolSize: 4, OwnerToken: apptest.Token,
+	o := app.Config{DatabaseURL: apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema)), PoolSize: 4, OwnerToken: apptest.Token,
 		WorkspaceDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
 	o.LLM.Provider, o.LLM.BaseURL, o.LLM.Model = "openai", "http://127.0.0.1:9/v1", "mystery-model"
 	o.Budget.Money = budget.MoneyLimits{services.BudgetSchedule: services.MoneyFromUSD(1)}

@@ -145,7 +145,7 @@ func TestStartWaitsForAConnection(t *testing.T) {
 	var a *app.App
 	go func() {
 		var err error
-		a, err = app.New(context.Background(), app.Options{DatabaseURL: url, PoolSize: 12, OwnerToken: apptest.Token,
+		a, err = app.New(context.Background(), app.Config{DatabaseURL: url, PoolSize: 12, OwnerToken: apptest.Token,
 			WorkspaceDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), DBWait: time.Minute})
 		done <- err
 	}()
@@ -167,7 +167,7 @@ func TestStartWaitsForAConnection(t *testing.T) {
 
 	// Bounded: with no connection ever freed, New gives up with the cause.
 	f.fill(t, url)
-	_, err := app.New(context.Background(), app.Options{DatabaseURL: url, PoolSize: 12, OwnerToken: apptest.Token,
+	_, err := app.New(context.Background(), app.Config{DatabaseURL: url, PoolSize: 12, OwnerToken: apptest.Token,
 		WorkspaceDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), DBWait: 2 * time.Second})
 	if err == nil || !repository.IsTooManyConnections(err) {
 		t.Fatalf("New with PostgreSQL full for longer than DBWait: %v; want the too_many_connections error", err)

@@ -22,7 +22,7 @@ func TestExecInAConversation(t *testing.T) {
 		t.Skip("bwrap is not installed (apt-get install bubblewrap; scripts/test.sh installs it): exec cannot be tested")
 	}
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
 		o.Exec.Enabled, o.Exec.Timeout = true, 30*time.Second
 	}})
 	model.Enqueue(llmtest.Call("exec", `{"command":"echo $((6*7)) > answer.txt; cat answer.txt"}`),
@@ -50,7 +50,7 @@ func TestExecInAConversation(t *testing.T) {
 func TestExecNotOfferedWithoutSandbox(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
 		o.Exec.Enabled, o.Exec.Bwrap = true, "/nonexistent/bwrap"
 	}})
 	if got := ask(t, in, "/status"); !strings.Contains(got, "Exec: not offered, the sandbox does not work: bwrap (Debian package bubblewrap) is not installed") {
@@ -59,7 +59,7 @@ func TestExecNotOfferedWithoutSandbox(t *testing.T) {
 	if got := ask(t, in, "/tools"); strings.Contains(got, "exec") {
 		t.Fatalf("/tools offers exec without a sandbox: %s", got)
 	}
-	if _, ok := in.App.Built().Agent.Tools.Get("exec"); ok {
+	if _, ok := in.App.Registry().Get("exec"); ok {
 		t.Fatal("exec is registered without a sandbox")
 	}
 }
@@ -74,7 +74,7 @@ func TestTaintedExecWaitsForApproval(t *testing.T) {
 	}
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
 		o.Exec.Enabled, o.Exec.Timeout = true, 30*time.Second
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	}})

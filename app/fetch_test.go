@@ -24,7 +24,7 @@ func TestFetchURLInAConversation(t *testing.T) {
 	t.Cleanup(page.Close)
 	for _, allow := range []bool{true, false} {
 		model := llmtest.NewServer(t)
-		in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+		in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
 			if allow {
 				o.Fetch.Allow = []string{"127.0.0.1"}
 			}

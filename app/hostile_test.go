@@ -234,7 +234,7 @@ func refused(result string) bool {
 // run just work (the secret is refused there too).
 func TestHostileMatrix(t *testing.T) {
 	w := newInjWorld(t)
-	in, strict, model := mediaInstance(t, func(o *app.Options, m *llmtest.Server) {
+	in, strict, model := mediaInstance(t, func(o *app.Config, m *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 		o.Search.URL = w.search.URL
 		o.MCP = mcp.Config{"fs": mcptest.Filesystem(t, w.fsDir)}
@@ -539,7 +539,7 @@ func TestHostileMatrix(t *testing.T) {
 // allowed in the owner's untainted run.
 func TestSendFileToAGroupIsEgress(t *testing.T) {
 	w := newInjWorld(t)
-	in, _, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+	in, _, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	})
 	ctx := context.Background()
@@ -620,7 +620,7 @@ func TestSubAgentObeyingAPageIsHeld(t *testing.T) {
 	w := newInjWorld(t)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+		Configure: func(o *app.Config) { o.Fetch.Allow = []string{"127.0.0.1"} }})
 	ctx := context.Background()
 	model.Enqueue(
 		llmtest.Call("delegate", `{"task":"read the weekly news page and report"}`),

@@ -29,7 +29,7 @@ func TestModelToldWhileMCPServersStart(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			// A server that never answers its handshake stays "starting"
 			// for the 30 s the handshake may take.
 			o.MCP = mcp.Config{"slowfs": {Command: "sleep", Args: []string{"120"}}}
@@ -57,7 +57,7 @@ func TestMCPToolInAConversation(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.MCP = mcp.Config{"everything": mcptest.Everything(t), "ghost": {Command: "/nonexistent/mcp-server"}}
 			o.Agent.Profiles = map[string]agent.Profile{"researcher": {SystemPrompt: "Research.", Tools: []string{"read_file"}}}
 		}})
@@ -240,7 +240,7 @@ func TestMCPImagesReachAModelThatReadsThem(t *testing.T) {
 		images   bool
 	}{{"openai", true}, {"anthropic", true}, {"openai", false}} {
 		model := llmtest.NewServer(t)
-		in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
+		in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
 			o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 			o.Agent.PassImages = c.images
 			if c.provider == "anthropic" {

@@ -42,12 +42,12 @@ func jpegBytes(t testing.TB, w, h int) []byte {
 
 // mediaInstance is an app with the Telegram channel on a strict Bot API
 // server and the fake model (which also transcribes).
-func mediaInstance(t *testing.T, configure func(*app.Options, *llmtest.Server)) (*apptest.Instance, *tgtest.Strict, *llmtest.Server) {
+func mediaInstance(t *testing.T, configure func(*app.Config, *llmtest.Server)) (*apptest.Instance, *tgtest.Strict, *llmtest.Server) {
 	t.Helper()
 	strict := tgtest.StartStrict(t, mediaTGToken)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = mediaTGToken, strict.URL, []int64{ownerTG}
 			o.Telegram.PollIdle = 50 * time.Millisecond
 			if configure != nil {
@@ -98,7 +98,7 @@ func lastUserMessage(t *testing.T, in *apptest.Instance) services.Message {
 // line, not the bytes.
 func TestTelegramPhotoReachesTheModelAsAnImage(t *testing.T) {
 	t.Parallel()
-	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) { o.Context.Images = true })
+	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) { o.Context.Images = true })
 	small, large := jpegBytes(t, 90, 60), jpegBytes(t, 640, 480)
 	strict.SendMedia(owner, tgtest.Photo, "What is in this picture?",
 		tgtest.File{Data: small, Width: 90, Height: 60}, tgtest.File{Data: large, Width: 640, Height: 480})
@@ -151,7 +151,7 @@ func TestTelegramPhotoWithoutVisionIsDescribed(t *testing.T) {
 // and the model answers it.
 func TestTelegramVoiceNoteIsTranscribedAndAnswered(t *testing.T) {
 	t.Parallel()
-	in, strict, model := mediaInstance(t, func(o *app.Options, m *llmtest.Server) {
+	in, strict, model := mediaInstance(t, func(o *app.Config, m *llmtest.Server) {
 		o.Media.TranscribeURL, o.Media.TranscribeModel, o.Media.TranscribeAPIKey = m.OpenAIBaseURL(), "whisper-1", "tk-test"
 	})
 	model.SetTranscribe(func(tr llmtest.Transcription) llmtest.TranscriptReply {
@@ -200,7 +200,7 @@ func TestTelegramDocumentIsReadableWithReadFile(t *testing.T) {
 // nothing is stored or asked of the model.
 func TestTelegramMediaLimitsAreExplained(t *testing.T) {
 	t.Parallel()
-	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) { o.Media.MaxBytes = 1000 })
+	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) { o.Media.MaxBytes = 1000 })
 	strict.SendMedia(owner, tgtest.Document, "", tgtest.File{Data: []byte("x"), Size: 25 << 20, Name: "movie.mkv"})
 	waitReply(t, strict, 1, "Telegram lets bots download files of at most 20 MB")
 	strict.SendMedia(owner, tgtest.Document, "", tgtest.File{Data: bytes.Repeat([]byte("y"), 2000), Name: "big.txt"})
@@ -309,7 +309,7 @@ func TestSendFileImageTelegramRefusesAsAPhotoGoesAsADocument(t *testing.T) {
 // told it was not transcribed, and answers.
 func TestVoiceNoteWhenTranscriptionFails(t *testing.T) {
 	t.Parallel()
-	in, strict, model := mediaInstance(t, func(o *app.Options, m *llmtest.Server) { o.Media.TranscribeURL = m.OpenAIBaseURL() })
+	in, strict, model := mediaInstance(t, func(o *app.Config, m *llmtest.Server) { o.Media.TranscribeURL = m.OpenAIBaseURL() })
 	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply { return llmtest.TranscriptReply{Status: 503} })
 	strict.SendMedia(owner, tgtest.Voice, "", tgtest.File{Data: []byte("OggS voice"), MIMEType: "audio/ogg", Duration: 2})
 	waitReply(t, strict, 1, "not transcribed")
@@ -325,8 +325,8 @@ func TestVoiceNoteWhenTranscriptionFails(t *testing.T) {
 func TestAPIImagePartBecomesAnAttachment(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
-		o.Context.Images, o.Agent.PassImages = true, true
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
+		o.Context.Images, o.Agent.PassImages, o.OpenAI.ModelReadsImages = true, true, true
 	}})
 	var b bytes.Buffer
 	if err := png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 40, 30))); err != nil {

@@ -15,7 +15,7 @@ import (
 func TestOfflineAnswersStayOutOfPrompts(t *testing.T) {
 	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
-	offline := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Options) {
+	offline := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Config) {
 		o.LLM.Provider = "offline"
 		o.Chat.Turns = nil // the agent answers, with the offline model
 	}})

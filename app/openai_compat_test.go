@@ -58,8 +58,8 @@ func TestOpenAICompatNodeSDK(t *testing.T) {
 		}
 		return llmtest.Echo(r)
 	})
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) {
-		o.Agent.PassImages, o.Context.Images = true, true // the model reads images (LLM_IMAGES=1)
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
+		o.Agent.PassImages, o.Context.Images, o.OpenAI.ModelReadsImages = true, true, true // the model reads images (LLM_IMAGES=1)
 	}})
 	imageURL := pngDataURL(t)
 

@@ -28,7 +28,7 @@ import (
 // stranger's /tools names none of the owner's MCP servers (the owner's
 // does).
 func TestPairingIsAConversation(t *testing.T) {
-	in, strict, model := mediaInstance(t, func(o *app.Options, _ *llmtest.Server) {
+	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.MCP = mcp.Config{"ownersecretsrv": {Command: "/nonexistent/mcp-server"}}
 	})
 	model.Enqueue(llmtest.Text("hi owner"))

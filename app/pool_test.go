@@ -79,7 +79,7 @@ func TestPoolLetsIdleConnectionsGo(t *testing.T) {
 // or a database at start crashed with a stack trace instead of saying why.
 func TestNewReportsAnErrorInsteadOfPanicking(t *testing.T) {
 	t.Parallel()
-	a, err := New(context.Background(), Options{DatabaseURL: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
+	a, err := New(context.Background(), Config{DatabaseURL: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
 	if err == nil || a != nil {
 		t.Fatalf("New on an unreachable database: %v, %v; want an error and no App", a, err)
 	}

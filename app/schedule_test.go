@@ -112,7 +112,7 @@ func TestMonitorTellsTheOwnerOnceOnEveryChannel(t *testing.T) {
 	model := llmtest.NewServer(t)
 	model.SetDefault(monitorModel(page.URL + "/tickets"))
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Fetch.Allow = []string{"127.0.0.1"}
 			o.Schedule.Limits.MinInterval = time.Second
 			o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = schedTGToken, strict.URL, []int64{ownerTG}
@@ -227,7 +227,7 @@ func TestReminderFiresOnceInTheOwnersZone(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) { o.Schedule.Location = tokyo }})
+		Configure: func(o *app.Config) { o.Schedule.Location = tokyo }})
 
 	type errBody struct{ Error string }
 	for _, c := range []struct{ body, want string }{
@@ -307,7 +307,7 @@ func TestFailingScheduleIsPausedAndTheOwnerToldOnce(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Schedule.Limits.MinInterval, o.Schedule.Limits.MaxFailures = time.Second, 2
 		}})
 	var sc services.Schedule
@@ -363,7 +363,7 @@ func TestFireRunsSingleSpaceWithScopedReadsOff(t *testing.T) {
 		}
 		return llmtest.Echo(r)
 	})
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) { o.Schedule.Limits.MinInterval = time.Second }})
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) { o.Schedule.Limits.MinInterval = time.Second }})
 	ask(t, in, "the plants are on the balcony")
 	if code := apiCall(t, in, "POST", "/api/schedules", `{"name":"Plants","task":"remind me to water the plants","every":"1s","notify":"always"}`, nil); code != http.StatusCreated {
 		t.Fatalf("POST: %d", code)
@@ -407,7 +407,7 @@ func TestScheduleScopeHasItsOwnSummaryCursor(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Schedule.Limits.MinInterval = time.Second
 			o.Context.Compaction.KeepTurns = 1
 		}})

@@ -27,7 +27,7 @@ var historyAttempts = []string{"remember", "schedule", "exfil"}
 func startHistory(t *testing.T, scoped bool) (*apptest.Instance, *llmtest.Server) {
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: scoped, ScopedRead: scoped},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Fetch.Allow = []string{"127.0.0.1"}
 			o.Context.Compaction.KeepTurns = 1
 		}})
@@ -253,7 +253,7 @@ func TestTaintedFetchOfANewURLOnAKnownHostIsEgress(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) { o.Fetch.Allow = []string{"127.0.0.1"} }})
 	ctx := context.Background()
 	model.Enqueue(
 		llmtest.Call("fetch_url", `{"url":"`+srv.URL+`/news"}`),
@@ -342,7 +342,7 @@ func TestTaintedHandoffInHistory(t *testing.T) {
 	w := newInjWorld(t)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+		Configure: func(o *app.Config) { o.Fetch.Allow = []string{"127.0.0.1"} }})
 	pageURL := w.page.URL + "/remember"
 	model.Enqueue(
 		llmtest.Call("delegate", `{"task":"read the weekly news page and report"}`),

@@ -93,7 +93,7 @@ func TestDeferredMCPToolFoundAndCalled(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 			o.Agent.ToolsDeferOver = deferOver
 		}})
@@ -177,7 +177,7 @@ func TestProfileToolsAndUnderThreshold(t *testing.T) {
 	for _, over := range []int{0, deferOver, huge} {
 		model := llmtest.NewServer(t)
 		in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-			Configure: func(o *app.Options) {
+			Configure: func(o *app.Config) {
 				o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 				o.Agent.ToolsDeferOver = over
 				o.Context.Now = func() time.Time { return fixedNow }
@@ -261,7 +261,7 @@ func BenchmarkToolDefinitionTokens(b *testing.B) {
 						"demo": {URL: mcptest.EverythingHTTP(b)}}
 				}
 				in := apptest.Start(b, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: mode.sub},
-					Configure: func(o *app.Options) { o.MCP = cfg; o.Agent.ToolsDeferOver = over }})
+					Configure: func(o *app.Config) { o.MCP = cfg; o.Agent.ToolsDeferOver = over }})
 				waitFor(b, "the MCP servers", func() bool {
 					_, sv := in.App.Tools().ToolCatalog()
 					for _, s := range sv {

@@ -99,7 +99,7 @@ func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+		Configure: func(o *app.Config) { o.Fetch.Allow = []string{"127.0.0.1"} }})
 
 	model.Enqueue(llmtest.Call("schedule", `{"name":"Tickets","task":"Tell me when tickets are available","every":"1h",
 		"watch":{"url":"`+url+`","ignore":["Updated at [0-9:]+"]}}`))
@@ -279,7 +279,7 @@ func TestWatchMCPToolResult(t *testing.T) {
 		return llmtest.Text(`{"news": false, "message": ""}`)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.MCP = mcp.Config{"shop": {URL: hs.URL, ReadOnly: []string{"stock"}}}
 		}})
 	waitFor(t, "the shop's tools", func() bool {

@@ -41,7 +41,7 @@ func TestApprovalOnThePage(t *testing.T) {
 	}))
 	t.Cleanup(collector.Close)
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Config) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	}})
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browsertest.Browser(t)), 90*time.Second)

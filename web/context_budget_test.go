@@ -69,7 +69,7 @@ func TestContextBudgetAPI(t *testing.T) {
 	model := llmtest.NewServer(t)
 	base := t.TempDir()
 	in := apptest.Start(t, apptest.Options{DatabaseURL: pool.Config().ConnString(), Model: model, Token: testToken,
-		Configure: func(o *app.Options) { o.WorkspaceDir = base }})
+		Configure: func(o *app.Config) { o.WorkspaceDir = base }})
 	url := in.URL
 
 	get := func() web.BudgetJSON {

@@ -66,7 +66,7 @@ func ctxInstance(t *testing.T) (url string, model *llmtest.Server, dir string) {
 	model = llmtest.NewServer(t)
 	base := t.TempDir()
 	in := apptest.Start(t, apptest.Options{DatabaseURL: pool.Config().ConnString(), Model: model, Token: testToken,
-		Configure: func(o *app.Options) { o.WorkspaceDir = base }})
+		Configure: func(o *app.Config) { o.WorkspaceDir = base }})
 	dir = filepath.Join(base, services.DefaultTimeline)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

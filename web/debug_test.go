@@ -66,14 +66,14 @@ func newOpsInstance(t *testing.T, logContent bool) *opsInstance {
 		Token:  testToken,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Flags:  services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Chat.LogContent = logContent
 			o.Metrics.CacheFor = time.Nanosecond
 			// The runs seedRuns stores as running have no worker: the
 			// reaper's pass at start is over before they exist, and no
 			// other comes during the test.
 			o.Queue.ReapEvery = time.Hour
-			o.Web.Metrics.ScrapeTokenHash = web.HashToken(testMetricsToken)
+			o.Web.ScrapeTokenHash = web.HashToken(testMetricsToken)
 		},
 	})
 	return &opsInstance{URL: in.URL, Pool: in.App.Pool(), Store: in.Store, Chat: in.Chat, Srv: in.App.Web(), Meter: in.App.Metrics(), Logs: logs}

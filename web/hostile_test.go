@@ -56,15 +56,15 @@ type served struct {
 	Chat  *chat.Service
 }
 
-func serveReal(t *testing.T, dbURL string, set func(*web.Options)) *served {
+func serveReal(t *testing.T, dbURL string, set func(*web.Config)) *served {
 	t.Helper()
 	store := &countingStore{Store: repository.New(dbtest.PoolFor(t, dbURL))}
 	if _, _, err := store.InitOwnerTokenHash(context.Background(), web.HashToken(testToken)); err != nil {
 		t.Fatal(err)
 	}
-	in := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Config) {
 		o.OwnerToken = "" // the stored one, as serve reads it
-		o.Web.Credentials, o.Web.Sessions = store, store
+		o.Hooks.Web = func(d *web.Deps) { d.Credentials, d.Sessions = store, store }
 		if set != nil {
 			set(&o.Web)
 		}
@@ -118,7 +118,7 @@ func send(t *testing.T, c *http.Client, method, url string, body string, hdr ...
 func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
 	dbURL := apptest.SchemaURL(t)
 	const perIP, idle = 64, 2 * time.Second
-	s := serveReal(t, dbURL, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Config) {
 		o.Conns = web.ConnLimits{PerIP: perIP, Total: 512, ReadHeaderTimeout: idle, ReadTimeout: 5 * time.Second,
 			WriteTimeout: 5 * time.Second, IdleTimeout: idle}
 	})
@@ -223,7 +223,7 @@ func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
 func TestRateLimitedStrangersReachNoDatabase(t *testing.T) {
 	dbURL := apptest.SchemaURL(t)
 	const burst = 10
-	s := serveReal(t, dbURL, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Config) {
 		o.RateLimit = web.RateLimit{OwnerPerMinute: 600, OwnerBurst: 100, AnonPerMinute: 30, AnonBurst: burst}
 	})
 	stranger := clientFrom("127.0.0.2")
@@ -389,7 +389,7 @@ func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
 func TestWebsocketPostsShareTheOwnerRateLimit(t *testing.T) {
 	dbURL := apptest.SchemaURL(t)
 	const burst = 5
-	s := serveReal(t, dbURL, func(o *web.Options) {
+	s := serveReal(t, dbURL, func(o *web.Config) {
 		o.RateLimit = web.RateLimit{OwnerPerMinute: 60, OwnerBurst: burst, AnonPerMinute: 30, AnonBurst: 10}
 	})
 	before := s.count(t)

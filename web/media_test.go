@@ -56,7 +56,7 @@ func upload(t *testing.T, base, token string, fields map[string]string, files ..
 }
 
 func uploadInstance(t *testing.T, maxBytes int64) *apptest.Instance {
-	return apptest.Start(t, apptest.Options{Token: testToken, Configure: func(o *app.Options) { o.Media.MaxBytes = maxBytes }})
+	return apptest.Start(t, apptest.Options{Token: testToken, Configure: func(o *app.Config) { o.Media.MaxBytes = maxBytes }})
 }
 
 // TestUploadAndDownload: a multipart POST /api/messages stores the text

@@ -29,7 +29,7 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 	strict := tgtest.StartStrict(t, token)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) {
+		Configure: func(o *app.Config) {
 			o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = token, strict.URL, []int64{1}
 			o.Telegram.PollIdle = 50 * time.Millisecond
 			o.Media.TranscribeURL = model.OpenAIBaseURL()

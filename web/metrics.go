@@ -28,10 +28,6 @@ type WebsocketObserver interface {
 type Metrics struct {
 	// Handler serves the exposition (promhttp); nil answers 404.
 	Handler http.Handler
-	// ScrapeTokenHash is the SHA-256 of METRICS_TOKEN: a scraper sending it
-	// as a bearer token may read /metrics (and nothing else). Empty: only
-	// the owner's credentials are accepted.
-	ScrapeTokenHash []byte
 	// Requests counts requests; nil counts none.
 	Requests RequestObserver
 	// Websockets counts open websockets; nil counts none.
@@ -48,7 +44,7 @@ func (s *Server) registerMetricsRoutes(e *echo.Echo) {
 func (s *Server) handleMetrics(c echo.Context) error {
 	m := s.opts.Metrics
 	r := c.Request()
-	if s.authOf(c) == authNone && !scrapeTokenOK(r, m.ScrapeTokenHash) {
+	if s.authOf(c) == authNone && !scrapeTokenOK(r, s.opts.ScrapeTokenHash) {
 		return c.JSON(http.StatusUnauthorized, errorBody{Error: "unauthorized"})
 	}
 	if m.Handler == nil {

@@ -38,7 +38,7 @@ func (f *fakePairings) DenyPairing(_ context.Context, code string) (services.Pai
 func TestPairingRoutes(t *testing.T) {
 	t.Parallel()
 	// Off: a server without the Telegram channel; then one with it.
-	off := httptest.NewServer(web.New(web.Options{TokenHash: web.HashToken(testToken)}).Handler())
+	off := httptest.NewServer(web.New(web.Deps{TokenHash: web.HashToken(testToken)}, web.Config{}).Handler())
 	t.Cleanup(off.Close)
 	base := off.URL
 	call := func(method, path, token, body string, hdr ...string) (int, string) {
@@ -77,8 +77,8 @@ func TestPairingRoutes(t *testing.T) {
 	}
 
 	f := &fakePairings{}
-	on := httptest.NewServer(web.New(web.Options{TokenHash: web.HashToken(testToken), Pairings: f,
-		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })}).Handler())
+	on := httptest.NewServer(web.New(web.Deps{TokenHash: web.HashToken(testToken), Pairings: f,
+		TelegramWebhook: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })}, web.Config{}).Handler())
 	t.Cleanup(on.Close)
 	base = on.URL
 	if c, b := call("GET", "/api/pairings", testToken, ""); c != 200 || !strings.Contains(b, `"pending":[{"user_id":9`) || !strings.Contains(b, `"approved":[{"user_id":8`) {

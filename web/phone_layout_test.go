@@ -53,7 +53,7 @@ func TestPhoneLayoutOfRetryPasteAndApproval(t *testing.T) {
 	}))
 	t.Cleanup(stranger.Close)
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Config) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
 	}})
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browsertest.Browser(t)), 120*time.Second)

@@ -58,7 +58,7 @@ func TestTokenResetClosesLiveWebsockets(t *testing.T) {
 	url := newSchemaURL(t)
 	// Instances as `serve` runs them: the owner's token is the one stored.
 	start := func() *instance {
-		in := apptest.Start(t, apptest.Options{DatabaseURL: url, Configure: func(o *app.Options) { o.OwnerToken = ""; o.Stdout = io.Discard }})
+		in := apptest.Start(t, apptest.Options{DatabaseURL: url, Configure: func(o *app.Config) { o.OwnerToken = ""; o.Stdout = io.Discard }})
 		return &instance{URL: in.URL, Store: in.Store, Hub: in.Hub, Chat: in.Chat}
 	}
 	a := start()

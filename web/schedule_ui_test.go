@@ -32,7 +32,7 @@ func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) { o.Schedule.Limits.MinInterval = time.Second }})
+		Configure: func(o *app.Config) { o.Schedule.Limits.MinInterval = time.Second }})
 	browser := browsertest.Browser(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {

@@ -45,7 +45,7 @@ type secured struct {
 func newSecured(t *testing.T, rl web.RateLimit) *secured {
 	t.Helper()
 	strict := tgtest.StartStrict(t, "4242:secured-test-token")
-	in := apptest.Start(t, apptest.Options{Token: testToken, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Token: testToken, Configure: func(o *app.Config) {
 		o.Web.RateLimit = rl
 		o.Telegram.Token, o.Telegram.APIURL, o.Telegram.OwnerIDs = strict.Token, strict.URL, []int64{1}
 		o.Telegram.Mode, o.Telegram.WebhookURL, o.Telegram.WebhookSecret = "webhook", "https://switchboard.test/telegram/webhook", "webhook-secret"

@@ -21,8 +21,33 @@ import (
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 256 << 10
 
-// Options configures a Server.
-type Options struct {
+// Config are the server's settings: what the environment sets
+// (cmd/switchboard's env table), nothing built.
+type Config struct {
+	// OwnerTimeline is the timeline web and TUI clients read and write.
+	OwnerTimeline string
+	// Flags are shown to the owner (debug page, /api/whoami).
+	Flags services.Flags
+	// SecureCookies sets the Secure attribute (PUBLIC_URL is https).
+	SecureCookies bool
+	// AllowedOrigins are extra websocket origins (host patterns); the
+	// request's own host is always allowed.
+	AllowedOrigins []string
+	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
+	RateLimit RateLimit
+	// ScrapeTokenHash is the SHA-256 of METRICS_TOKEN: a scraper sending it
+	// as a bearer token may read /metrics (and nothing else). Empty: only
+	// the owner's credentials are accepted. See metrics.go.
+	ScrapeTokenHash []byte
+	// Conns bounds connections and their idle time (zero fields: the
+	// defaults of DefaultConnLimits); see conns.go.
+	Conns ConnLimits
+}
+
+// Deps are the server's collaborators. Each optional one is a capability:
+// given, the routes it backs answer; nil, they answer 503 (or 404) and the
+// page says the feature is off.
+type Deps struct {
 	Logger *slog.Logger
 	Chat   services.ChatService
 	Hub    services.Feed
@@ -35,21 +60,13 @@ type Options struct {
 	// Sessions stores browser sessions (the database, so every instance
 	// knows them); nil keeps them in memory.
 	Sessions SessionStore
-	// OwnerTimeline is the timeline web and TUI clients read and write.
-	OwnerTimeline string
-	// Flags are shown to the owner (debug page, /api/whoami).
-	Flags services.Flags
-	// SecureCookies sets the Secure attribute (PUBLIC_URL is https).
-	SecureCookies bool
-	// AllowedOrigins are extra websocket origins (host patterns); the
-	// request's own host is always allowed.
-	AllowedOrigins []string
 	// Ready reports whether the service can take traffic (database reachable,
 	// migrations current); nil means always ready. Its error text is shown.
 	Ready func(ctx context.Context) error
 	// ContextStore and Inspector back the rules, memory and prompt
 	// inspection API (optional).
 	ContextStore services.ContextStore
+	Inspector    services.PromptInspector
 	// Manifests hold the owner's context manifest (GET/PUT
 	// /api/context/manifest; nil: 503).
 	Manifests services.ContextManifests
@@ -67,10 +84,7 @@ type Options struct {
 	Model, Provider string
 	MaxMessageBytes int
 	// Activity reads the tool calls shown under answers; nil: none shown.
-	Activity  services.ToolActivity
-	Inspector services.PromptInspector
-	// RateLimit bounds requests per identity (zero: unlimited); see ratelimit.go.
-	RateLimit RateLimit
+	Activity services.ToolActivity
 	// OpenAI is the OpenAI-compatible channel, mounted at /v1 (nil: /v1
 	// is not served). See openai.go.
 	OpenAI OpenAIChannel
@@ -96,9 +110,6 @@ type Options struct {
 	// ToolResults backs GET /api/runs/:run/tools/:call (a tool call's
 	// result under an answer on the page; nil: 503). See tool_results.go.
 	ToolResults services.ToolResults
-	// Conns bounds connections and their idle time (zero fields: the
-	// defaults of DefaultConnLimits); see conns.go.
-	Conns ConnLimits
 	// Media and Attachments back uploads (POST /api/messages as
 	// multipart/form-data) and downloads (GET /api/attachments/:id); nil:
 	// uploads are refused. See media.go.
@@ -110,10 +121,16 @@ type Options struct {
 	Audit AuditTrail
 }
 
+// options are what the server reads: its collaborators and settings.
+type options struct {
+	Deps
+	Config
+}
+
 // Server is the web server.
 type Server struct {
 	echo      *echo.Echo
-	opts      Options
+	opts      options
 	log       *slog.Logger
 	auth      *auth
 	http      *http.Server
@@ -124,11 +141,13 @@ type Server struct {
 	ownerLimit, anonLimit *limiter
 }
 
-// New builds the server and its routes.
-func New(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+// New builds the server and its routes (nothing in it can fail: the
+// settings were checked when the environment was read).
+func New(d Deps, cfg Config) *Server {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts := options{Deps: d, Config: cfg}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

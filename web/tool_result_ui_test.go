@@ -29,7 +29,7 @@ import (
 // finds nothing of an unknown call.
 func TestToolResultsShownOnThePage(t *testing.T) {
 	model := llmtest.NewServer(t)
-	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Options) {
+	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Config) {
 		o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 	}})
 	if !pollEvery(60*time.Second, 100*time.Millisecond, func() bool {

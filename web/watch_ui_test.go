@@ -35,7 +35,7 @@ func TestDebugPageShowsFireReceipts(t *testing.T) {
 		return llmtest.Echo(r)
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
-		Configure: func(o *app.Options) { o.Fetch.Allow = []string{"127.0.0.1"} }})
+		Configure: func(o *app.Config) { o.Fetch.Allow = []string{"127.0.0.1"} }})
 	body := `{"name":"Tickets","task":"Tell me when tickets appear","every":"1h","watch":{"url":"` + page.URL + `","ignore":["Served at \\S+"]}}`
 	req, _ := http.NewRequest("POST", in.URL+"/api/schedules", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)

@@ -42,8 +42,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Addr is the listen address (default 127.0.0.1:0).
 	Addr string
-	// Configure has the last word on the app's options.
-	Configure func(*app.Options)
+	// Configure has the last word on the app's configuration.
+	Configure func(*app.Config)
 	// BeforeStart runs once the app is built, before it starts.
 	BeforeStart func(*app.App)
 }
@@ -103,13 +103,13 @@ func Start(t testing.TB, o Options) *Instance {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	opts := app.Options{
+	opts := app.Config{
 		DatabaseURL:  FrugalURL(o.DatabaseURL),
 		PoolSize:     PoolSize,
 		Logger:       o.Logger,
 		OwnerToken:   o.Token,
 		WorkspaceDir: t.TempDir(),
-		Agent:        agent.Options{Flags: o.Flags},
+		Agent:        agent.Config{Flags: o.Flags},
 		Queue:        queueOptions(),
 	}
 	opts.Chat.ScopedWrite = o.Flags.ScopedWrite

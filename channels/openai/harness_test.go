@@ -48,9 +48,9 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	t.Helper()
 	in := apptest.Start(t, apptest.Options{
 		DatabaseURL: pool.Config().ConnString(), Model: o.model, Token: testToken,
-		Configure: func(opts *app.Options) {
+		Configure: func(opts *app.Config) {
 			opts.OpenAI.TurnTimeout = o.turnTimeout
-			opts.Agent.PassImages, opts.Context.Images = o.images, o.images
+			opts.Agent.PassImages, opts.Context.Images, opts.OpenAI.ModelReadsImages = o.images, o.images, o.images
 			if o.modelTimeout > 0 {
 				opts.LLM.Timeout = o.modelTimeout
 			}

@@ -92,14 +92,14 @@ type Leases interface {
 	TryLease(ctx context.Context, name string) (Lease, error)
 }
 
-// Options configures a Channel.
-type Options struct {
+// Config are the channel's settings: what the environment sets
+// (cmd/switchboard's env table), nothing built; zero durations take their
+// defaults.
+type Config struct {
 	// Token is the bot token from BotFather.
 	Token string
 	// APIURL is the Bot API base URL (default DefaultAPIURL).
 	APIURL string
-	// HTTPClient makes the Bot API calls (nil: a default client).
-	HTTPClient *http.Client
 	// OwnerIDs are the owner's Telegram user ids: they write to the owner's
 	// timeline (services.DefaultTimeline).
 	OwnerIDs []int64
@@ -113,32 +113,8 @@ type Options struct {
 	// BotUsername is the bot's @username without the @, for mentions; empty:
 	// asked with getMe at start.
 	BotUsername string
-
-	Chat  Poster
-	Store Store
-	// Media stores the files of photos, documents, voice notes, audio and
-	// video notes (downloaded with getFile); nil: such messages keep only
-	// their caption, and without one the sender hears they are not
-	// supported.
-	Media  services.Media
-	Leases Leases
-	// Approvals decides an approval when the owner presses its Approve or
-	// Deny button (nil: the buttons answer that approvals are unavailable).
-	Approvals services.ApprovalDecider
-	// Pairings decides pairings when the owner presses a request's
-	// buttons (the Desk, which tells the stranger); nil: the buttons say
-	// pairings are not available.
-	Pairings services.Pairings
-	// Audit records pairing requests (nil: not recorded).
-	Audit  services.AuditLog
-	Queue  services.OutboundQueue
-	Logger *slog.Logger
 	// LogContent allows message text in logs (LOG_CONTENT).
 	LogContent bool
-	// SendError, when set, counts a failed send by code ("429", "403",
-	// "400", "404", an HTTP status such as "502", "network") for the
-	// metrics.
-	SendError func(code string)
 
 	// PollTimeout is the long-poll timeout of getUpdates (default 25s).
 	PollTimeout time.Duration
@@ -168,9 +144,47 @@ type Options struct {
 	TypingEvery time.Duration
 }
 
+// Deps are the channel's collaborators. Chat, Store and Queue are
+// required; each other one is a capability: given, the feature it backs is
+// on; nil, it is off and the channel says so.
+type Deps struct {
+	Chat  Poster
+	Store Store
+	Queue services.OutboundQueue
+	// Leases elect the one instance that polls (RunPolling needs them).
+	Leases Leases
+	// HTTPClient makes the Bot API calls (nil: a default client).
+	HTTPClient *http.Client
+	// Media stores the files of photos, documents, voice notes, audio and
+	// video notes (downloaded with getFile); nil: such messages keep only
+	// their caption, and without one the sender hears they are not
+	// supported.
+	Media services.Media
+	// Approvals decides an approval when the owner presses its Approve or
+	// Deny button (nil: the buttons answer that approvals are unavailable).
+	Approvals services.ApprovalDecider
+	// Pairings decides pairings when the owner presses a request's
+	// buttons (the Desk, which tells the stranger); nil: the buttons say
+	// pairings are not available.
+	Pairings services.Pairings
+	// Audit records pairing requests (nil: not recorded).
+	Audit  services.AuditLog
+	Logger *slog.Logger
+	// SendError, when set, counts a failed send by code ("429", "403",
+	// "400", "404", an HTTP status such as "502", "network") for the
+	// metrics.
+	SendError func(code string)
+}
+
+// options are what the channel reads: its collaborators and settings.
+type options struct {
+	Deps
+	Config
+}
+
 // Bot is the Telegram channel of one bot.
 type Bot struct {
-	opts  Options
+	opts  options
 	api   *bot.Bot
 	botID int64
 	// username is the bot's @username (for mentions in groups), learned
@@ -188,9 +202,10 @@ type Bot struct {
 }
 
 // New builds the channel. It asks getMe for the bot's username (used to
-// recognise mentions in groups) unless Options.BotUsername is set; a failed
+// recognise mentions in groups) unless Config.BotUsername is set; a failed
 // getMe is logged, not fatal, so a Telegram outage does not stop the service.
-func New(ctx context.Context, opts Options) (*Bot, error) {
+func New(ctx context.Context, d Deps, cfg Config) (*Bot, error) {
+	opts := options{Deps: d, Config: cfg}
 	if opts.Token == "" {
 		return nil, errors.New("telegram: no bot token")
 	}

@@ -153,21 +153,20 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(body))
 }
 
-func setup(t *testing.T, mod func(*Options)) (*Bot, *fakes, *fakeAPI) {
+func setup(t *testing.T, mod func(*options)) (*Bot, *fakes, *fakeAPI) {
 	t.Helper()
 	f := &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}}
 	api := &fakeAPI{}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	opts := Options{
-		Token: testToken, APIURL: srv.URL, BotUsername: "switchbot",
-		OwnerIDs: []int64{1}, GroupIDs: []int64{-100},
-		Chat: f, Store: f, Queue: f,
+	opts := options{
+		Config: Config{Token: testToken, APIURL: srv.URL, BotUsername: "switchbot", OwnerIDs: []int64{1}, GroupIDs: []int64{-100}},
+		Deps:   Deps{Chat: f, Store: f, Queue: f},
 	}
 	if mod != nil {
 		mod(&opts)
 	}
-	b, err := New(t.Context(), opts)
+	b, err := New(t.Context(), opts.Deps, opts.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +279,7 @@ func TestGroupsNeedAMention(t *testing.T) {
 func TestPolicies(t *testing.T) {
 	t.Parallel()
 	t.Run("allowlist", func(t *testing.T) {
-		b, f, _ := setup(t, func(o *Options) { o.Policy = PolicyAllowlist; o.AllowedIDs = []int64{5} })
+		b, f, _ := setup(t, func(o *options) { o.Policy = PolicyAllowlist; o.AllowedIDs = []int64{5} })
 		_ = b.HandleUpdate(t.Context(), update(9, "hi"))
 		_ = b.HandleUpdate(t.Context(), update(5, "hi"))
 		if len(f.posts) != 1 || f.posts[0].TimelineScope != "tg:5" || len(f.notices()) != 0 {
@@ -288,7 +287,7 @@ func TestPolicies(t *testing.T) {
 		}
 	})
 	t.Run("open", func(t *testing.T) {
-		b, f, _ := setup(t, func(o *Options) { o.Policy = PolicyOpen })
+		b, f, _ := setup(t, func(o *options) { o.Policy = PolicyOpen })
 		_ = b.HandleUpdate(t.Context(), update(9, "hi"))
 		if len(f.posts) != 1 || f.posts[0].TimelineScope != "tg:9" {
 			t.Fatalf("posts %+v", f.posts)
@@ -426,7 +425,7 @@ func TestDeliverFallsBackToPlainTextAndReportsWhatItCannotSend(t *testing.T) {
 // is retried) instead of holding the chat's deliveries indefinitely.
 func TestDeliverBoundsEachCall(t *testing.T) {
 	t.Parallel()
-	b, _, api := setup(t, func(o *Options) { o.SendTimeout, o.AnswerTimeout = 200*time.Millisecond, 300*time.Millisecond })
+	b, _, api := setup(t, func(o *options) { o.SendTimeout, o.AnswerTimeout = 200*time.Millisecond, 300*time.Millisecond })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) }) // before the server closes (cleanups run last first)
 	api.fn = func(method string, n int) (int, string) {
@@ -602,8 +601,8 @@ func TestGroupMentionsWaitForGetMe(t *testing.T) {
 	}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	b, err := New(t.Context(), Options{Token: testToken, APIURL: srv.URL, OwnerIDs: []int64{1}, GroupIDs: []int64{-100},
-		Chat: f, Store: f, Queue: f})
+	b, err := New(t.Context(), Deps{Chat: f, Store: f, Queue: f},
+		Config{Token: testToken, APIURL: srv.URL, OwnerIDs: []int64{1}, GroupIDs: []int64{-100}})
 	if err != nil {
 		t.Fatal(err)
 	}

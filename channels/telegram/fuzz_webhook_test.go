@@ -21,11 +21,8 @@ func FuzzWebhookUpdate(f *testing.F) {
 	fk := &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}}
 	srv := httptest.NewServer(&fakeAPI{})
 	f.Cleanup(srv.Close)
-	b, err := New(context.Background(), Options{
-		Token: testToken, APIURL: srv.URL, BotUsername: "switchbot",
-		OwnerIDs: []int64{1}, GroupIDs: []int64{-100},
-		Chat: fk, Store: fk, Queue: fk,
-	})
+	b, err := New(context.Background(), Deps{Chat: fk, Store: fk, Queue: fk},
+		Config{Token: testToken, APIURL: srv.URL, BotUsername: "switchbot", OwnerIDs: []int64{1}, GroupIDs: []int64{-100}})
 	if err != nil {
 		f.Fatal(err)
 	}

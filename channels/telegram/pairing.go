@@ -73,7 +73,7 @@ func (b *Bot) announcePairing(ctx context.Context, p services.Pairing) error {
 }
 
 // handlePairingPress answers a press of a pairing request's buttons: only
-// the owner decides; the decision goes through Options.Pairings (the Desk:
+// the owner decides; the decision goes through Deps.Pairings (the Desk:
 // the stranger is told), the press is answered and the request edited to
 // show the outcome, without its buttons.
 func (b *Bot) handlePairingPress(ctx context.Context, q *models.CallbackQuery, code string, approve bool) error {

@@ -52,7 +52,7 @@ func TestPollingConfirmsOnlyStoredUpdates(t *testing.T) {
 		_, _ = fmt.Fprintf(w, `{"ok":true,"result":[%s]}`, strings.Join(ups, ","))
 	}))
 	t.Cleanup(srv.Close)
-	b, f, _ := setup(t, func(o *Options) {
+	b, f, _ := setup(t, func(o *options) {
 		o.APIURL, o.Leases, o.PollIdle = srv.URL, grantAll{}, 20*time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(t.Context())

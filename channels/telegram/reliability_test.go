@@ -41,20 +41,20 @@ func (s *chunkStore) AbortChunk(_ context.Context, key string, i int) error {
 
 // newStrictBot is a Bot talking to a strict Bot API server in which user 1
 // has written to the bot (message id 1).
-func newStrictBot(t *testing.T, mod func(*Options)) (*Bot, *tgtest.Strict, *chunkStore) {
+func newStrictBot(t *testing.T, mod func(*options)) (*Bot, *tgtest.Strict, *chunkStore) {
 	t.Helper()
 	srv := tgtest.StartStrict(t, testToken)
 	srv.Send(tgtest.User{ID: 1, FirstName: "Owner"}, "question")
 	store := &chunkStore{fakes: &fakes{keys: map[string]bool{}, pairings: map[int64]services.Pairing{}, sent: map[string]map[int]bool{}},
 		inFlight: map[string]int{}}
-	opts := Options{
-		Token: testToken, APIURL: srv.URL, BotUsername: "switchbot", OwnerIDs: []int64{1},
-		Chat: store, Store: store, Queue: store, RetryBackoff: 5 * time.Millisecond,
+	opts := options{
+		Config: Config{Token: testToken, APIURL: srv.URL, BotUsername: "switchbot", OwnerIDs: []int64{1}, RetryBackoff: 5 * time.Millisecond},
+		Deps:   Deps{Chat: store, Store: store, Queue: store},
 	}
 	if mod != nil {
 		mod(&opts)
 	}
-	b, err := New(t.Context(), opts)
+	b, err := New(t.Context(), opts.Deps, opts.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDeliverWaitsForALateAnswer(t *testing.T) {
 	t.Parallel()
 	// Scaled by 1/20: a new call gets 1.5 s (30 s), a call on the wire 6 s
 	// (2 min), and Telegram answers after 2 s (40 s).
-	b, srv, store := newStrictBot(t, func(o *Options) { o.SendTimeout, o.AnswerTimeout = 1500*time.Millisecond, 6*time.Second })
+	b, srv, store := newStrictBot(t, func(o *options) { o.SendTimeout, o.AnswerTimeout = 1500*time.Millisecond, 6*time.Second })
 	srv.Script(func(method string, n int) tgtest.Fault {
 		if method == "sendMessage" && n == 1 {
 			return tgtest.Fault{HoldAfter: 2 * time.Second}
@@ -161,7 +161,7 @@ func TestDeliverLooksForAChunkWithoutAnswer(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, srv, store := newStrictBot(t, func(o *Options) { o.AnswerTimeout = 500 * time.Millisecond })
+			b, srv, store := newStrictBot(t, func(o *options) { o.AnswerTimeout = 500 * time.Millisecond })
 			srv.Script(func(method string, n int) tgtest.Fault {
 				if method == "sendMessage" && n == 2 {
 					return tc.fault
@@ -230,7 +230,7 @@ func TestPollingGivesUpAPhotoItCannotDownload(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			media := &memMedia{}
-			b, srv, store := newStrictBot(t, func(o *Options) {
+			b, srv, store := newStrictBot(t, func(o *options) {
 				o.Leases, o.PollTimeout, o.Media = grantAll{}, time.Second, media
 			})
 			srv.Script(func(method string, _ int) tgtest.Fault { return tc.fault(method) })
@@ -289,7 +289,7 @@ func (p failingPoster) Post(ctx context.Context, pp services.PostParams) (servic
 // its sender told; the updates after it go on.
 func TestPollingGivesUpAnUpdateThatKeepsFailing(t *testing.T) {
 	t.Parallel()
-	b, srv, store := newStrictBot(t, func(o *Options) { o.Leases, o.PollTimeout = grantAll{}, time.Second })
+	b, srv, store := newStrictBot(t, func(o *options) { o.Leases, o.PollTimeout = grantAll{}, time.Second })
 	b.opts.Chat = failingPoster{store, "poison"}
 	owner := tgtest.User{ID: 1, FirstName: "Owner"}
 	srv.Send(owner, "poison")

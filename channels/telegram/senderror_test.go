@@ -10,7 +10,7 @@ import (
 
 func TestSendErrorsAreCountedByCode(t *testing.T) {
 	var got []string
-	b := &Bot{opts: Options{SendError: func(code string) { got = append(got, code) }}}
+	b := &Bot{opts: options{Deps: Deps{SendError: func(code string) { got = append(got, code) }}}}
 	for _, err := range []error{
 		&bot.TooManyRequestsError{RetryAfter: 3},
 		fmt.Errorf("send: %w", bot.ErrorForbidden),

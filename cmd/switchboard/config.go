@@ -38,7 +38,7 @@ type Config struct {
 
 	Flags services.Flags
 	// FlagsByDatabase: AGENT_CONTEXT_SCOPED_WRITE and _READ are unset, so
-	// what the database is decides them at start (app.Options).
+	// what the database is decides them at start (app.Config).
 	FlagsByDatabase bool
 
 	LLMProvider      string
@@ -539,7 +539,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	// With WRITE and READ unset, the database decides them when the
-	// service starts (app.Options.FlagsByDatabase), and checks them then.
+	// service starts (app.Config.FlagsByDatabase), and checks them then.
 	c.FlagsByDatabase = strings.TrimSpace(getenv("AGENT_CONTEXT_SCOPED_WRITE")) == "" && strings.TrimSpace(getenv("AGENT_CONTEXT_SCOPED_READ")) == ""
 	if !c.FlagsByDatabase {
 		c.Flags.Origin = services.FlagsFromEnv

@@ -55,7 +55,7 @@ func runContext(ctx context.Context, cfg *Config, log *slog.Logger, args []strin
 	defer stopDB()
 	// stdout is the payload's alone: anything the app would print goes to
 	// stderr.
-	a, err := app.New(ctx, cfg.AppOptions(url, log, stderr))
+	a, err := app.New(ctx, cfg.AppConfig(url, log, stderr))
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,13 @@ import (
 	"github.com/switchboard/switchboard/web"
 )
 
-// Config is the only place the environment becomes options: one method per
-// options struct. Each returns settings only; app.New adds collaborators.
+// Config is the only place the environment becomes the parts' Configs: one
+// method per part. Each returns settings only; app.New gives each part its
+// collaborators.
 
-// AppOptions are the whole instance's options on the database at dbURL.
-func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) app.Options {
-	return app.Options{
+// AppConfig is the whole instance's configuration on the database at dbURL.
+func (c *Config) AppConfig(dbURL string, log *slog.Logger, stdout io.Writer) app.Config {
+	return app.Config{
 		DatabaseURL: dbURL,
 		PoolSize:    c.PoolSize(),
 		// WRITE and READ unset: what the database is decides them.
@@ -43,10 +44,10 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Context:         c.ContextOptions(),
 		SummaryModel:    c.ContextSummaryModel,
 		Budget:          app.BudgetOptions{Limits: c.BudgetDailyTokens, Money: c.BudgetDailyUSD, Prices: c.LLMPrices},
-		Agent:           c.AgentOptions(),
+		Agent:           c.AgentConfig(),
 		Queue:           c.QueueOptions(),
-		Web:             c.WebOptions(),
-		Telegram:        c.TelegramOptions(),
+		Web:             c.WebConfig(),
+		Telegram:        c.TelegramConfig(),
 		MCP:             c.MCPServers,
 		Schedule:        c.ScheduleOptions(),
 		Fetch:           fetch.Options{Allow: c.FetchAllow},
@@ -56,7 +57,8 @@ func (c *Config) AppOptions(dbURL string, log *slog.Logger, stdout io.Writer) ap
 		Exec: c.ExecOptions(),
 		// The OpenAI-compatible channel waits a little longer than a run may
 		// take, so a run's own timeout notice reaches the client first.
-		OpenAI: openai.Config{TurnTimeout: c.AgentRunTimeout + 30*time.Second},
+		// API clients may send images when the model reads them.
+		OpenAI: openai.Config{TurnTimeout: c.AgentRunTimeout + 30*time.Second, ModelReadsImages: c.LLMImages},
 	}
 }
 
@@ -89,6 +91,9 @@ func (c *Config) ChatOptions() chat.Options {
 // ContextOptions configure the context manager and its compaction.
 func (c *Config) ContextOptions() prompt.Options {
 	return prompt.Options{
+		// The owner's zone dates the prompt's input and the summariser's
+		// transcript, as it does schedules.
+		Location:      c.OwnerTimezone,
 		ScopedRead:    c.Flags.ScopedRead,
 		Images:        c.LLMImages,
 		HistoryTokens: c.ContextHistoryTokens,
@@ -97,8 +102,8 @@ func (c *Config) ContextOptions() prompt.Options {
 	}
 }
 
-// AgentOptions configure the agent runtime and its sub-agents.
-func (c *Config) AgentOptions() agent.Options {
+// AgentConfig configures the agent runtime and its sub-agents.
+func (c *Config) AgentConfig() agent.Config {
 	var profiles map[string]agent.Profile
 	if len(c.AgentProfiles) > 0 {
 		profiles = make(map[string]agent.Profile, len(c.AgentProfiles))
@@ -106,7 +111,7 @@ func (c *Config) AgentOptions() agent.Options {
 			profiles[id] = p
 		}
 	}
-	return agent.Options{
+	return agent.Config{
 		Flags:            c.Flags,
 		MaxSteps:         c.AgentMaxSteps,
 		ToolsCore:        c.ToolsCore,
@@ -159,9 +164,9 @@ func (c *Config) QueueOptions() queue.Options {
 	return queue.Options{TurnWorkers: workers, RunTimeout: c.AgentRunTimeout}
 }
 
-// WebOptions configure the web server.
-func (c *Config) WebOptions() web.Options {
-	o := web.Options{
+// WebConfig configures the web server.
+func (c *Config) WebConfig() web.Config {
+	o := web.Config{
 		OwnerTimeline: services.DefaultTimeline,
 		SecureCookies: strings.HasPrefix(c.PublicURL, "https://"),
 		Flags:         c.Flags,
@@ -172,14 +177,14 @@ func (c *Config) WebOptions() web.Options {
 		Conns: web.ConnLimits{PerIP: c.HTTPMaxConnsPerIP, Total: c.HTTPMaxConns},
 	}
 	if c.MetricsToken != "" {
-		o.Metrics.ScrapeTokenHash = web.HashToken(c.MetricsToken)
+		o.ScrapeTokenHash = web.HashToken(c.MetricsToken)
 	}
 	return o
 }
 
-// TelegramOptions configure the Telegram channel (off without a token).
-func (c *Config) TelegramOptions() app.TelegramOptions {
-	o := app.TelegramOptions{Mode: c.TelegramMode, WebhookURL: c.TelegramWebhookURL, WebhookSecret: c.TelegramWebhookSecret}
+// TelegramConfig configures the Telegram channel (off without a token).
+func (c *Config) TelegramConfig() app.TelegramConfig {
+	o := app.TelegramConfig{Mode: c.TelegramMode, WebhookURL: c.TelegramWebhookURL, WebhookSecret: c.TelegramWebhookSecret}
 	o.Token, o.APIURL, o.OwnerIDs, o.Policy = c.TelegramBotToken, c.TelegramAPIURL, c.TelegramOwnerIDs, c.TelegramPolicy
 	o.AllowedIDs, o.GroupIDs, o.LogContent = c.TelegramAllowedIDs, c.TelegramGroups, c.LogContent
 	return o

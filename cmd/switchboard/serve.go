@@ -20,7 +20,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 		return err
 	}
 	defer stopDB()
-	a, err := app.New(ctx, cfg.AppOptions(url, log, stdout))
+	a, err := app.New(ctx, cfg.AppConfig(url, log, stdout))
 	if err != nil {
 		return err
 	}
@@ -37,9 +37,9 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, stdout io.Writ
 	if err != nil {
 		return fmt.Errorf("HTTP_ADDR: listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	log.Info("switchboard serving", "addr", l.Addr().String(), "flags", a.Built().Agent.Flags.Mode(),
+	log.Info("switchboard serving", "addr", l.Addr().String(), "flags", a.Config().Agent.Flags.Mode(),
 		"llm_provider", cfg.LLMProvider, "startup_ms", time.Since(started).Milliseconds())
-	fmt.Fprintf(stdout, "Switchboard is listening on http://%s (flags: %s, model: %s)\n", l.Addr(), a.Built().Agent.Flags.Mode(), cfg.LLMProvider)
+	fmt.Fprintf(stdout, "Switchboard is listening on http://%s (flags: %s, model: %s)\n", l.Addr(), a.Config().Agent.Flags.Mode(), cfg.LLMProvider)
 	errc := make(chan error, 1)
 	go func() { errc <- a.Serve(l) }()
 	select {

@@ -112,9 +112,9 @@ func startTGInstance(t *testing.T, dbURL string, cfg *Config) *tgInstance {
 	agent := &answering{}
 	in := apptest.Start(t, apptest.Options{
 		DatabaseURL: dbURL, Token: tgOwnerToken, Turns: agent,
-		Configure: func(o *app.Options) {
-			o.Telegram = cfg.TelegramOptions()
-			o.Telegram.HTTPClient, o.Telegram.PollIdle, o.Telegram.LeaderRetry = client, 100*time.Millisecond, 200*time.Millisecond
+		Configure: func(o *app.Config) {
+			o.Telegram = cfg.TelegramConfig()
+			o.Hooks.TelegramClient, o.Telegram.PollIdle, o.Telegram.LeaderRetry = client, 100*time.Millisecond, 200*time.Millisecond
 			o.Queue.PollInterval = 100 * time.Millisecond
 		},
 		BeforeStart: func(a *app.App) { agent.chat = a.Chat() },

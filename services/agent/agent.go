@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,47 @@ import (
 	"github.com/switchboard/switchboard/services/tools"
 )
 
-// Options are the runtime's collaborators and limits.
-type Options struct {
+// Config are the runtime's settings: what the environment sets
+// (cmd/switchboard's env table), nothing built.
+type Config struct {
+	Flags services.Flags
+	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
+	MaxSteps   int
+	RunTimeout time.Duration
+	// LogContent allows message text in logs.
+	LogContent bool
+	// PassImages sends the images tools return to the model with their
+	// results (the model must read images: LLM_IMAGES=1).
+	PassImages bool
+	// Profiles are the named sub-agents (a profile with a model of its own
+	// is given its provider by the app); SubAgents bounds delegation.
+	Profiles  map[string]Profile
+	SubAgents SubAgentLimits
+	// Fire bounds one schedule fire.
+	Fire FireLimits
+	// RequestRetention is how long each model call's exact request is kept
+	// (AGENT_REQUEST_RETENTION; 0 or a nil Deps.Requests: none kept).
+	RequestRetention time.Duration
+	// ToolsCore names the tools every run has loaded (TOOLS_CORE; names
+	// or "<server>__*"); nil: tools.DefaultCore, and for main runs with
+	// sub-agents on tools.CoordinatorCore (mainCore). ToolsDeferOver
+	// (TOOLS_DEFER_OVER, tokens): when the definitions of every tool a run
+	// may use are more, the others are deferred behind find_tools; 0:
+	// nothing is ever deferred.
+	ToolsCore      []string
+	ToolsDeferOver int
+	// Policy decides allow, ask or deny per call (nil: the default);
+	// ApprovalTimeout is how long a held call waits for the owner (default
+	// 30 minutes). Secrets are the service's own secrets: never in a
+	// prompt, refused in an outbound tool argument.
+	Policy          *services.Policy
+	ApprovalTimeout time.Duration
+	Secrets         *services.Secrets
+}
+
+// Deps are the runtime's collaborators. Each optional one is a capability:
+// given, the feature it backs is on; nil, it is off and says so.
+type Deps struct {
 	Store services.Store
 	Chat  *chat.Service
 	// Queue inserts a run's job in the transaction that stores the run
@@ -30,13 +70,12 @@ type Options struct {
 	Compactions services.CompactionQueue
 	Publisher   services.Publisher
 	LLM         llm.Provider
-	Tools       *tools.Registry
+	// Tools are the tools runs may call (the app registers them:
+	// app/tools.go).
+	Tools *tools.Registry
 	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
 	// registry's tools only.
 	Catalog services.ToolCatalog
-	// PassImages sends the images tools return to the model with their
-	// results (the model must read images: LLM_IMAGES=1).
-	PassImages bool
 	// Transcriber turns the voice notes and audio of a run's message into
 	// text before its prompt is built, read from Media (nil: not
 	// transcribed; the prompt says so).
@@ -48,58 +87,45 @@ type Options struct {
 	// Manifests hold each timeline's context manifest (/pin, /unpin,
 	// /pins; nil: the commands say it is not configured).
 	Manifests services.ContextManifests
+	// Recall is the archive the recall tools and handoffs read (nil: no
+	// recall). Proposals keep rule proposals (nil: no propose_rule, no
+	// /rules approve).
+	Recall    services.RecallStore
+	Proposals services.RuleProposals
 	Tokenizer prompt.Tokenizer
 	Observers []services.RunObserver
 	Logger    *slog.Logger
-	Flags     services.Flags
-	// MaxSteps bounds model calls per run; RunTimeout bounds a run.
-	MaxSteps   int
-	RunTimeout time.Duration
-	// LogContent allows message text in logs.
-	LogContent bool
-	// Profiles are the named sub-agents; SubAgents bounds delegation.
-	Profiles  map[string]Profile
-	SubAgents SubAgentLimits
 	// Schedules are the owner's schedules (their tools and /schedules) and
-	// Fires their ledger; nil: no schedules. Fire bounds one fire;
-	// FireObserved counts fires by result (ok, notified, error,
-	// interrupted, unchanged, skipped). Watcher reads a watch schedule's
-	// content before its model runs (nil: watch fires fail, saying so).
+	// Fires their ledger; nil: no schedules. FireObserved counts fires by
+	// result (ok, notified, error, interrupted, unchanged, skipped).
+	// Watcher reads a watch schedule's content before its model runs (nil:
+	// watch fires fail, saying so).
 	Schedules    services.Schedules
 	Fires        services.ScheduleFires
-	Fire         FireLimits
 	FireObserved func(result string)
 	Watcher      services.Watcher
-	// Requests keeps each model call's exact request for RequestRetention
-	// (AGENT_REQUEST_RETENTION; 0 or a nil store: none kept).
-	Requests         services.RunRequests
-	RequestRetention time.Duration
-	// ToolsCore names the tools every run has loaded (TOOLS_CORE; names
-	// or "<server>__*"); nil: tools.DefaultCore, and for main runs with
-	// sub-agents on tools.CoordinatorCore (mainCore). ToolsDeferOver
-	// (TOOLS_DEFER_OVER, tokens): when the definitions of every tool a run
-	// may use are more, the others are deferred behind find_tools; 0:
-	// nothing is ever deferred.
-	ToolsCore      []string
-	ToolsDeferOver int
+	// Requests keeps each model call's exact request for
+	// Config.RequestRetention (nil: none kept).
+	Requests services.RunRequests
 	// Exec is the exec tool's sandbox as /status and /tools show it.
 	Exec services.ExecStatus
 	// Budgets reserve each model call's estimate against its kind's daily
 	// budget before the call (nil: no budgets); see budget.go.
 	Budgets services.Budgets
-	// Policy decides allow, ask or deny per call (nil: the default);
-	// ApprovalTimeout is how long a held call waits for the owner (default
-	// 30 minutes). Secrets are the service's own secrets; Audit keeps the
-	// audit trail (nil: none).
-	Policy          *services.Policy
-	ApprovalTimeout time.Duration
-	Secrets         *services.Secrets
-	Audit           services.AuditLog
+	// Audit keeps the audit trail of tool calls, approval decisions and
+	// the changes chat commands make (nil: none).
+	Audit services.AuditLog
+}
+
+// options are what the runtime reads: its collaborators and settings.
+type options struct {
+	Deps
+	Config
 }
 
 // Service is the agent runtime.
 type Service struct {
-	opts Options
+	opts options
 	log  *slog.Logger
 
 	mu         sync.Mutex
@@ -119,63 +145,38 @@ var (
 	_ services.ApprovalDecider = (*Service)(nil)
 )
 
-// New returns the runtime.
-func New(opts Options) *Service {
-	if opts.MaxSteps <= 0 {
-		opts.MaxSteps = 12
+// New returns the runtime. Its tools are registered by the app
+// (app/tools.go), from the Register methods of tools.go.
+func New(d Deps, cfg Config) (*Service, error) {
+	if d.Store == nil || d.Chat == nil || d.LLM == nil {
+		return nil, errors.New("agent: Store, Chat and LLM are required")
 	}
-	if opts.RunTimeout <= 0 {
-		opts.RunTimeout = 10 * time.Minute
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 12
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = 10 * time.Minute
 	}
-	if opts.Tokenizer == nil {
-		opts.Tokenizer = prompt.HeuristicTokenizer{}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.ApprovalTimeout <= 0 {
-		opts.ApprovalTimeout = 30 * time.Minute
+	if d.Tokenizer == nil {
+		d.Tokenizer = prompt.HeuristicTokenizer{}
 	}
-	opts.SubAgents.defaults()
-	opts.Fire.defaults()
-	for id, p := range opts.Profiles {
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = 30 * time.Minute
+	}
+	cfg.SubAgents.defaults()
+	cfg.Fire.defaults()
+	profiles := make(map[string]Profile, len(cfg.Profiles))
+	for id, p := range cfg.Profiles {
 		p.ID = id
-		opts.Profiles[id] = p
+		profiles[id] = p
 	}
-	s := &Service{opts: opts, log: opts.Logger, active: map[int64]context.CancelCauseFunc{}, childSlots: map[int64]chan struct{}{}}
-	if opts.Tools != nil {
-		if _, ok := opts.Tools.Get("delegate"); !ok {
-			if err := s.registerDelegate(opts.Tools); err != nil {
-				opts.Logger.Error("register delegate tool", "err", err)
-			}
-		}
-		if _, ok := opts.Tools.Get("schedule"); !ok && opts.Schedules != nil {
-			if err := s.registerScheduleTools(opts.Tools); err != nil {
-				opts.Logger.Error("register schedule tools", "err", err)
-			}
-		}
-		if _, ok := opts.Tools.Get("send_file"); !ok && opts.Media != nil {
-			if err := s.registerSendFile(opts.Tools); err != nil {
-				opts.Logger.Error("register send_file tool", "err", err)
-			}
-		}
-		if _, ok := opts.Tools.Get("recall_search"); !ok && s.recallStore() != nil {
-			if err := s.registerRecallTools(opts.Tools); err != nil {
-				opts.Logger.Error("register recall tools", "err", err)
-			}
-		}
-		if _, ok := opts.Tools.Get(tools.FindToolsName); !ok && opts.ToolsDeferOver > 0 {
-			if err := opts.Tools.Register(tools.FindTools()); err != nil {
-				opts.Logger.Error("register find_tools", "err", err)
-			}
-		}
-		if _, ok := opts.Tools.Get("propose_rule"); !ok && s.proposals() != nil {
-			if err := s.registerProposeRule(opts.Tools); err != nil {
-				opts.Logger.Error("register propose_rule tool", "err", err)
-			}
-		}
+	if cfg.Profiles != nil {
+		cfg.Profiles = profiles
 	}
-	return s
+	return &Service{opts: options{Deps: d, Config: cfg}, log: d.Logger, active: map[int64]context.CancelCauseFunc{}, childSlots: map[int64]chan struct{}{}}, nil
 }
 
 // StartTurn runs in the transaction that stores msg, a new user message:

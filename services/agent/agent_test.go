@@ -57,7 +57,7 @@ type setupOpts struct {
 	// toolsDeferOver is TOOLS_DEFER_OVER (0: nothing deferred).
 	toolsDeferOver int
 	// configure has the last word on the app's options.
-	configure func(*app.Options)
+	configure func(*app.Config)
 }
 
 // setupBench is setup for benchmarks.
@@ -117,11 +117,11 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 		llmTimeout = 10 * time.Second
 	}
 	wsDir := t.TempDir()
-	opts := app.Options{
+	opts := app.Config{
 		DatabaseURL: apptest.FrugalURL(dbURL), PoolSize: apptest.PoolSize, OwnerToken: "agent-test-owner-token-0123456789", WorkspaceDir: wsDir,
 		LLM: llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini",
 			ContextWindow: window, MaxRetries: retries, RetryBaseDelay: time.Millisecond, Timeout: llmTimeout},
-		Agent: agent.Options{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour,
+		Agent: agent.Config{Flags: o.flags, SubAgents: o.limits, RunTimeout: o.runTimeout, MaxSteps: o.maxSteps, RequestRetention: time.Hour,
 			ToolsDeferOver: o.toolsDeferOver},
 		Queue:  queue.Options{PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour},
 		Logger: o.logger,

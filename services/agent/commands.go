@@ -494,11 +494,12 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 	return "", services.Errorf(services.EINVALID, "unknown /rules verb %q (want add, soft, remove, approve or reject)", verb)
 }
 
-// auditCommand records a change a chat command made, when the store keeps
-// the audit trail: the owner's, or a paired stranger's in their timeline.
+// auditCommand records a change a chat command made, when the runtime
+// keeps the audit trail (Deps.Audit): the owner's, or a paired stranger's
+// in their timeline.
 func (s *Service) auditCommand(ctx context.Context, msg services.Message, e services.AuditEntry) {
-	audit, ok := s.opts.Store.(services.AuditLog)
-	if !ok {
+	audit := s.opts.Audit
+	if audit == nil {
 		return
 	}
 	e.Actor, e.Channel, e.TimelineScope = "owner", string(msg.Source), msg.TimelineScope

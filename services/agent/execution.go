@@ -96,7 +96,7 @@ type runPolicy struct {
 	visible string
 	conflict
 	observe
-	limits func(o *Options) runLimits
+	limits func(o *options) runLimits
 }
 
 // runPolicies is the table of run kinds. Adding a kind adds a row here, its
@@ -106,29 +106,29 @@ var runPolicies = map[string]runPolicy{
 		ownRun: true, waits: true, parallel: true, streams: true, stoppable: true, answerStepWithEnd: true, noteEmpty: true,
 		closesOpenCalls: true, compactWithEnd: true, visible: "its answer or a notice, in main",
 		conflict: conflictKeep, observe: observeRun,
-		limits: func(o *Options) runLimits { return runLimits{steps: o.MaxSteps, timeout: o.RunTimeout} }},
+		limits: func(o *options) runLimits { return runLimits{steps: o.MaxSteps, timeout: o.RunTimeout} }},
 	kindChild: {kind: kindChild, starter: services.StarterSubagent, budget: services.BudgetSubagent, who: "the sub-agent",
 		origin: services.StepOrigin{Child: true}, ownRun: true, visible: "a handoff marker in main; the handoff is the delegate call's result",
 		conflict: conflictFail, observe: observeEnd,
-		limits: func(o *Options) runLimits {
+		limits: func(o *options) runLimits {
 			return runLimits{steps: o.SubAgents.MaxSteps, timeout: o.SubAgents.Timeout}
 		}},
 	kindInline: {kind: kindInline, starter: services.StarterSubagent, budget: services.BudgetMain, who: "the sub-agent",
 		origin: services.StepOrigin{Inline: true}, sharesGate: true, visible: "nothing; the handoff is the delegate call's result",
 		observe: observeNone,
-		limits: func(o *Options) runLimits {
+		limits: func(o *options) runLimits {
 			return runLimits{steps: o.SubAgents.MaxSteps, timeout: o.SubAgents.Timeout}
 		}},
 	kindFire: {kind: kindFire, starter: services.StarterSchedule, budget: services.BudgetSchedule, who: "the scheduled task",
 		origin: services.StepOrigin{Schedule: true}, ownRun: true, visible: "a notification as the schedule's notify policy says, or a pause notice",
 		conflict: conflictCarryOn, observe: observeEnd,
-		limits: func(o *Options) runLimits {
+		limits: func(o *options) runLimits {
 			return runLimits{steps: o.Fire.MaxSteps, timeout: o.Fire.Timeout, tokens: o.Fire.MaxTokens}
 		}},
 	kindCompaction: {kind: kindCompaction, starter: services.StarterOwner, who: "the compaction",
 		ownRun: true, streams: true, closesOpenCalls: true, visible: "a notice of what was archived, in main",
 		conflict: conflictKeep, observe: observeNone,
-		limits: func(o *Options) runLimits { return runLimits{} }},
+		limits: func(o *options) runLimits { return runLimits{} }},
 }
 
 // starterOn is who starts a run of this kind on timeline.

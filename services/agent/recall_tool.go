@@ -18,12 +18,9 @@ import (
 // that follows the model's window, and reads only what the calling scope
 // may (services.RecallView).
 
-// recallStore is the archive the recall tools read: the store, when it
-// keeps one (nil otherwise: no recall tools).
-func (s *Service) recallStore() services.RecallStore {
-	r, _ := s.opts.Store.(services.RecallStore)
-	return r
-}
+// recallStore is the archive the recall tools read (Deps.Recall; nil: no
+// recall tools).
+func (s *Service) recallStore() services.RecallStore { return s.opts.Recall }
 
 // recallView is what the calling scope may recall.
 func (s *Service) recallView(call tools.Call) services.RecallView {

@@ -22,12 +22,9 @@ type proposeRuleArgs struct {
 	Hard bool   `json:"hard,omitempty" jsonschema:"A hard rule (always followed) rather than a soft preference. Default false."`
 }
 
-// proposals is where rule proposals are kept: the context store, when it
-// keeps them (nil otherwise: no propose_rule tool, no /rules approve).
-func (s *Service) proposals() services.RuleProposals {
-	p, _ := s.opts.ContextStore.(services.RuleProposals)
-	return p
-}
+// proposals is where rule proposals are kept (Deps.Proposals; nil: no
+// propose_rule tool, no /rules approve).
+func (s *Service) proposals() services.RuleProposals { return s.opts.Proposals }
 
 // registerProposeRule adds the propose_rule tool: the agent cannot write
 // the standing rules (the write tools refuse RULES.md and CODE_LAW.md); it

@@ -75,8 +75,11 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := chat.New(chat.Options{Store: store})
-	ag := agent.New(agent.Options{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
-		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})})
+	ag, err := agent.New(agent.Deps{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
+		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})}, agent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := base.WithTurns(ag)
 	_, _, err = svc.Post(context.Background(), services.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
 	if !services.IsKind(err, services.EUNAVAILABLE) {

@@ -18,7 +18,7 @@ import (
 // CONTEXT_SUMMARY_MODEL.
 func TestWorkingSetCompactsWithoutUsage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 128000, keepTurns: 2, configure: func(o *app.Options) {
+	b := setup(t, setupOpts{window: 128000, keepTurns: 2, configure: func(o *app.Config) {
 		o.Context.HistoryTokens = 600
 		o.SummaryModel = "summariser-small"
 	}})
@@ -53,7 +53,7 @@ func TestWorkingSetCompactsWithoutUsage(t *testing.T) {
 // and the owner is told once, on the timeline, why.
 func TestSummaryTimeoutTellsTheOwner(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 128000, keepTurns: 1, configure: func(o *app.Options) {
+	b := setup(t, setupOpts{window: 128000, keepTurns: 1, configure: func(o *app.Config) {
 		o.Context.HistoryTokens = 500
 		o.Context.Compaction.Timeout = 300 * time.Millisecond
 	}})
