@@ -75,7 +75,7 @@ func TestInsertMessageIdempotentOnDedupeKey(t *testing.T) {
 		t.Fatalf("key must be scoped by source: %v %v", created, err)
 	}
 	// Inside a transaction the conflict must not abort the transaction.
-	err = s.Transact(ctx, func(tx services.Store) error {
+	err = s.Transact(ctx, func(tx services.Tx) error {
 		if _, created, err := tx.InsertMessage(ctx, m); err != nil || created {
 			t.Errorf("in tx: created=%v err=%v", created, err)
 		}

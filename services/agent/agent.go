@@ -181,7 +181,7 @@ func New(opts Options) *Service {
 // a message for the agent (and /compact) gets a queued run whose row and job
 // commit with the message; after commit the run is announced. Other
 // commands are answered at once after commit.
-func (s *Service) StartTurn(ctx context.Context, tx services.Store, msg services.Message) (func(context.Context), error) {
+func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
 	if name, args, ok := services.ParseCommand(msg.Content); ok && name != "compact" {
 		return func(ctx context.Context) {
 			if err := s.command(ctx, msg, name, args); err != nil {

@@ -162,7 +162,7 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	var posted services.Message
 	var created bool
 	var after func(context.Context)
-	err = s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err = s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		if posted, created, err = s.opts.Chat.PostTx(ctx, tx, p); err != nil || !created {
 			return err

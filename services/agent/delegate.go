@@ -353,7 +353,7 @@ func (s *Service) deliverHandoff(ctx context.Context, parent, child services.Run
 	}
 	var msg services.Message
 	var created bool
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		done, err := tx.FinishRun(ctx, child.ID, services.RunFinish{Status: h.Status, Error: errorText(h),
 			PromptTokens: u.prompt, CompletionTokens: u.completion, CachedTokens: u.cached})
 		if err != nil {

@@ -83,7 +83,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 
 	started := time.Now()
 	// The answering call's step is stored with the answer (lastStep).
-	var lastStep func(tx services.Store) error
+	var lastStep func(tx services.Tx) error
 	runCtx, inline := withInlineUsage(runCtx)
 	var g *gate
 	answer, obs, u, runErr := s.loop(runCtx, run, trigger, &lastStep, &g)
@@ -156,9 +156,9 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	// is a job of its own enqueued with the run's end: it runs after the
 	// timeline's lock is released, so the next message is not held.
 	compact := runErr == nil && s.shouldCompact(endCtx, run, u.last, obs)
-	var enqueue func(tx services.Store) error
+	var enqueue func(tx services.Tx) error
 	if compact && s.opts.Compactions != nil {
-		enqueue = func(tx services.Store) error {
+		enqueue = func(tx services.Tx) error {
 			return s.opts.Compactions.EnqueueCompactionTx(endCtx, tx, run.TimelineScope, services.MainScope)
 		}
 	}
@@ -188,7 +188,7 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 // recordPrompt stores the prompt's observation on the run and its prompt
 // step in one transaction (one commit, before the model is called).
 func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection) error {
-	return s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	return s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		if err := tx.SetRunObservation(ctx, runID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 			return err
 		}
@@ -244,11 +244,11 @@ func failureMeta(raw json.RawMessage, runErr error) json.RawMessage {
 // or the reaper racing us) keeps its end and gets no second message.
 //
 // also, when given, runs in that transaction too (a compaction job).
-func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams, also ...func(tx services.Store) error) (services.Run, error) {
+func (s *Service) finish(ctx context.Context, run services.Run, fin services.RunFinish, post services.PostParams, also ...func(tx services.Tx) error) (services.Run, error) {
 	var msg services.Message
 	var created bool
 	var done services.Run
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		if done, err = tx.FinishRun(ctx, run.ID, fin); err != nil {
 			return err
@@ -286,7 +286,7 @@ func (s *Service) finish(ctx context.Context, run services.Run, fin services.Run
 // one (the run was stopped, timed out or its worker died mid-call), saying
 // what happened, so that no prompt ever carries an unanswered call. It runs
 // in the transaction that closes the run.
-func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run services.Run, status services.RunStatus) error {
+func (s *Service) closeOpenCalls(ctx context.Context, tx services.Tx, run services.Run, status services.RunStatus) error {
 	if run.ParentRunID != 0 {
 		return nil // a child's scope is never prompted again
 	}
@@ -371,7 +371,7 @@ func (s *Service) InterruptRun(ctx context.Context, run services.Run) error {
 // answer text, the prompt inspection and the usage.
 //
 // *gp receives the run's gate (its taint marks the answer).
-func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Store) error, gp **gate) (string, prompt.Inspection, usage, error) {
+func (s *Service) loop(ctx context.Context, run services.Run, trigger services.Message, lastStep *func(tx services.Tx) error, gp **gate) (string, prompt.Inspection, usage, error) {
 	s.transcribe(ctx, run, trigger)
 	g := s.newGate(mainStarter(run.TimelineScope), run.ID, "")
 	*gp = g

@@ -55,7 +55,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 	var fire services.ScheduleFire
 	var run services.Run
 	var input string
-	err := s.retryConflict(ctx, func(tx services.Store) error {
+	err := s.retryConflict(ctx, func(tx services.Tx) error {
 		var err error
 		if sc, fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
 			return err
@@ -96,7 +96,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 		watched = &content
 		origin := watchOrigin(*sc.Watch, content).String()
 		input = s.watchInput(sc, at, content)
-		err := s.retryConflict(ctx, func(tx services.Store) error {
+		err := s.retryConflict(ctx, func(tx services.Tx) error {
 			f := fire
 			var err error
 			if run, err = s.startFireRun(ctx, tx, sc, &f, input, origin); err == nil {
@@ -145,7 +145,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 // startFireRun creates, in tx, a fire's run (and, scoped, its input row in
 // the schedule's scope) and links it to the fire. taintedBy starts the run
 // tainted (a watch fire's input carries the page).
-func (s *Service) startFireRun(ctx context.Context, tx services.Store, sc services.Schedule, fire *services.ScheduleFire, input, taintedBy string) (services.Run, error) {
+func (s *Service) startFireRun(ctx context.Context, tx services.Tx, sc services.Schedule, fire *services.ScheduleFire, input, taintedBy string) (services.Run, error) {
 	scope := s.mainScope()
 	scoped := s.opts.Flags.ScopedRead
 	if scoped {
@@ -192,7 +192,7 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 	endCtx := context.WithoutCancel(ctx)
 	var posted []services.Message
 	var decision services.FireDecision
-	err := s.retryConflict(endCtx, func(tx services.Store) error {
+	err := s.retryConflict(endCtx, func(tx services.Tx) error {
 		posted = posted[:0]
 		var err error
 		// The notification carries the fire's taint: a later prompt that
@@ -258,7 +258,7 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 		// summary its later fires read. As a job of its own, so the
 		// schedule's lock is not held for it.
 		if s.opts.Compactions != nil {
-			if err := s.opts.Compactions.EnqueueCompactionTx(endCtx, nil, sc.TimelineScope, sc.Scope()); err != nil {
+			if err := s.opts.Compactions.EnqueueCompaction(endCtx, sc.TimelineScope, sc.Scope()); err != nil {
 				s.log.Warn("schedule scope compaction not scheduled", "schedule_id", sc.ID, "err", err)
 			}
 		} else {
@@ -280,7 +280,7 @@ func (s *Service) endFire(ctx context.Context, sc services.Schedule, fire servic
 
 // retryConflict runs fn in a transaction, again when the schedule changed
 // under it (ECONFLICT from a versioned update), a few times.
-func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) error) error {
+func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Tx) error) error {
 	var err error
 	for range 5 {
 		if err = s.opts.Store.Transact(ctx, fn); !services.IsKind(err, services.ECONFLICT) {
@@ -293,7 +293,7 @@ func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) 
 // postNotice posts a schedule's message to the owner's timeline (visible
 // in main, delivered to every channel of the owner), once per fire and
 // kind; taintedBy marks text a tainted fire wrote.
-func (s *Service) postNotice(ctx context.Context, tx services.Store, sc services.Schedule, fire services.ScheduleFire, kind, text, taintedBy string) (services.Message, error) {
+func (s *Service) postNotice(ctx context.Context, tx services.Tx, sc services.Schedule, fire services.ScheduleFire, kind, text, taintedBy string) (services.Message, error) {
 	msg, _, err := s.opts.Chat.PostTx(ctx, tx, services.PostParams{
 		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("fire:%d:%s", fire.ID, kind), NotifyOwner: true,
