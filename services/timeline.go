@@ -54,10 +54,14 @@ type Message struct {
 	Source        Source
 	Content       string
 	Visible       bool
-	Metadata      json.RawMessage
-	DedupeKey     string
-	TokenCount    int
-	CreatedAt     time.Time
+	// Metadata is the row's metadata as stored (what clients are sent).
+	Metadata json.RawMessage
+	// Meta is Metadata decoded, once, by the store that read the row
+	// (empty when it does not decode).
+	Meta       MessageMeta
+	DedupeKey  string
+	TokenCount int
+	CreatedAt  time.Time
 }
 
 // NewMessage is what InsertMessage stores. Empty TimelineScope and
@@ -137,7 +141,7 @@ type PostParams struct {
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
 // besides its text. Writers set the fields they know and store Encode();
-// readers use DecodeMeta. A new kind of message is a new field here.
+// readers use Message.Meta, decoded when the row was read. A new kind of message is a new field here.
 // NoticeOfflineModel marks an answer of the offline model (how to configure
 // a real one): shown to the owner, never sent to a model.
 const NoticeOfflineModel = "offline_model"

@@ -348,7 +348,7 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 	t.Parallel()
 	f := &fakes{}
 	r := Router{Queue: f}
-	to := services.Message{ID: 3, TimelineScope: "global", Metadata: json.RawMessage(`{"chat_id":77,"message_id":5}`)}
+	to := services.Message{ID: 3, TimelineScope: "global", Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 77, MessageID: 5}}}
 	for range 2 {
 		if err := r.RouteReplyTx(t.Context(), testTx{}, to, services.Message{ID: 8, Content: "answer"}); err != nil {
 			t.Fatal(err)
@@ -552,7 +552,7 @@ func TestTypingWhileRunWorks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		trigger := services.Message{Source: "telegram", Metadata: json.RawMessage(`{"chat_id":1}`)}
+		trigger := services.Message{Source: "telegram", Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 1}}}
 		b.RunStarted(t.Context(), services.Run{ID: 1}, services.Message{Source: "web"})
 		b.RunStarted(t.Context(), services.Run{ID: 2}, trigger)
 		synctest.Wait()

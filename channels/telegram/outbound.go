@@ -107,13 +107,11 @@ func (r Router) NotifyOwnerTx(ctx context.Context, tx services.Tx, msg services.
 	}
 	var approval, decided int64
 	if msg.TimelineScope == services.DefaultTimeline {
-		if meta, err := services.DecodeMeta(msg.Metadata); err == nil {
-			switch meta.Notice {
-			case "approval":
-				approval = meta.ApprovalID
-			case "approval_decided":
-				decided = meta.ApprovalID
-			}
+		switch msg.Meta.Notice {
+		case "approval":
+			approval = msg.Meta.ApprovalID
+		case "approval_decided":
+			decided = msg.Meta.ApprovalID
 		}
 	}
 	for _, chat := range chats {
@@ -135,7 +133,7 @@ func (r Router) NotifyOwnerTx(ctx context.Context, tx services.Tx, msg services.
 // (enqueueing it again after a crash does nothing). EINVALID when to carries
 // no Telegram chat id.
 func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Message, reply services.Message) error {
-	meta, _ := services.DecodeMeta(to.Metadata)
+	meta := to.Meta
 	if meta.ChatID == 0 {
 		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
 	}
@@ -152,8 +150,7 @@ func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Me
 
 // filesOf is the files a message carries, from its metadata.
 func filesOf(m services.Message) []services.FileRef {
-	meta, _ := services.DecodeMeta(m.Metadata)
-	return meta.Files
+	return m.Meta.Files
 }
 
 // Deliver is the channel's services.OutboundHandler: it renders the text,

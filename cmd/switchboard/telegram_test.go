@@ -484,7 +484,7 @@ func TestTelegramRetryAfterThroughQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.Repeat("one ", 1000) + "\n\n" + strings.Repeat("two ", 1000) + "\n\n" + strings.Repeat("three ", 100)
-	to := services.Message{ID: 1, Metadata: json.RawMessage(`{"chat_id":5,"message_id":3}`)}
+	to := services.Message{ID: 1, Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 5, MessageID: 3}}}
 	if err := repository.New(pool).Transact(t.Context(), func(tx services.Tx) error {
 		return telegram.Router{Queue: q}.RouteReplyTx(t.Context(), tx, to, services.Message{ID: 2, Content: text})
 	}); err != nil {

@@ -495,7 +495,7 @@ func (s *Service) observations(ctx context.Context, parent services.Run, task st
 		h := best[services.RecallRef(services.RecallMessage, m.ID)]
 		o := Observation{Source: h.Ref(), Kind: services.RecallMessage, Role: string(m.Role), Date: recallDate(m.CreatedAt),
 			Score: roundScore(h.Score), Text: m.Content}
-		meta, _ := services.DecodeMeta(m.Metadata)
+		meta := m.Meta
 		if !m.Visible && meta.Kind != services.MetaHandoff {
 			continue // the parent's raw steps stay the parent's
 		}

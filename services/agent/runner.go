@@ -298,8 +298,8 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Tx, run servic
 	var open []services.ToolCall
 	answered := map[string]bool{}
 	for _, m := range rows {
-		meta, err := services.DecodeMeta(m.Metadata)
-		if err != nil || meta.RunID != run.ID {
+		meta := m.Meta
+		if meta.RunID != run.ID {
 			continue
 		}
 		open = append(open, meta.ToolCalls...)
@@ -411,8 +411,8 @@ func (s *Service) loop(ctx context.Context, run services.Run, trigger services.M
 		return "", obs, usage{}, err
 	}
 	req := s.withSettled(built.Request, g)
-	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
-		req = s.applyTurnRequest(req, *meta.Request)
+	if r := trigger.Meta.Request; r != nil {
+		req = s.applyTurnRequest(req, *r)
 	}
 	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{

@@ -28,7 +28,7 @@ func (s *Service) ToolResult(ctx context.Context, timeline string, runID int64, 
 	if err != nil {
 		return services.ToolResultView{}, err
 	}
-	meta, _ := services.DecodeMeta(m.Metadata)
+	meta := m.Meta
 	text := s.opts.Secrets.Mask(m.Content)
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
 		// JSON indented, so a cut one still reads line by line.
