@@ -113,6 +113,13 @@ func KnownCommand(name string) bool {
 
 var commandNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
+// ParsedCommand is a command as a message's text writes it.
+type ParsedCommand struct {
+	Name string
+	// Args is the text after the name.
+	Args string
+}
+
 // ParseCommand recognises "/name args" (also "/name@botname args", as
 // Telegram sends in groups). Any such name is a command: an unknown one is
 // answered "unknown command, see /help", not sent to the model. Text that

@@ -58,7 +58,11 @@ type Message struct {
 	Metadata json.RawMessage
 	// Meta is Metadata decoded, once, by the store that read the row
 	// (empty when it does not decode).
-	Meta       MessageMeta
+	Meta MessageMeta
+	// Command is the chat command a user message's text is, as parsed
+	// when it was posted: set on the message the post returns, nil on a
+	// row read back (Meta.Command names its command).
+	Command    *ParsedCommand
 	DedupeKey  string
 	TokenCount int
 	CreatedAt  time.Time
@@ -137,6 +141,10 @@ type PostParams struct {
 	// its transaction (a duplicate post links nothing again). A message
 	// with attachments may have no text.
 	Attachments []Attachment
+	// Command is the chat command Content is, when the channel parsed it
+	// already (a zero Name: none); nil: the post parses Content itself.
+	// Either way a user message's text is parsed once, when it is posted.
+	Command *ParsedCommand
 }
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is

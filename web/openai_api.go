@@ -469,7 +469,9 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	if req.Model != APIModelID {
 		return s.apiErrorFrom(c, modelNotFound(req.Model))
 	}
-	cmd, _, isCommand := services.ParseCommand(req.Text)
+	var cmd services.ParsedCommand
+	cmd.Name, cmd.Args, _ = services.ParseCommand(req.Text)
+	isCommand := cmd.Name != ""
 	if s.opts.Provider == "offline" && !isCommand {
 		return s.apiErrorFrom(c, &apiFail{status: http.StatusServiceUnavailable, code: "model_not_configured",
 			msg: "no language model is configured on the server (LLM_PROVIDER, LLM_MODEL); nothing was stored"})
@@ -492,7 +494,7 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 		return s.apiErrorFrom(c, services.Errorf(services.EUNAVAILABLE, "the database is unavailable; retry"))
 	}
 	defer s.opts.Hub.Unsubscribe(sub)
-	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text}
+	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text, Command: &cmd}
 	if req.Turn != nil && len(req.Turn.Images) > 0 && s.opts.Media != nil {
 		// Image parts become the message's attachments, like an upload: the
 		// bytes are stored once in the workspace, the prompt of this turn
@@ -510,7 +512,7 @@ func (s *Server) handleChatCompletions(c echo.Context) error {
 	if req.Turn != nil {
 		meta := services.MessageMeta{Request: req.Turn}
 		if isCommand {
-			meta.Command = cmd
+			meta.Command = cmd.Name
 		}
 		post.Metadata = meta.Encode()
 	}

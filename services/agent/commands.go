@@ -195,7 +195,7 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	if err != nil {
 		return "", err
 	}
-	if name, _, ok := services.ParseCommand(q.Content); ok && name == "compact" {
+	if _, ok := compactCommand(q); ok {
 		return "The last run was a /compact; send /compact again.", nil
 	}
 	files, err := s.opts.Store.AttachmentsOf(ctx, msg.TimelineScope, []int64{q.ID})
@@ -223,6 +223,17 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 		after(ctx)
 	}
 	return fmt.Sprintf("Asking again (the answer %s): %s", last.Status, firstLine(truncateText(q.Content, 80))), nil
+}
+
+// compactCommand reports whether m, a stored user message, is /compact and
+// with what focus. Its metadata names its command (set when it was
+// posted), so only a /compact's text is read again, for its arguments.
+func compactCommand(m services.Message) (services.ParsedCommand, bool) {
+	if m.Meta.Command != "compact" {
+		return services.ParsedCommand{}, false
+	}
+	name, args, ok := services.ParseCommand(m.Content)
+	return services.ParsedCommand{Name: name, Args: args}, ok && name == "compact"
 }
 
 // StopTurn stops the run triggered by message triggerID on timeline (a

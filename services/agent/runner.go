@@ -55,8 +55,8 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(ctx, run, services.RunRunning)
-	if name, args, ok := services.ParseCommand(trigger.Content); ok && name == "compact" {
-		return s.executeCompact(ctx, run, trigger, args)
+	if c, ok := compactCommand(trigger); ok {
+		return s.executeCompact(ctx, run, trigger, c.Args)
 	}
 	for _, o := range s.opts.Observers {
 		o.RunStarted(ctx, run, trigger)

@@ -123,10 +123,19 @@ func (s *Service) PostTx(ctx context.Context, tx services.Tx, p services.PostPar
 	if err := s.validate(p); err != nil {
 		return services.Message{}, false, err
 	}
-	if p.Role == services.RoleUser && len(p.Metadata) == 0 {
-		if name, _, ok := services.ParseCommand(p.Content); ok {
-			p.Metadata = services.MessageMeta{Command: name}.Encode()
+	var cmd *services.ParsedCommand
+	if p.Role == services.RoleUser {
+		cmd = p.Command
+		if cmd == nil {
+			cmd = &services.ParsedCommand{}
+			cmd.Name, cmd.Args, _ = services.ParseCommand(p.Content)
 		}
+		if cmd.Name == "" {
+			cmd = nil
+		}
+	}
+	if cmd != nil && len(p.Metadata) == 0 {
+		p.Metadata = services.MessageMeta{Command: cmd.Name}.Encode()
 	}
 	if len(p.Attachments) > 0 {
 		meta, err := services.DecodeMeta(p.Metadata)
@@ -159,6 +168,7 @@ func (s *Service) PostTx(ctx context.Context, tx services.Tx, p services.PostPar
 	if err != nil {
 		return services.Message{}, false, err
 	}
+	msg.Command = cmd
 	attrs := []any{"message_id", msg.ID, "timeline", msg.TimelineScope, "source", msg.Source, "role", msg.Role, "created", created}
 	if s.opts.LogContent {
 		attrs = append(attrs, "content", msg.Content)
