@@ -92,10 +92,10 @@ var (
 	_ services.Notifier    = Router{}
 )
 
-// NotifyOwnerTx enqueues msg, in tx, for the chats of its timeline: the owner's
-// chats for the owner's timeline, the user's private chat for a Telegram
-// user's own timeline ("tg:<id>"); keyed by the message's id (enqueueing it
-// again after a crash does nothing).
+// NotifyOwnerTx enqueues msg, in tx, for the chats of its timeline: the
+// owner's chats for the owner's timeline, the user's private chat for a
+// Telegram user's own timeline ("tg:<id>"); keyed by the message's id
+// (enqueueing it again after a crash does nothing).
 func (r Router) NotifyOwnerTx(ctx context.Context, tx services.Tx, msg services.Message) error {
 	chats := r.OwnerChats
 	if msg.TimelineScope != services.DefaultTimeline {
@@ -129,9 +129,9 @@ func (r Router) NotifyOwnerTx(ctx context.Context, tx services.Tx, msg services.
 	return nil
 }
 
-// RouteReplyTx enqueues reply, in tx, for the chat of to, keyed by the reply's id
-// (enqueueing it again after a crash does nothing). EINVALID when to carries
-// no Telegram chat id.
+// RouteReplyTx enqueues reply, in tx, for the chat of to, keyed by the
+// reply's id (enqueueing it again after a crash does nothing). EINVALID
+// when to carries no Telegram chat id.
 func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Message, reply services.Message) error {
 	meta := to.Meta
 	if meta.ChatID == 0 {

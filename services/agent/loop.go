@@ -424,8 +424,8 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 	return err
 }
 
-// txResultRecorder records a tool's result in st, the Store or the caller's transaction
-// (with the result's step).
+// txResultRecorder records a tool's result in st: the caller's transaction
+// (with the result's step), or the Store.
 type txResultRecorder interface {
 	toolResultIn(ctx context.Context, st services.Store, call services.ToolCall, res tools.Result) error
 }

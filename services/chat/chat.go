@@ -213,10 +213,10 @@ func (s *Service) Announce(ctx context.Context, msg services.Message, created bo
 	}
 }
 
-// routeReply hands a reply to the router of the answered message's channel,
-// within the reply's transaction, so the reply and its
-// delivery commit together; routers are idempotent per reply, so a retried
-// post schedules nothing twice. A reply the router refuses (EINVALID: the
+// routeReplyTx hands a reply to the router of the answered message's
+// channel, in tx, the reply's transaction, so the reply and its delivery
+// commit together; routers are idempotent per reply, so a retried post
+// schedules nothing twice. A reply the router refuses (EINVALID: the
 // answered message names no chat) is stored all the same.
 func (s *Service) routeReplyTx(ctx context.Context, tx services.Tx, toID int64, reply services.Message) error {
 	to, err := tx.GetMessage(ctx, toID)
