@@ -71,7 +71,7 @@ func TestTransactRollsBack(t *testing.T) {
 	s := dbtest.Store(t)
 	boom := errors.New("boom")
 	var id int64
-	err := s.Transact(ctx, func(tx services.Store) error {
+	err := s.Transact(ctx, func(tx services.Tx) error {
 		m, _, err := tx.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "x", Visible: true})
 		id = m.ID
 		if err != nil {
@@ -87,7 +87,7 @@ func TestTransactRollsBack(t *testing.T) {
 	}
 	func() {
 		defer func() { _ = recover() }()
-		_ = s.Transact(ctx, func(tx services.Store) error {
+		_ = s.Transact(ctx, func(tx services.Tx) error {
 			m, _, _ := tx.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "y"})
 			id = m.ID
 			panic("handler panic")

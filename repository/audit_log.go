@@ -57,9 +57,9 @@ func (s *Store) AppendAudit(ctx context.Context, e services.AuditEntry) (service
 		return services.AuditEntry{}, err
 	}
 	var out services.AuditEntry
-	err := s.Transact(ctx, func(st services.Store) error {
+	err := s.transact(ctx, func(tx *Tx) error {
 		var err error
-		out, err = st.(*Store).appendAuditLocked(ctx, e)
+		out, err = tx.appendAuditLocked(ctx, e)
 		return err
 	})
 	return out, err

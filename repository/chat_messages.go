@@ -26,6 +26,10 @@ func scanMessage(row pgx.Row) (services.Message, error) {
 		&m.Content, &visible, &meta, &m.DedupeKey, &m.TokenCount, &m.CreatedAt)
 	m.Visible = visible == 1
 	m.Metadata = json.RawMessage(meta)
+	if err == nil {
+		// Decoded once here; metadata that does not decode reads as empty.
+		m.Meta, _ = services.DecodeMeta(m.Metadata)
+	}
 	return m, err
 }
 

@@ -3,6 +3,7 @@ package repository_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
@@ -41,6 +42,33 @@ func TestInsertMessageDefaultsAndScopes(t *testing.T) {
 	}
 }
 
+// A row read back carries its metadata decoded (Meta), once, by the store;
+// metadata that does not decode as MessageMeta reads as empty.
+func TestReadRowsCarryDecodedMeta(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	want := services.MessageMeta{ReplyTo: 3, RunID: 9, ToolCallID: "c1", TelegramMeta: services.TelegramMeta{ChatID: 77}}
+	m, _, err := s.InsertMessage(ctx, services.NewMessage{Role: "tool", Source: "agent", Content: "r", Metadata: want.Encode()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _, err := s.InsertMessage(ctx, services.NewMessage{Role: "user", Source: "web", Content: "x", Metadata: json.RawMessage(`{"run_id":"not a number"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMessage(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Meta, want) || !reflect.DeepEqual(got.Meta, want) {
+		t.Fatalf("meta: inserted %+v, read %+v; want %+v", m.Meta, got.Meta, want)
+	}
+	if !reflect.DeepEqual(bad.Meta, services.MessageMeta{}) || string(bad.Metadata) == "{}" {
+		t.Fatalf("undecodable metadata: meta %+v, raw %s", bad.Meta, bad.Metadata)
+	}
+}
+
 func TestInsertMessageRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -75,7 +103,7 @@ func TestInsertMessageIdempotentOnDedupeKey(t *testing.T) {
 		t.Fatalf("key must be scoped by source: %v %v", created, err)
 	}
 	// Inside a transaction the conflict must not abort the transaction.
-	err = s.Transact(ctx, func(tx services.Store) error {
+	err = s.Transact(ctx, func(tx services.Tx) error {
 		if _, created, err := tx.InsertMessage(ctx, m); err != nil || created {
 			t.Errorf("in tx: created=%v err=%v", created, err)
 		}

@@ -55,8 +55,7 @@ func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (servic
 		seg.Kind = services.SegmentSummary
 	}
 	var out services.Segment
-	err := s.Transact(ctx, func(tx services.Store) error {
-		txs := tx.(*Store)
+	err := s.transact(ctx, func(txs *Tx) error {
 		if seg.Kind == services.SegmentSummary {
 			// A summary starts after the cursor: two compactions of the
 			// same turns (a /compact racing a compaction job, a job rerun
@@ -83,7 +82,7 @@ func (s *Store) AppendSegment(ctx context.Context, seg services.Segment) (servic
 		if err != nil {
 			return wrapErr("append segment", err)
 		}
-		_, err = tx.UpsertSummary(ctx, services.Summary{TimelineScope: seg.TimelineScope, Scope: seg.Scope,
+		_, err = txs.UpsertSummary(ctx, services.Summary{TimelineScope: seg.TimelineScope, Scope: seg.Scope,
 			UntilMessageID: seg.UntilMessageID, SummaryText: seg.SummaryText})
 		return err
 	})

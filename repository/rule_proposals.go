@@ -38,8 +38,7 @@ func (s *Store) ProposeRule(ctx context.Context, p services.RuleProposal) (servi
 // rejects a pending proposal of the timeline.
 func (s *Store) DecideRuleProposal(ctx context.Context, timelineScope string, id int64, approve bool) (services.RuleProposal, error) {
 	var out services.RuleProposal
-	err := s.Transact(ctx, func(st services.Store) error {
-		tx := st.(*Store)
+	err := s.transact(ctx, func(tx *Tx) error {
 		p, err := scanProposal(tx.db.QueryRow(ctx, `SELECT `+proposalColumns+` FROM rule_proposals
 			WHERE id = $1 AND timeline_scope = $2 FOR UPDATE`, id, timelineScope))
 		if err == pgx.ErrNoRows {

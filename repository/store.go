@@ -39,15 +39,20 @@ var _ services.Store = (*Store)(nil)
 // New returns a Store on a pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{db: pool} }
 
-// NewTx returns a Store bound to the caller's transaction.
-func NewTx(tx pgx.Tx) *Store { return &Store{db: tx} }
-
-// PgxTx returns the transaction this Store is bound to (from Transact or
-// NewTx), so the job queue can insert jobs in it.
-func (s *Store) PgxTx() (pgx.Tx, bool) {
-	tx, ok := s.db.(pgx.Tx)
-	return tx, ok
+// Tx is the services.Tx of the PostgreSQL store: the stores bound to one
+// pgx transaction.
+type Tx struct {
+	*Store
+	tx pgx.Tx
 }
+
+var _ services.Tx = (*Tx)(nil)
+
+// NewTx returns the stores bound to the caller's transaction.
+func NewTx(tx pgx.Tx) *Tx { return &Tx{Store: &Store{db: tx}, tx: tx} }
+
+// DriverTx implements services.Tx: the pgx.Tx, for the job queue's inserts.
+func (t *Tx) DriverTx() any { return t.tx }
 
 // MaxConnIdle is how long an idle pooled connection stays open (unless the
 // URL sets pool_max_conn_idle_time): an instance that went quiet gives its
@@ -81,7 +86,13 @@ func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 
 // Transact runs fn in a transaction (a savepoint when already in one). It
 // commits when fn returns nil and rolls back on error or panic.
-func (s *Store) Transact(ctx context.Context, fn func(tx services.Store) error) (err error) {
+func (s *Store) Transact(ctx context.Context, fn func(tx services.Tx) error) error {
+	return s.transact(ctx, func(tx *Tx) error { return fn(tx) })
+}
+
+// transact is Transact giving fn the concrete Tx, for the stores' own
+// multi-statement methods.
+func (s *Store) transact(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return wrapErr("begin transaction", err)

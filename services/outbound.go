@@ -20,27 +20,14 @@ type Outbound struct {
 	Payload json.RawMessage
 }
 
-// OutboundQueue schedules durable deliveries.
+// OutboundQueue schedules durable deliveries; a second call with the same
+// Key does nothing.
 type OutboundQueue interface {
-	// EnqueueOutbound schedules o; a second call with the same Key does
-	// nothing. When ctx carries a transaction (WithTx), the delivery's job
-	// joins it: a reply and its delivery commit together.
+	// EnqueueOutbound schedules o in a transaction of its own.
 	EnqueueOutbound(ctx context.Context, o Outbound) error
-}
-
-type txKey struct{}
-
-// WithTx returns ctx carrying tx, a Store given by Transact, so that work
-// scheduled through ctx (an outbound delivery routed while a reply is
-// stored) commits with that transaction.
-func WithTx(ctx context.Context, tx Store) context.Context {
-	return context.WithValue(ctx, txKey{}, tx)
-}
-
-// TxFrom returns the transaction ctx carries, or nil.
-func TxFrom(ctx context.Context) Store {
-	tx, _ := ctx.Value(txKey{}).(Store)
-	return tx
+	// EnqueueOutboundTx schedules o in tx: a reply and its delivery commit
+	// together.
+	EnqueueOutboundTx(ctx context.Context, tx Tx, o Outbound) error
 }
 
 // OutboundHandler delivers one payload of its channel. A *RetryAfterError
@@ -55,11 +42,12 @@ func (e *RetryAfterError) Error() string { return fmt.Sprintf("retry after %s", 
 
 // ReplyRouter sends replies back to the external channel a message came
 // from (Telegram). ChatService calls the router registered for the source of
-// the message being answered, after the reply is committed.
+// the message being answered, in the reply's transaction.
 type ReplyRouter interface {
-	// RouteReply schedules delivery of reply to where to came from; it must
-	// be idempotent per reply id (it may be called again after a crash).
-	RouteReply(ctx context.Context, to Message, reply Message) error
+	// RouteReplyTx schedules, in tx, the delivery of reply to where to came
+	// from; it must be idempotent per reply id (it may be called again
+	// after a crash).
+	RouteReplyTx(ctx context.Context, tx Tx, to Message, reply Message) error
 }
 
 // RunObserver hears about main runs starting and ending, e.g. to show a

@@ -154,20 +154,21 @@ type RunStore interface {
 
 // RunQueue schedules durable execution of queued runs.
 type RunQueue interface {
-	// EnqueueRunTx schedules run for execution in tx, a Store given by
-	// Transact: the job commits (or rolls back) with the run row, so no
+	// EnqueueRunTx schedules run for execution in tx: the job commits (or rolls back) with the run row, so no
 	// queued run is ever without its job. While a job for the run is
 	// waiting or running, enqueuing it again does nothing.
-	EnqueueRunTx(ctx context.Context, tx Store, run Run) error
+	EnqueueRunTx(ctx context.Context, tx Tx, run Run) error
 }
 
 // CompactionQueue schedules a context scope's compaction as a job of its
 // own, so it never holds the timeline's next message.
 type CompactionQueue interface {
-	// EnqueueCompactionTx schedules the compaction of (timeline, scope) in
-	// tx (nil tx: in a transaction of its own). While one for the same
-	// timeline and scope is waiting or running, it does nothing.
-	EnqueueCompactionTx(ctx context.Context, tx Store, timelineScope, scope string) error
+	// EnqueueCompaction schedules the compaction of (timeline, scope) in a
+	// transaction of its own. While one for the same timeline and scope is
+	// waiting or running, it does nothing.
+	EnqueueCompaction(ctx context.Context, timelineScope, scope string) error
+	// EnqueueCompactionTx is EnqueueCompaction in tx.
+	EnqueueCompactionTx(ctx context.Context, tx Tx, timelineScope, scope string) error
 }
 
 // CompactionExecutor runs the compaction jobs. The caller holds the

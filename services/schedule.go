@@ -271,7 +271,7 @@ type ScheduleQueue interface {
 	// EnqueueFireTx inserts, in tx, the job that fires schedule id at at.
 	// The same (schedule, time) is inserted once, ever: a second insert
 	// does nothing.
-	EnqueueFireTx(ctx context.Context, tx Store, scheduleID int64, at time.Time) error
+	EnqueueFireTx(ctx context.Context, tx Tx, scheduleID int64, at time.Time) error
 }
 
 // FireExecutor runs due fires for the queue's workers.
@@ -373,20 +373,20 @@ type ScheduleFires interface {
 	// fires missed during downtime are caught up once, not one by one)
 	// and enqueues that fire's job. ENOTFOUND when the fire is not due any
 	// more; ECONFLICT when the schedule changed meanwhile (try again).
-	BeginFireTx(ctx context.Context, tx Store, id int64, at time.Time) (Schedule, ScheduleFire, error)
+	BeginFireTx(ctx context.Context, tx Tx, id int64, at time.Time) (Schedule, ScheduleFire, error)
 	// EndFireTx records how the fire ended, counts failures (pausing the
 	// schedule after too many in a row) and applies the notify policy.
 	// ECONFLICT when the schedule changed meanwhile (try again).
 	// It returns the schedule and the fire as stored.
-	EndFireTx(ctx context.Context, tx Store, id int64, f ScheduleFire, r FireResult) (Schedule, ScheduleFire, FireDecision, error)
+	EndFireTx(ctx context.Context, tx Tx, id int64, f ScheduleFire, r FireResult) (Schedule, ScheduleFire, FireDecision, error)
 	// Location is the time zone a schedule's times are shown in.
 	Location(s Schedule) *time.Location
 }
 
 // Notifier delivers a message nobody asked for (a schedule's notification)
 // to the external channels of its timeline's person (the owner's Telegram
-// chats; a Telegram user's own chat for "tg:<id>"), in the transaction ctx
-// carries (WithTx), idempotently per message id.
+// chats; a Telegram user's own chat for "tg:<id>"), in tx, idempotently per
+// message id.
 type Notifier interface {
-	NotifyOwner(ctx context.Context, msg Message) error
+	NotifyOwnerTx(ctx context.Context, tx Tx, msg Message) error
 }

@@ -54,10 +54,18 @@ type Message struct {
 	Source        Source
 	Content       string
 	Visible       bool
-	Metadata      json.RawMessage
-	DedupeKey     string
-	TokenCount    int
-	CreatedAt     time.Time
+	// Metadata is the row's metadata as stored (what clients are sent).
+	Metadata json.RawMessage
+	// Meta is Metadata decoded, once, by the store that read the row
+	// (empty when it does not decode).
+	Meta MessageMeta
+	// Command is the chat command a user message's text is, as parsed
+	// when it was posted: set on the message the post returns, nil on a
+	// row read back (Meta.Command names its command).
+	Command    *ParsedCommand
+	DedupeKey  string
+	TokenCount int
+	CreatedAt  time.Time
 }
 
 // NewMessage is what InsertMessage stores. Empty TimelineScope and
@@ -133,11 +141,15 @@ type PostParams struct {
 	// its transaction (a duplicate post links nothing again). A message
 	// with attachments may have no text.
 	Attachments []Attachment
+	// Command is the chat command Content is, when the channel parsed it
+	// already (a zero Name: none); nil: the post parses Content itself.
+	// Either way a user message's text is parsed once, when it is posted.
+	Command *ParsedCommand
 }
 
 // MessageMeta is the one encoding of chat_messages.metadata: what a row is
 // besides its text. Writers set the fields they know and store Encode();
-// readers use DecodeMeta. A new kind of message is a new field here.
+// readers use Message.Meta, decoded when the row was read. A new kind of message is a new field here.
 // NoticeOfflineModel marks an answer of the offline model (how to configure
 // a real one): shown to the owner, never sent to a model.
 const NoticeOfflineModel = "offline_model"

@@ -59,7 +59,7 @@ func (s *Server) present(ctx context.Context, msgs []services.Message) []wire.Me
 		if m.Role != services.RoleAssistant {
 			continue
 		}
-		meta, _ := services.DecodeMeta(m.Metadata)
+		meta := m.Meta
 		out[i].ReplyTo = meta.ReplyTo
 		out[i].HTML = mdhtml.Render(m.Content)
 		if meta.RunID != 0 && meta.Kind != "handoff" {

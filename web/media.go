@@ -128,7 +128,7 @@ func (s *Server) presentFiles(ctx context.Context, msgs []services.Message, out 
 	}
 	byTimeline := map[string][]int64{}
 	for _, m := range msgs {
-		if meta, _ := services.DecodeMeta(m.Metadata); len(meta.Files) > 0 {
+		if len(m.Meta.Files) > 0 {
 			byTimeline[m.TimelineScope] = append(byTimeline[m.TimelineScope], m.ID)
 		}
 	}

@@ -67,7 +67,7 @@ type Instance struct {
 // nobody answers no user message.
 type nobody struct{}
 
-func (nobody) StartTurn(context.Context, services.Store, services.Message) (func(context.Context), error) {
+func (nobody) StartTurn(context.Context, services.Tx, services.Message) (func(context.Context), error) {
 	return nil, nil
 }
 

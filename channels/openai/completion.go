@@ -38,8 +38,9 @@ func (ch *Channel) handleChatCompletions(c echo.Context) error {
 	if req.Model != ModelID {
 		return ch.fail(c, modelNotFound(req.Model))
 	}
-	cmd, _, isCommand := services.ParseCommand(req.Text)
-	if ch.cfg.Provider == "offline" && !isCommand {
+	var cmd services.ParsedCommand
+	cmd.Name, cmd.Args, _ = services.ParseCommand(req.Text)
+	if ch.cfg.Provider == "offline" && cmd.Name == "" {
 		return ch.fail(c, &apiFail{status: http.StatusServiceUnavailable, code: "model_not_configured",
 			msg: "no language model is configured on the server (LLM_PROVIDER, LLM_MODEL); nothing was stored"})
 	}
@@ -79,8 +80,8 @@ func (ch *Channel) handleChatCompletions(c echo.Context) error {
 
 // post stores the request's message in timeline: its text, its images as
 // attachments, its settings (and command, when it is one) in its metadata.
-func (ch *Channel) post(ctx context.Context, timeline string, req *apiRequest, command string) (services.Message, error) {
-	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text}
+func (ch *Channel) post(ctx context.Context, timeline string, req *apiRequest, command services.ParsedCommand) (services.Message, error) {
+	post := services.PostParams{TimelineScope: timeline, Source: services.SourceAPI, Content: req.Text, Command: &command}
 	if req.Turn != nil && len(req.Turn.Images) > 0 && ch.deps.Media != nil {
 		// Image parts become the message's attachments, like an upload: the
 		// bytes are stored once in the workspace, the prompt of this turn
@@ -96,7 +97,7 @@ func (ch *Channel) post(ctx context.Context, timeline string, req *apiRequest, c
 		req.Turn.Images = nil
 	}
 	if req.Turn != nil {
-		post.Metadata = services.MessageMeta{Request: req.Turn, Command: command}.Encode()
+		post.Metadata = services.MessageMeta{Request: req.Turn, Command: command.Name}.Encode()
 	}
 	msg, _, err := ch.deps.Chat.Post(ctx, post)
 	return msg, err

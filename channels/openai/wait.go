@@ -127,11 +127,8 @@ func (w *turnWaiter) ownsRun(ctx context.Context, runID int64) bool {
 
 // reply reports whether m answers the waiter's message.
 func (w *turnWaiter) reply(m services.Message) (turnResult, bool) {
-	if m.Role != services.RoleAssistant || len(m.Metadata) == 0 {
-		return turnResult{}, false
-	}
-	meta, err := services.DecodeMeta(m.Metadata)
-	if err != nil || meta.ReplyTo != w.msgID || (meta.Notice != "" && meta.Notice != services.NoticeOfflineModel) {
+	meta := m.Meta
+	if m.Role != services.RoleAssistant || meta.ReplyTo != w.msgID || (meta.Notice != "" && meta.Notice != services.NoticeOfflineModel) {
 		return turnResult{}, false
 	}
 	res := turnResult{content: m.Content, runID: meta.RunID, msgID: m.ID, meta: meta}

@@ -402,9 +402,15 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 	if caption || len(files) > 0 {
 		meta.Caption, meta.Media = caption, mediaKind(msg)
 	}
-	if name, _, isCmd := services.ParseCommand(text); isCmd {
-		// Post only marks commands when it builds the metadata itself.
+	// The text is parsed once, here: Post takes the command as parsed
+	// (an edited message's content, "(edited) /new", is no command, though
+	// its metadata names the one its text was).
+	var cmd services.ParsedCommand
+	if name, args, isCmd := services.ParseCommand(text); isCmd {
 		meta.Command = name
+		if !edited {
+			cmd = services.ParsedCommand{Name: name, Args: args}
+		}
 	}
 	metaJSON := meta.Encode()
 	stored, created, err := b.opts.Chat.Post(ctx, services.PostParams{
@@ -414,6 +420,7 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 		DedupeKey:     key,
 		Metadata:      metaJSON,
 		Attachments:   files,
+		Command:       &cmd,
 	})
 	if err != nil {
 		switch services.ErrorKind(err) {

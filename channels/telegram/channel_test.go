@@ -46,6 +46,13 @@ func (f *fakes) Post(_ context.Context, p services.PostParams) (services.Message
 	return services.Message{ID: int64(len(f.posts)), TimelineScope: p.TimelineScope, Content: p.Content}, true, nil
 }
 
+// testTx stands for the caller's transaction where the fakes ignore it.
+type testTx struct{ services.Tx }
+
+func (f *fakes) EnqueueOutboundTx(ctx context.Context, _ services.Tx, o services.Outbound) error {
+	return f.EnqueueOutbound(ctx, o)
+}
+
 func (f *fakes) EnqueueOutbound(_ context.Context, o services.Outbound) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -340,9 +347,9 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 	t.Parallel()
 	f := &fakes{}
 	r := Router{Queue: f}
-	to := services.Message{ID: 3, TimelineScope: "global", Metadata: json.RawMessage(`{"chat_id":77,"message_id":5}`)}
+	to := services.Message{ID: 3, TimelineScope: "global", Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 77, MessageID: 5}}}
 	for range 2 {
-		if err := r.RouteReply(t.Context(), to, services.Message{ID: 8, Content: "answer"}); err != nil {
+		if err := r.RouteReplyTx(t.Context(), testTx{}, to, services.Message{ID: 8, Content: "answer"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,7 +358,7 @@ func TestRouterEnqueuesOneReply(t *testing.T) {
 		!reflect.DeepEqual(n[0], OutboundPayload{Key: "reply:8", ChatID: 77, ReplyToMessageID: 5, Text: "answer", Timeline: "global", ReplyTo: 3}) {
 		t.Fatalf("outbound: %+v %+v", f.out, n)
 	}
-	if err := r.RouteReply(t.Context(), services.Message{ID: 4}, services.Message{ID: 9}); !services.IsKind(err, services.EINVALID) {
+	if err := r.RouteReplyTx(t.Context(), testTx{}, services.Message{ID: 4}, services.Message{ID: 9}); !services.IsKind(err, services.EINVALID) {
 		t.Fatalf("no chat id: %v", err)
 	}
 }
@@ -544,7 +551,7 @@ func TestTypingWhileRunWorks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		trigger := services.Message{Source: "telegram", Metadata: json.RawMessage(`{"chat_id":1}`)}
+		trigger := services.Message{Source: "telegram", Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 1}}}
 		b.RunStarted(t.Context(), services.Run{ID: 1}, services.Message{Source: "web"})
 		b.RunStarted(t.Context(), services.Run{ID: 2}, trigger)
 		synctest.Wait()

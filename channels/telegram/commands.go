@@ -15,7 +15,7 @@ import (
 // Commands is the bot's command menu: the chat commands of every channel.
 var Commands = func() []models.BotCommand {
 	out := make([]models.BotCommand, 0, len(services.Commands))
-	for _, c := range services.Commands {
+	for _, c := range services.ListedCommands() {
 		help := c.Help
 		out = append(out, models.BotCommand{Command: c.Name, Description: strings.ToUpper(help[:1]) + help[1:]})
 	}

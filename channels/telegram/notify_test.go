@@ -15,6 +15,10 @@ func (q *recordingQueue) EnqueueOutbound(_ context.Context, o services.Outbound)
 	return nil
 }
 
+func (q *recordingQueue) EnqueueOutboundTx(ctx context.Context, _ services.Tx, o services.Outbound) error {
+	return q.EnqueueOutbound(ctx, o)
+}
+
 // TestNotifyOwnerReachesTheTimelinesChats: a schedule's notification in the
 // owner's timeline goes to each of the owner's chats, one in a Telegram
 // user's own timeline to that user's chat, each in the chat's lane with a
@@ -28,7 +32,7 @@ func TestNotifyOwnerReachesTheTimelinesChats(t *testing.T) {
 		{ID: 11, TimelineScope: "tg:42", Content: "for user 42"},
 		{ID: 12, TimelineScope: "elsewhere", Content: "for nobody"},
 	} {
-		if err := r.NotifyOwner(context.Background(), m); err != nil {
+		if err := r.NotifyOwnerTx(context.Background(), testTx{}, m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,12 +57,29 @@ func approvalKey(id, chat int64) string {
 }
 
 func enqueue(ctx context.Context, q services.OutboundQueue, p OutboundPayload) error {
-	b, err := json.Marshal(p)
+	o, err := outbound(p)
 	if err != nil {
 		return err
 	}
+	return q.EnqueueOutbound(ctx, o)
+}
+
+// enqueueTx is enqueue in tx: the delivery commits with it.
+func enqueueTx(ctx context.Context, tx services.Tx, q services.OutboundQueue, p OutboundPayload) error {
+	o, err := outbound(p)
+	if err != nil {
+		return err
+	}
+	return q.EnqueueOutboundTx(ctx, tx, o)
+}
+
+func outbound(p OutboundPayload) (services.Outbound, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return services.Outbound{}, err
+	}
 	// One lane per chat: what goes to a chat goes in timeline order.
-	return q.EnqueueOutbound(ctx, services.Outbound{Channel: Channel, Key: p.Key, Lane: fmt.Sprintf("chat:%d", p.ChatID), Payload: b})
+	return services.Outbound{Channel: Channel, Key: p.Key, Lane: fmt.Sprintf("chat:%d", p.ChatID), Payload: b}, nil
 }
 
 // Router is the services.ReplyRouter of the telegram source: it schedules a
@@ -80,11 +97,11 @@ var (
 	_ services.Notifier    = Router{}
 )
 
-// NotifyOwner enqueues msg for the chats of its timeline: the owner's
-// chats for the owner's timeline, the user's private chat for a Telegram
-// user's own timeline ("tg:<id>"); keyed by the message's id (enqueueing it
-// again after a crash does nothing).
-func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
+// NotifyOwnerTx enqueues msg, in tx, for the chats of its timeline: the
+// owner's chats for the owner's timeline, the user's private chat for a
+// Telegram user's own timeline ("tg:<id>"); keyed by the message's id
+// (enqueueing it again after a crash does nothing).
+func (r Router) NotifyOwnerTx(ctx context.Context, tx services.Tx, msg services.Message) error {
 	chats := r.OwnerChats
 	if msg.TimelineScope != services.DefaultTimeline {
 		id, err := strconv.ParseInt(strings.TrimPrefix(msg.TimelineScope, "tg:"), 10, 64)
@@ -95,13 +112,11 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 	}
 	var approval, decided int64
 	if msg.TimelineScope == services.DefaultTimeline {
-		if meta, err := services.DecodeMeta(msg.Metadata); err == nil {
-			switch meta.Notice {
-			case "approval":
-				approval = meta.ApprovalID
-			case "approval_decided":
-				decided = meta.ApprovalID
-			}
+		switch msg.Meta.Notice {
+		case "approval":
+			approval = msg.Meta.ApprovalID
+		case "approval_decided":
+			decided = msg.Meta.ApprovalID
 		}
 	}
 	for _, chat := range chats {
@@ -109,7 +124,7 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 		if approval != 0 {
 			key = approvalKey(approval, chat)
 		}
-		if err := enqueue(ctx, r.Queue, OutboundPayload{
+		if err := enqueueTx(ctx, tx, r.Queue, OutboundPayload{
 			Key: key, ChatID: chat, Text: msg.Content, Timeline: msg.TimelineScope,
 			Files: filesOf(msg), ApprovalID: approval, Decided: decided,
 		}); err != nil {
@@ -119,15 +134,15 @@ func (r Router) NotifyOwner(ctx context.Context, msg services.Message) error {
 	return nil
 }
 
-// RouteReply enqueues reply for the chat of to, keyed by the reply's id
-// (enqueueing it again after a crash does nothing). EINVALID when to carries
-// no Telegram chat id.
-func (r Router) RouteReply(ctx context.Context, to services.Message, reply services.Message) error {
-	meta, _ := services.DecodeMeta(to.Metadata)
+// RouteReplyTx enqueues reply, in tx, for the chat of to, keyed by the
+// reply's id (enqueueing it again after a crash does nothing). EINVALID
+// when to carries no Telegram chat id.
+func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Message, reply services.Message) error {
+	meta := to.Meta
 	if meta.ChatID == 0 {
 		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
 	}
-	return enqueue(ctx, r.Queue, OutboundPayload{
+	return enqueueTx(ctx, tx, r.Queue, OutboundPayload{
 		Key:              fmt.Sprintf("reply:%d", reply.ID),
 		ChatID:           meta.ChatID,
 		ReplyToMessageID: meta.MessageID,
@@ -140,8 +155,7 @@ func (r Router) RouteReply(ctx context.Context, to services.Message, reply servi
 
 // filesOf is the files a message carries, from its metadata.
 func filesOf(m services.Message) []services.FileRef {
-	meta, _ := services.DecodeMeta(m.Metadata)
-	return meta.Files
+	return m.Meta.Files
 }
 
 // Deliver is the channel's services.OutboundHandler: it renders the text,

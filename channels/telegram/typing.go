@@ -62,8 +62,8 @@ func (t *Typing) RunStarted(_ context.Context, run services.Run, trigger service
 	if trigger.Source != services.SourceTelegram {
 		return
 	}
-	meta, err := services.DecodeMeta(trigger.Metadata)
-	if err != nil || meta.ChatID == 0 {
+	meta := trigger.Meta
+	if meta.ChatID == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), maxTyping)

@@ -41,7 +41,7 @@ const PageSize = 50
 var HelpText = func() string {
 	var b strings.Builder
 	b.WriteString("Commands (sent to the agent like any message; it answers as [system]):\n")
-	for _, c := range services.Commands {
+	for _, c := range services.ListedCommands() {
 		if c.Name == "help" {
 			continue
 		}

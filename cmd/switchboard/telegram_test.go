@@ -49,7 +49,7 @@ type answering struct {
 	turns  []services.Message
 }
 
-func (a *answering) StartTurn(_ context.Context, _ services.Store, msg services.Message) (func(context.Context), error) {
+func (a *answering) StartTurn(_ context.Context, _ services.Tx, msg services.Message) (func(context.Context), error) {
 	a.mu.Lock()
 	a.turns = append(a.turns, msg)
 	a.mu.Unlock()
@@ -484,8 +484,10 @@ func TestTelegramRetryAfterThroughQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.Repeat("one ", 1000) + "\n\n" + strings.Repeat("two ", 1000) + "\n\n" + strings.Repeat("three ", 100)
-	to := services.Message{ID: 1, Metadata: json.RawMessage(`{"chat_id":5,"message_id":3}`)}
-	if err := (telegram.Router{Queue: q}).RouteReply(t.Context(), to, services.Message{ID: 2, Content: text}); err != nil {
+	to := services.Message{ID: 1, Meta: services.MessageMeta{TelegramMeta: services.TelegramMeta{ChatID: 5, MessageID: 3}}}
+	if err := repository.New(pool).Transact(t.Context(), func(tx services.Tx) error {
+		return telegram.Router{Queue: q}.RouteReplyTx(t.Context(), tx, to, services.Message{ID: 2, Content: text})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "three chunks", func() bool { mu.Lock(); defer mu.Unlock(); return len(texts) >= 3 })

@@ -36,20 +36,24 @@ func compactOpts() *river.InsertOpts {
 	return &river.InsertOpts{Queue: queueCompaction, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
 
-// EnqueueCompactionTx inserts a compaction job in tx (or on its own); a
-// job for the same scope already waiting or running makes it a no-op.
-func (e *Enqueuer) EnqueueCompactionTx(ctx context.Context, tx services.Store, timeline, scope string) error {
-	args := CompactArgs{Timeline: timeline, Scope: scope}
-	var err error
-	if tx == nil {
-		_, err = e.client.Insert(ctx, args, compactOpts())
-	} else {
-		ptx, terr := pgxTx(tx)
-		if terr != nil {
-			return terr
-		}
-		_, err = e.client.InsertTx(ctx, ptx, args, compactOpts())
+// EnqueueCompaction inserts a compaction job on its own; a job for the
+// same scope already waiting or running makes it a no-op.
+func (e *Enqueuer) EnqueueCompaction(ctx context.Context, timeline, scope string) error {
+	_, err := e.client.Insert(ctx, CompactArgs{Timeline: timeline, Scope: scope}, compactOpts())
+	return compactionErr(err)
+}
+
+// EnqueueCompactionTx is EnqueueCompaction in tx.
+func (e *Enqueuer) EnqueueCompactionTx(ctx context.Context, tx services.Tx, timeline, scope string) error {
+	ptx, err := pgxTx(tx)
+	if err != nil {
+		return err
 	}
+	_, err = e.client.InsertTx(ctx, ptx, CompactArgs{Timeline: timeline, Scope: scope}, compactOpts())
+	return compactionErr(err)
+}
+
+func compactionErr(err error) error {
 	if err != nil {
 		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the compaction", Err: err}
 	}

@@ -48,16 +48,33 @@ func outboundOpts() *river.InsertOpts {
 }
 
 // EnqueueOutbound schedules a delivery in its lane (o.Lane; empty: a lane
-// of its own); a key already scheduled does nothing. With a transaction in
-// ctx (services.WithTx) the delivery commits with it.
+// of its own) in a transaction of its own; a key already scheduled does
+// nothing.
 func (e *Enqueuer) EnqueueOutbound(ctx context.Context, o services.Outbound) error {
+	return e.enqueueOutbound(ctx, o, func(insert func(pgx.Tx) error) error {
+		return pgx.BeginFunc(ctx, e.pool, insert)
+	})
+}
+
+// EnqueueOutboundTx is EnqueueOutbound in tx: the delivery commits with it.
+func (e *Enqueuer) EnqueueOutboundTx(ctx context.Context, tx services.Tx, o services.Outbound) error {
+	ptx, err := pgxTx(tx)
+	if err != nil {
+		return err
+	}
+	return e.enqueueOutbound(ctx, o, func(insert func(pgx.Tx) error) error { return insert(ptx) })
+}
+
+// enqueueOutbound inserts o's delivery row and its job with in, which runs
+// the insert in a transaction.
+func (e *Enqueuer) enqueueOutbound(ctx context.Context, o services.Outbound, in func(insert func(pgx.Tx) error) error) error {
 	if o.Channel == "" || o.Key == "" {
 		return services.Errorf(services.EINVALID, "outbound delivery needs a channel and a key")
 	}
 	if o.Lane == "" {
 		o.Lane = "key:" + o.Key
 	}
-	insert := func(tx pgx.Tx) error {
+	err := in(func(tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, `INSERT INTO outbound_deliveries (channel, key, lane, payload) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (channel, key) DO NOTHING RETURNING id`, string(o.Channel), o.Key, o.Lane, []byte(o.Payload)).Scan(&id)
@@ -69,16 +86,7 @@ func (e *Enqueuer) EnqueueOutbound(ctx context.Context, o services.Outbound) err
 		}
 		_, err = e.client.InsertTx(ctx, tx, OutboundArgs{Channel: string(o.Channel), Key: o.Key, Lane: o.Lane}, outboundOpts())
 		return err
-	}
-	var err error
-	if tx := services.TxFrom(ctx); tx != nil {
-		var ptx pgx.Tx
-		if ptx, err = pgxTx(tx); err == nil {
-			err = insert(ptx)
-		}
-	} else {
-		err = pgx.BeginFunc(ctx, e.pool, insert)
-	}
+	})
 	if err != nil {
 		return &services.Error{Kind: services.EUNAVAILABLE, Message: "could not schedule the delivery", Err: err}
 	}

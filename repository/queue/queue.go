@@ -150,21 +150,17 @@ func NewEnqueuer(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*En
 	return &Enqueuer{client: client, pool: pool}, nil
 }
 
-// txOf is what repository.Store offers for a transaction-bound store.
-type txOf interface{ PgxTx() (pgx.Tx, bool) }
-
-func pgxTx(tx services.Store) (pgx.Tx, error) {
-	if t, ok := tx.(txOf); ok {
-		if ptx, ok := t.PgxTx(); ok {
-			return ptx, nil
-		}
+// pgxTx is the pgx transaction under tx, River's own transaction type.
+func pgxTx(tx services.Tx) (pgx.Tx, error) {
+	if ptx, ok := tx.DriverTx().(pgx.Tx); ok {
+		return ptx, nil
 	}
-	return nil, services.Errorf(services.EINTERNAL, "queue: the store is not bound to a transaction")
+	return nil, services.Errorf(services.EINTERNAL, "queue: the transaction is not a pgx transaction")
 }
 
 // EnqueueRunTx schedules a queued run in the caller's transaction; a job
 // already waiting or running for the same run makes this a no-op.
-func (e *Enqueuer) EnqueueRunTx(ctx context.Context, tx services.Store, run services.Run) error {
+func (e *Enqueuer) EnqueueRunTx(ctx context.Context, tx services.Tx, run services.Run) error {
 	ptx, err := pgxTx(tx)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ var fireUniqueStates = []rivertype.JobState{
 
 // EnqueueFireTx inserts, in tx, the job that fires schedule id at at (River
 // holds it until then); the same (schedule, time) is inserted once.
-func (e *Enqueuer) EnqueueFireTx(ctx context.Context, tx services.Store, scheduleID int64, at time.Time) error {
+func (e *Enqueuer) EnqueueFireTx(ctx context.Context, tx services.Tx, scheduleID int64, at time.Time) error {
 	ptx, err := pgxTx(tx)
 	if err != nil {
 		return err

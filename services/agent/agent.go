@@ -183,11 +183,11 @@ func New(d Deps, cfg Config) (*Service, error) {
 // a message for the agent (and /compact) gets a queued run whose row and job
 // commit with the message; after commit the run is announced. Other
 // commands are answered at once after commit.
-func (s *Service) StartTurn(ctx context.Context, tx services.Store, msg services.Message) (func(context.Context), error) {
-	if name, args, ok := services.ParseCommand(msg.Content); ok && name != "compact" {
+func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
+	if c := msg.Command; c != nil && c.Name != "compact" {
 		return func(ctx context.Context) {
-			if err := s.command(ctx, msg, name, args); err != nil {
-				s.log.Error("answer command", "message_id", msg.ID, "command", name, "err", err)
+			if err := s.command(ctx, msg, c.Name, c.Args); err != nil {
+				s.log.Error("answer command", "message_id", msg.ID, "command", c.Name, "err", err)
 			}
 		}, nil
 	}

@@ -31,7 +31,7 @@ func (e *execution) finishWaiting(ctx context.Context, fin services.RunFinish, w
 	s, run := e.s, e.run
 	fin.Status, fin.Error = services.RunWaiting, w.Error()
 	var asked []services.Approval
-	ask := func(ctx context.Context, tx services.Store, c *closed) error {
+	ask := func(ctx context.Context, tx services.Tx, c *closed) error {
 		asked = asked[:0]
 		for _, h := range w.held {
 			a, err := tx.CreateApproval(ctx, services.Approval{RunID: run.ID, TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
@@ -81,7 +81,7 @@ func (s *Service) askDetached(ctx context.Context, l loopSpec, call services.Too
 	var a services.Approval
 	var msg services.Message
 	var created bool
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		a, err = tx.CreateApproval(ctx, services.Approval{RunID: l.stepRun(), TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
 			CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Effect: effect, TaintedBy: l.e.gate.taintedBy(),
@@ -147,7 +147,7 @@ func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalStat
 	var msg services.Message
 	var created bool
 	var resume *services.Run
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		if a, err = tx.TransitionApproval(ctx, id, services.ApprovalPending, to, by, ""); err != nil {
 			return err
@@ -196,7 +196,7 @@ func decisionText(a services.Approval) string {
 
 // resumeTx queues, once the run's last pending approval is decided, the run
 // that resumes it: same timeline and trigger, its taint kept.
-func (s *Service) resumeTx(ctx context.Context, tx services.Store, a services.Approval) (*services.Run, error) {
+func (s *Service) resumeTx(ctx context.Context, tx services.Tx, a services.Approval) (*services.Run, error) {
 	pending, err := tx.ListApprovals(ctx, services.ApprovalQuery{RunID: a.RunID, State: services.ApprovalPending})
 	if err != nil || len(pending) > 0 {
 		return nil, err
@@ -264,7 +264,7 @@ func (s *Service) settle(ctx context.Context, run services.Run, g *gate, a servi
 	res := tools.ErrorResult("APPROVAL_"+strings.ToUpper(string(a.State)), fmt.Sprintf(content, a.ID))
 	// A call found executing was listed by the run that began it.
 	withCall := a.State != services.ApprovalExecuting
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		if next != a.State {
 			if _, err := tx.TransitionApproval(ctx, a.ID, a.State, next, "", "interrupted"); err != nil {
 				return err
@@ -333,7 +333,7 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 	if res.IsError {
 		status = "error: " + res.ErrorCode
 	}
-	err := s.opts.Store.Transact(context.WithoutCancel(ctx), func(tx services.Store) error {
+	err := s.opts.Store.Transact(context.WithoutCancel(ctx), func(tx services.Tx) error {
 		if _, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalExecuting, services.ApprovalExecuted, "", status); err != nil {
 			return err
 		}
@@ -353,7 +353,7 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 // (once: keyed by the approval) with its step on the resuming run; withCall
 // also records the call's step there, first, when run is not the run that
 // held it (which recorded it): the resumed run's tool activity lists it.
-func (s *Service) storeApprovalResult(ctx context.Context, tx services.Store, run services.Run, a services.Approval, res tools.Result, withCall bool) error {
+func (s *Service) storeApprovalResult(ctx context.Context, tx services.Tx, run services.Run, a services.Approval, res tools.Result, withCall bool) error {
 	if g := gateOf(ctx); g != nil {
 		g.mu.Lock()
 		g.calls = append(g.calls, services.ToolCall{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments})
@@ -428,7 +428,7 @@ func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, er
 		}
 		var msg services.Message
 		var created bool
-		err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 			cur, err := tx.TransitionApproval(ctx, a.ID, services.ApprovalPending, services.ApprovalCancelled, "stop", "")
 			if err != nil {
 				return err

@@ -14,53 +14,14 @@ import (
 // EventCancel asks every instance to cancel a run it executes (/stop).
 const EventCancel = "cancel"
 
-// command answers a chat command with a system message in the timeline.
+// command answers a chat command with a system message in the timeline:
+// its handler in services.Commands, run by commandHandlers.
 func (s *Service) command(ctx context.Context, msg services.Message, name, args string) error {
 	var reply string
 	var err error
-	switch name {
-	case "help":
-		reply = helpText()
-	case "start":
-		// Telegram clients send /start when someone first opens the bot.
-		reply = "Hello! Write anything and the agent answers.\n\n" + helpText()
-	case "new":
-		reply, err = s.cmdNew(ctx, msg)
-	case "stop":
-		reply, err = s.cmdStop(ctx, msg)
-	case "retry":
-		reply, err = s.cmdRetry(ctx, msg)
-	case "status":
-		reply, err = s.cmdStatus(ctx, msg)
-	case "context":
-		if strings.EqualFold(strings.TrimSpace(args), "full") {
-			reply, err = s.cmdContextFull(ctx, msg)
-		} else {
-			reply, err = s.cmdContext(ctx, msg)
-		}
-	case "pin":
-		reply, err = s.cmdPin(ctx, msg, args, true)
-	case "unpin":
-		reply, err = s.cmdPin(ctx, msg, args, false)
-	case "pins":
-		reply, err = s.cmdPins(ctx, msg)
-	case "rules":
-		reply, err = s.cmdRules(ctx, msg, args)
-	case "subagents":
-		reply, err = s.cmdSubagents(ctx, msg)
-	case "tools":
-		reply = s.cmdTools(msg.TimelineScope)
-	case "schedules":
-		reply, err = s.cmdSchedules(ctx, msg, args)
-	case "budget":
-		reply, err = s.cmdBudget(ctx)
-	case "approve", "deny":
-		reply, err = s.cmdDecide(ctx, msg, args, name == "approve")
-	case "policy":
-		reply = s.cmdPolicy()
-	case "memory":
-		reply, err = s.cmdMemory(ctx, msg, args)
-	default:
+	if c, ok := services.LookupCommand(name); ok && c.Run != nil {
+		reply, err = c.Run(commandHandlers{s}, ctx, services.CommandCall{Message: msg, Args: args})
+	} else {
 		reply = fmt.Sprintf("Unknown command /%s. /help lists the commands.", name)
 	}
 	if err != nil {
@@ -72,6 +33,90 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 		Metadata: services.MessageMeta{Command: name, ReplyTo: msg.ID}.Encode(),
 	})
 	return perr
+}
+
+// commandHandlers are the handlers of services.Commands, one method each.
+type commandHandlers struct{ s *Service }
+
+var _ services.CommandHandlers = commandHandlers{}
+
+func (commandHandlers) Help(context.Context, services.CommandCall) (string, error) {
+	return helpText(), nil
+}
+
+func (commandHandlers) Start(context.Context, services.CommandCall) (string, error) {
+	return "Hello! Write anything and the agent answers.\n\n" + helpText(), nil
+}
+
+func (h commandHandlers) New(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdNew(ctx, c.Message)
+}
+
+func (h commandHandlers) Stop(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdStop(ctx, c.Message)
+}
+
+func (h commandHandlers) Retry(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdRetry(ctx, c.Message)
+}
+
+func (h commandHandlers) Status(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdStatus(ctx, c.Message)
+}
+
+func (h commandHandlers) Context(ctx context.Context, c services.CommandCall) (string, error) {
+	if strings.EqualFold(strings.TrimSpace(c.Args), "full") {
+		return h.s.cmdContextFull(ctx, c.Message)
+	}
+	return h.s.cmdContext(ctx, c.Message)
+}
+
+func (h commandHandlers) Pin(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdPin(ctx, c.Message, c.Args, true)
+}
+
+func (h commandHandlers) Unpin(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdPin(ctx, c.Message, c.Args, false)
+}
+
+func (h commandHandlers) Pins(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdPins(ctx, c.Message)
+}
+
+func (h commandHandlers) Subagents(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdSubagents(ctx, c.Message)
+}
+
+func (h commandHandlers) Rules(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdRules(ctx, c.Message, c.Args)
+}
+
+func (h commandHandlers) Tools(_ context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdTools(c.Message.TimelineScope), nil
+}
+
+func (h commandHandlers) Schedules(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdSchedules(ctx, c.Message, c.Args)
+}
+
+func (h commandHandlers) Budget(ctx context.Context, _ services.CommandCall) (string, error) {
+	return h.s.cmdBudget(ctx)
+}
+
+func (h commandHandlers) Approve(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdDecide(ctx, c.Message, c.Args, true)
+}
+
+func (h commandHandlers) Deny(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdDecide(ctx, c.Message, c.Args, false)
+}
+
+func (h commandHandlers) Policy(context.Context, services.CommandCall) (string, error) {
+	return h.s.cmdPolicy(), nil
+}
+
+func (h commandHandlers) Memory(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdMemory(ctx, c.Message, c.Args)
 }
 
 // cmdNew starts a fresh context: the summary cursors of the timeline move to
@@ -150,7 +195,7 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	if err != nil {
 		return "", err
 	}
-	if name, _, ok := services.ParseCommand(q.Content); ok && name == "compact" {
+	if _, ok := compactCommand(q); ok {
 		return "The last run was a /compact; send /compact again.", nil
 	}
 	files, err := s.opts.Store.AttachmentsOf(ctx, msg.TimelineScope, []int64{q.ID})
@@ -162,7 +207,7 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	var posted services.Message
 	var created bool
 	var after func(context.Context)
-	err = s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err = s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		if posted, created, err = s.opts.Chat.PostTx(ctx, tx, p); err != nil || !created {
 			return err
@@ -178,6 +223,17 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 		after(ctx)
 	}
 	return fmt.Sprintf("Asking again (the answer %s): %s", last.Status, firstLine(truncateText(q.Content, 80))), nil
+}
+
+// compactCommand reports whether m, a stored user message, is /compact and
+// with what focus. Its metadata names its command (set when it was
+// posted), so only a /compact's text is read again, for its arguments.
+func compactCommand(m services.Message) (services.ParsedCommand, bool) {
+	if m.Meta.Command != "compact" {
+		return services.ParsedCommand{}, false
+	}
+	name, args, ok := services.ParseCommand(m.Content)
+	return services.ParsedCommand{Name: name, Args: args}, ok && name == "compact"
 }
 
 // StopTurn stops the run triggered by message triggerID on timeline (a
@@ -606,7 +662,7 @@ func (s *Service) cmdTools(timeline string) string {
 func helpText() string {
 	var b strings.Builder
 	b.WriteString("Commands (answered at once, without the model):")
-	for _, c := range services.Commands {
+	for _, c := range services.ListedCommands() {
 		usage := "/" + c.Name
 		if c.Args != "" {
 			usage += " " + c.Args

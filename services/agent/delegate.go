@@ -392,7 +392,7 @@ func (c *childTask) judge(ctx context.Context, h *Handoff, text string, runErr e
 func (c *childTask) deliverHandoff(ctx context.Context, h Handoff, u usage, call tools.Call) error {
 	s, parent, child := c.s, c.parent, c.run
 	body := mustJSON(h)
-	step := func(ctx context.Context, tx services.Store, _ *closed) error {
+	step := func(ctx context.Context, tx services.Tx, _ *closed) error {
 		_, err := tx.AppendStep(ctx, parent.ID, services.StepHandoff, body)
 		return err
 	}
@@ -400,7 +400,7 @@ func (c *childTask) deliverHandoff(ctx context.Context, h Handoff, u usage, call
 		_, _, err := c.close(ctx, closing{steps: []closeStep{step}})
 		return err
 	}
-	result := func(ctx context.Context, tx services.Store, done *closed) error {
+	result := func(ctx context.Context, tx services.Tx, done *closed) error {
 		// A handoff is a sub-agent's text (its parent is tainted by reading
 		// it): the row records that, and the sources the child read.
 		taint := services.Origin{Kind: services.OriginHandoff, Detail: h.AgentID}.String()
@@ -529,7 +529,7 @@ func (s *Service) observations(ctx context.Context, parent services.Run, task st
 		h := best[services.RecallRef(services.RecallMessage, m.ID)]
 		o := Observation{Source: h.Ref(), Kind: services.RecallMessage, Role: string(m.Role), Date: recallDate(m.CreatedAt),
 			Score: roundScore(h.Score), Text: m.Content}
-		meta, _ := services.DecodeMeta(m.Metadata)
+		meta := m.Meta
 		if !m.Visible && meta.Kind != services.MetaHandoff {
 			continue // the parent's raw steps stay the parent's
 		}

@@ -154,7 +154,7 @@ type execution struct {
 	started time.Time
 	// lastStep, for a main run, is the recording of the answering call's
 	// step, stored in the transaction that stores the answer.
-	lastStep func(tx services.Store) error
+	lastStep func(tx services.Tx) error
 	// inline sums the usage of the tasks it ran inline: its run pays for
 	// them. payer, for inline work, is the execution that pays for it.
 	inline inlineUsage
@@ -271,7 +271,7 @@ type closing struct {
 }
 
 // closeStep is one step of an end's transaction.
-type closeStep func(ctx context.Context, tx services.Store, c *closed) error
+type closeStep func(ctx context.Context, tx services.Tx, c *closed) error
 
 // closed is what an end committed: the run as closed (zero when it had
 // none, or it was closed elsewhere and the end carried on) and the
@@ -288,7 +288,7 @@ func (c *closed) add(msg services.Message, created bool) {
 
 // post posts p in the end's transaction.
 func (e *execution) post(p services.PostParams) closeStep {
-	return func(ctx context.Context, tx services.Store, c *closed) error {
+	return func(ctx context.Context, tx services.Tx, c *closed) error {
 		msg, created, err := e.s.opts.Chat.PostTx(ctx, tx, p)
 		if err == nil {
 			c.add(msg, created)
@@ -305,7 +305,7 @@ func (e *execution) post(p services.PostParams) closeStep {
 func (e *execution) close(ctx context.Context, c closing) (done services.Run, ok bool, err error) {
 	s := e.s
 	var out closed
-	body := func(tx services.Store) error {
+	body := func(tx services.Tx) error {
 		out = closed{}
 		if e.pol.ownRun && e.run.ID != 0 {
 			run, err := tx.FinishRun(ctx, e.run.ID, c.fin)
@@ -366,12 +366,12 @@ func (e *execution) compaction(ctx context.Context, scope, key string) (inTx clo
 	case s.opts.Compactions == nil:
 		return nil, func() { s.autoCompact(ctx, timeline, scope, key) }
 	case e.pol.compactWithEnd:
-		return func(ctx context.Context, tx services.Store, _ *closed) error {
+		return func(ctx context.Context, tx services.Tx, _ *closed) error {
 			return s.opts.Compactions.EnqueueCompactionTx(ctx, tx, timeline, scope)
 		}, func() {}
 	}
 	return nil, func() {
-		if err := s.opts.Compactions.EnqueueCompactionTx(ctx, nil, timeline, scope); err != nil {
+		if err := s.opts.Compactions.EnqueueCompaction(ctx, timeline, scope); err != nil {
 			s.log.Warn("schedule scope compaction not scheduled", "run_id", e.run.ID, "scope", scope, "err", err)
 		}
 	}

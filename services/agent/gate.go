@@ -182,8 +182,7 @@ func (g *gate) takeHeld() []heldCall {
 
 // inGroup reports whether a message came from a Telegram group chat.
 func inGroup(m services.Message) bool {
-	meta, _ := services.DecodeMeta(m.Metadata)
-	return meta.ChatType == "group" || meta.ChatType == "supergroup"
+	return m.Meta.ChatType == "group" || m.Meta.ChatType == "supergroup"
 }
 
 // mainStarter is who started a main run of timeline.
@@ -203,7 +202,7 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 	if run.TimelineScope != services.DefaultTimeline {
 		return services.Origin{Kind: services.OriginStranger, Detail: "the paired stranger " + strings.TrimPrefix(run.TimelineScope, "tg:")}.String()
 	}
-	meta, _ := services.DecodeMeta(trigger.Metadata)
+	meta := trigger.Meta
 	if len(meta.Files) == 0 {
 		return ""
 	}

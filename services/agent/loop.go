@@ -137,8 +137,8 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})
 		if len(resp.ToolCalls) == 0 && e.pol.answerStepWithEnd {
 			endCtx := context.WithoutCancel(ctx)
-			e.lastStep = func(tx services.Store) error {
-				_, err := s.appendCallStepTx(endCtx, tx, l, services.StepModelCall, step, capture)
+			e.lastStep = func(tx services.Tx) error {
+				_, err := s.appendCallStepIn(endCtx, tx, l, services.StepModelCall, step, capture)
 				return err
 			}
 		} else if _, err := s.appendCallStep(ctx, l, services.StepModelCall, step, capture); err != nil {
@@ -325,11 +325,11 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	if tr, ok := l.rec.(txResultRecorder); ok {
 		// The result's step and its row commit together: one commit, and
 		// never one without the other.
-		if err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+		if err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 			if _, err := tx.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
 				return err
 			}
-			return tr.toolResultTx(ctx, tx, call, res)
+			return tr.toolResultIn(ctx, tx, call, res)
 		}); err != nil {
 			return llm.Message{}, false, err
 		}
@@ -371,28 +371,28 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 	return err
 }
 
-// txResultRecorder records a tool's result in the caller's transaction
-// (with the result's step).
+// txResultRecorder records a tool's result in st: the caller's transaction
+// (with the result's step), or the Store.
 type txResultRecorder interface {
-	toolResultTx(ctx context.Context, tx services.Store, call services.ToolCall, res tools.Result) error
+	toolResultIn(ctx context.Context, st services.Store, call services.ToolCall, res tools.Result) error
 }
 
 func (r mainRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
-	return r.toolResultTx(ctx, r.s.opts.Store, call, res)
+	return r.toolResultIn(ctx, r.s.opts.Store, call, res)
 }
 
-func (r mainRecorder) toolResultTx(ctx context.Context, tx services.Store, call services.ToolCall, res tools.Result) error {
+func (r mainRecorder) toolResultIn(ctx context.Context, st services.Store, call services.ToolCall, res tools.Result) error {
 	if res.Stored { // the tool stored its result itself (a handoff)
 		return nil
 	}
-	m, _, err := tx.InsertMessage(ctx, services.NewMessage{
+	m, _, err := st.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
 		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError, TaintedBy: taintedRow(ctx)}.Encode(),
 	})
 	if err == nil && len(res.Images) > 0 {
-		err = r.s.saveResultImages(ctx, tx, r.run.TimelineScope, m.ID, call, res)
+		err = r.s.saveResultImages(ctx, st, r.run.TimelineScope, m.ID, call, res)
 	}
 	return err
 }

@@ -261,7 +261,7 @@ func messageEntry(m services.Message, count func(string) int) recallEntry {
 		tokens = count(m.Content)
 	}
 	role := string(m.Role)
-	meta, _ := services.DecodeMeta(m.Metadata)
+	meta := m.Meta
 	switch {
 	case meta.Kind == services.MetaHandoff:
 		role = "handoff"
@@ -456,7 +456,7 @@ func (s *Service) handoffMessage(ctx context.Context, timeline string, child int
 		if m.Role != services.RoleTool {
 			continue
 		}
-		if meta, err := services.DecodeMeta(m.Metadata); err == nil && meta.Kind == services.MetaHandoff && meta.ChildRunID == child {
+		if m.Meta.Kind == services.MetaHandoff && m.Meta.ChildRunID == child {
 			return m.ID, nil
 		}
 	}

@@ -26,25 +26,25 @@ func (s *Service) capture() *llm.Capture {
 // captured, the exact request body the provider sent, gzip-compressed, in
 // the same statement.
 func (s *Service) appendCallStep(ctx context.Context, l loopSpec, kind services.StepKind, payload json.RawMessage, c *llm.Capture) (services.Step, error) {
-	return s.appendCallStepTx(ctx, s.opts.Store, l, kind, payload, c)
+	return s.appendCallStepIn(ctx, s.opts.Store, l, kind, payload, c)
 }
 
-// appendCallStepTx is appendCallStep within tx (a Store or a transaction
-// of it).
-func (s *Service) appendCallStepTx(ctx context.Context, tx services.Store, l loopSpec, kind services.StepKind, payload json.RawMessage, c *llm.Capture) (services.Step, error) {
+// appendCallStepIn is appendCallStep in st: the Store, or a Tx the step
+// joins.
+func (s *Service) appendCallStepIn(ctx context.Context, st services.Store, l loopSpec, kind services.StepKind, payload json.RawMessage, c *llm.Capture) (services.Step, error) {
 	if c == nil {
-		return tx.AppendStep(ctx, l.stepRun(), kind, payload)
+		return st.AppendStep(ctx, l.stepRun(), kind, payload)
 	}
 	body, url := c.Body()
 	if body == nil {
 		// Nothing went on the wire (the offline model, a refused request).
-		return tx.AppendStep(ctx, l.stepRun(), kind, payload)
+		return st.AppendStep(ctx, l.stepRun(), kind, payload)
 	}
 	req := services.RunRequest{
 		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
 		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: c.Encoded(),
 	}
-	if rr, ok := tx.(services.RunRequests); ok {
+	if rr, ok := st.(services.RunRequests); ok {
 		return rr.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
 	}
 	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)

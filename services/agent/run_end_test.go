@@ -59,7 +59,7 @@ func TestStepLimitTellsTheOwnerHowToGoOn(t *testing.T) {
 // failingQueue refuses every job.
 type failingQueue struct{}
 
-func (failingQueue) EnqueueRunTx(context.Context, services.Store, services.Run) error {
+func (failingQueue) EnqueueRunTx(context.Context, services.Tx, services.Run) error {
 	return &services.Error{Kind: services.EUNAVAILABLE, Message: "queue down", Err: errors.New("insert failed")}
 }
 

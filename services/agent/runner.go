@@ -55,8 +55,8 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 		return err
 	}
 	s.publishRun(ctx, run, services.RunRunning)
-	if name, args, ok := services.ParseCommand(trigger.Content); ok && name == "compact" {
-		return s.newExecution(kindCompaction, run, trigger).compact(ctx, args)
+	if c, ok := compactCommand(trigger); ok {
+		return s.newExecution(kindCompaction, run, trigger).compact(ctx, c.Args)
 	}
 	e := s.newExecution(kindMain, run, trigger)
 	runCtx, release := e.begin(ctx)
@@ -141,11 +141,11 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 }
 
 // txStep is a step of an end's transaction that posts nothing.
-func txStep(f func(tx services.Store) error) closeStep {
+func txStep(f func(tx services.Tx) error) closeStep {
 	if f == nil {
 		return nil
 	}
-	return func(_ context.Context, tx services.Store, _ *closed) error { return f(tx) }
+	return func(_ context.Context, tx services.Tx, _ *closed) error { return f(tx) }
 }
 
 // answerParams is a main run's answer as posted.
@@ -202,7 +202,7 @@ func (e *execution) mainNotice(ctx, runCtx context.Context, fin *services.RunFin
 // recordPrompt stores the prompt's observation on the run and its prompt
 // step in one transaction (one commit, before the model is called).
 func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection) error {
-	return s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	return s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		if err := tx.SetRunObservation(ctx, runID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func failureMeta(raw json.RawMessage, runErr error) json.RawMessage {
 // one (the run was stopped, timed out or its worker died mid-call), saying
 // what happened, so that no prompt ever carries an unanswered call. It runs
 // in the transaction that closes the run.
-func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run services.Run, status services.RunStatus) error {
+func (s *Service) closeOpenCalls(ctx context.Context, tx services.Tx, run services.Run, status services.RunStatus) error {
 	if run.ParentRunID != 0 {
 		return nil // a child's scope is never prompted again
 	}
@@ -269,8 +269,8 @@ func (s *Service) closeOpenCalls(ctx context.Context, tx services.Store, run ser
 	var open []services.ToolCall
 	answered := map[string]bool{}
 	for _, m := range rows {
-		meta, err := services.DecodeMeta(m.Metadata)
-		if err != nil || meta.RunID != run.ID {
+		meta := m.Meta
+		if meta.RunID != run.ID {
 			continue
 		}
 		open = append(open, meta.ToolCalls...)
@@ -377,8 +377,8 @@ func (e *execution) loop(ctx context.Context) mainOutcome {
 		return mainOutcome{obs: obs, err: err}
 	}
 	req := s.withSettled(built.Request, g)
-	if meta, err := services.DecodeMeta(trigger.Metadata); err == nil && meta.Request != nil {
-		req = s.applyTurnRequest(req, *meta.Request)
+	if r := trigger.Meta.Request; r != nil {
+		req = s.applyTurnRequest(req, *r)
 	}
 	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{

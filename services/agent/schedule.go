@@ -63,7 +63,7 @@ func (s *Service) ExecuteFire(ctx context.Context, id int64, at time.Time) error
 		return services.Errorf(services.EUNAVAILABLE, "schedules are not configured")
 	}
 	f := &fireRun{execution: s.newExecution(kindFire, services.Run{}, services.Message{}), at: at}
-	err := s.retryConflict(ctx, func(tx services.Store) error {
+	err := s.retryConflict(ctx, func(tx services.Tx) error {
 		var err error
 		if f.sc, f.fire, err = s.opts.Fires.BeginFireTx(ctx, tx, id, at); err != nil {
 			return err
@@ -143,7 +143,7 @@ func (f *fireRun) precheck(ctx, fctx context.Context) (done bool, err error) {
 	f.watched = &content
 	origin := watchOrigin(*sc.Watch, content).String()
 	f.input = s.watchInput(sc, f.at, content)
-	err = s.retryConflict(ctx, func(tx services.Store) error {
+	err = s.retryConflict(ctx, func(tx services.Tx) error {
 		fire := f.fire
 		run, err := s.startFireRun(ctx, tx, sc, &fire, f.input, origin)
 		if err == nil {
@@ -161,7 +161,7 @@ func (f *fireRun) precheck(ctx, fctx context.Context) (done bool, err error) {
 // startFireRun creates, in tx, a fire's run (and, scoped, its input row in
 // the schedule's scope) and links it to the fire. taintedBy starts the run
 // tainted (a watch fire's input carries the page).
-func (s *Service) startFireRun(ctx context.Context, tx services.Store, sc services.Schedule, fire *services.ScheduleFire, input, taintedBy string) (services.Run, error) {
+func (s *Service) startFireRun(ctx context.Context, tx services.Tx, sc services.Schedule, fire *services.ScheduleFire, input, taintedBy string) (services.Run, error) {
 	scope := s.mainScope()
 	scoped := s.opts.Flags.ScopedRead
 	if scoped {
@@ -208,7 +208,7 @@ func (f *fireRun) end(ctx context.Context, u usage, result services.FireResult, 
 	}
 	endCtx := context.WithoutCancel(ctx)
 	var decision services.FireDecision
-	ledger := func(ctx context.Context, tx services.Store, c *closed) error {
+	ledger := func(ctx context.Context, tx services.Tx, c *closed) error {
 		var err error
 		decision, err = f.endLedger(ctx, tx, c, result)
 		return err
@@ -239,7 +239,7 @@ func (f *fireRun) end(ctx context.Context, u usage, result services.FireResult, 
 // endLedger is the fire's part of its end's transaction (c holds the run
 // as closed): the ledger's end and the step that records it, then the
 // notification and the pause notice the ledger decided.
-func (f *fireRun) endLedger(ctx context.Context, tx services.Store, c *closed, result services.FireResult) (services.FireDecision, error) {
+func (f *fireRun) endLedger(ctx context.Context, tx services.Tx, c *closed, result services.FireResult) (services.FireDecision, error) {
 	s, run := f.s, f.run
 	// The notification carries the fire's taint: a later prompt that
 	// includes it starts tainted.
@@ -284,7 +284,7 @@ func (f *fireRun) endLedger(ctx context.Context, tx services.Store, c *closed, r
 
 // retryConflict runs fn in a transaction, again when the schedule changed
 // under it (ECONFLICT from a versioned update), a few times.
-func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) error) error {
+func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Tx) error) error {
 	var err error
 	for range 5 {
 		if err = s.opts.Store.Transact(ctx, fn); !services.IsKind(err, services.ECONFLICT) {
@@ -297,7 +297,7 @@ func (s *Service) retryConflict(ctx context.Context, fn func(tx services.Store) 
 // postNotice posts the schedule's message to the owner's timeline
 // (visible in main, delivered to every channel of the owner), once per
 // fire and kind; taintedBy marks text a tainted fire wrote.
-func (f *fireRun) postNotice(ctx context.Context, tx services.Store, kind, text, taintedBy string) (services.Message, error) {
+func (f *fireRun) postNotice(ctx context.Context, tx services.Tx, kind, text, taintedBy string) (services.Message, error) {
 	sc := f.sc
 	msg, _, err := f.s.opts.Chat.PostTx(ctx, tx, services.PostParams{
 		TimelineScope: sc.TimelineScope, Source: services.SourceSchedule, Role: services.RoleAssistant,

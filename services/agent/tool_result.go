@@ -28,7 +28,7 @@ func (s *Service) ToolResult(ctx context.Context, timeline string, runID int64, 
 	if err != nil {
 		return services.ToolResultView{}, err
 	}
-	meta, _ := services.DecodeMeta(m.Metadata)
+	meta := m.Meta
 	text := s.opts.Secrets.Mask(m.Content)
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
 		// JSON indented, so a cut one still reads line by line.
@@ -65,7 +65,7 @@ func (s *Service) ToolResult(ctx context.Context, timeline string, runID int64, 
 // the result's row msgID, in the timeline's workspace, so the owner's page
 // can show them; without Media nothing is kept. An image the workspace
 // refuses (its bound) is logged, not the run's failure: the model got it.
-func (s *Service) saveResultImages(ctx context.Context, tx services.Store, timeline string, msgID int64, call services.ToolCall, res tools.Result) error {
+func (s *Service) saveResultImages(ctx context.Context, st services.Store, timeline string, msgID int64, call services.ToolCall, res tools.Result) error {
 	if s.opts.Media == nil {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (s *Service) saveResultImages(ctx context.Context, tx services.Store, timel
 			continue
 		}
 		a.MessageID, a.TimelineScope = msgID, timeline
-		if _, err := tx.InsertAttachment(ctx, a); err != nil {
+		if _, err := st.InsertAttachment(ctx, a); err != nil {
 			return err
 		}
 	}

@@ -21,7 +21,7 @@ type TurnHandler interface {
 	// (its row and its job commit with the message, or nothing does) and
 	// returns what to do once committed (announce the run, answer a
 	// command), or nil.
-	StartTurn(ctx context.Context, tx services.Store, msg services.Message) (after func(context.Context), err error)
+	StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (after func(context.Context), err error)
 }
 
 // Options are ChatService's collaborators.
@@ -80,7 +80,7 @@ func (s *Service) Post(ctx context.Context, p services.PostParams) (services.Mes
 	var msg services.Message
 	var created bool
 	var after func(context.Context)
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		var err error
 		if msg, created, err = s.PostTx(ctx, tx, p); err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s *Service) WithTurns(h TurnHandler) *Service {
 // answer and the end of its run commit together), and schedules a reply's
 // delivery to its channel in the same transaction. After commit the caller
 // calls Announce.
-func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.PostParams) (services.Message, bool, error) {
+func (s *Service) PostTx(ctx context.Context, tx services.Tx, p services.PostParams) (services.Message, bool, error) {
 	if p.Role == "" {
 		p.Role = services.RoleUser
 	}
@@ -123,10 +123,19 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 	if err := s.validate(p); err != nil {
 		return services.Message{}, false, err
 	}
-	if p.Role == services.RoleUser && len(p.Metadata) == 0 {
-		if name, _, ok := services.ParseCommand(p.Content); ok {
-			p.Metadata = services.MessageMeta{Command: name}.Encode()
+	var cmd *services.ParsedCommand
+	if p.Role == services.RoleUser {
+		cmd = p.Command
+		if cmd == nil {
+			cmd = &services.ParsedCommand{}
+			cmd.Name, cmd.Args, _ = services.ParseCommand(p.Content)
 		}
+		if cmd.Name == "" {
+			cmd = nil
+		}
+	}
+	if cmd != nil && len(p.Metadata) == 0 {
+		p.Metadata = services.MessageMeta{Command: cmd.Name}.Encode()
 	}
 	if len(p.Attachments) > 0 {
 		meta, err := services.DecodeMeta(p.Metadata)
@@ -159,6 +168,7 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 	if err != nil {
 		return services.Message{}, false, err
 	}
+	msg.Command = cmd
 	attrs := []any{"message_id", msg.ID, "timeline", msg.TimelineScope, "source", msg.Source, "role", msg.Role, "created", created}
 	if s.opts.LogContent {
 		attrs = append(attrs, "content", msg.Content)
@@ -173,13 +183,13 @@ func (s *Service) PostTx(ctx context.Context, tx services.Store, p services.Post
 		}
 	}
 	if p.ReplyTo != 0 {
-		if err := s.routeReply(services.WithTx(ctx, tx), tx, p.ReplyTo, msg); err != nil {
+		if err := s.routeReplyTx(ctx, tx, p.ReplyTo, msg); err != nil {
 			return services.Message{}, false, err
 		}
 	}
 	if p.NotifyOwner && created {
 		for _, n := range s.opts.Notifiers {
-			if err := n.NotifyOwner(services.WithTx(ctx, tx), msg); err != nil {
+			if err := n.NotifyOwnerTx(ctx, tx, msg); err != nil {
 				return services.Message{}, false, err
 			}
 		}
@@ -203,12 +213,12 @@ func (s *Service) Announce(ctx context.Context, msg services.Message, created bo
 	}
 }
 
-// routeReply hands a reply to the router of the answered message's channel,
-// within the reply's transaction (ctx carries it), so the reply and its
-// delivery commit together; routers are idempotent per reply, so a retried
-// post schedules nothing twice. A reply the router refuses (EINVALID: the
+// routeReplyTx hands a reply to the router of the answered message's
+// channel, in tx, the reply's transaction, so the reply and its delivery
+// commit together; routers are idempotent per reply, so a retried post
+// schedules nothing twice. A reply the router refuses (EINVALID: the
 // answered message names no chat) is stored all the same.
-func (s *Service) routeReply(ctx context.Context, tx services.Store, toID int64, reply services.Message) error {
+func (s *Service) routeReplyTx(ctx context.Context, tx services.Tx, toID int64, reply services.Message) error {
 	to, err := tx.GetMessage(ctx, toID)
 	if err != nil {
 		s.log.Warn("route reply: read answered message", "message_id", toID, "err", err)
@@ -222,7 +232,7 @@ func (s *Service) routeReply(ctx context.Context, tx services.Store, toID int64,
 	if r == nil {
 		return nil
 	}
-	if err := r.RouteReply(ctx, to, reply); err != nil {
+	if err := r.RouteReplyTx(ctx, tx, to, reply); err != nil {
 		if services.IsKind(err, services.EINVALID) {
 			s.log.Error("route reply", "source", to.Source, "reply_id", reply.ID, "err", err)
 			return nil

@@ -31,7 +31,7 @@ func (r *recorder) Publish(ctx context.Context, e services.Event) error {
 	return nil
 }
 
-func (r *recorder) StartTurn(_ context.Context, _ services.Store, m services.Message) (func(context.Context), error) {
+func (r *recorder) StartTurn(_ context.Context, _ services.Tx, m services.Message) (func(context.Context), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.turns = append(r.turns, m.ID)
@@ -132,8 +132,8 @@ type txRouter struct {
 	fail error
 }
 
-func (r *txRouter) RouteReply(ctx context.Context, _ services.Message, _ services.Message) error {
-	r.inTx = services.TxFrom(ctx) != nil
+func (r *txRouter) RouteReplyTx(_ context.Context, tx services.Tx, _ services.Message, _ services.Message) error {
+	r.inTx = tx != nil && tx.DriverTx() != nil
 	return r.fail
 }
 

@@ -90,26 +90,8 @@ func (m *memoTokenizer) Count(text string) int {
 	return n
 }
 
-// metas remembers decoded message metadata. Stored messages are never
-// rewritten, and equal bytes decode to equal values; callers must not
-// modify the slices of a returned MessageMeta.
-var metas memo[services.MessageMeta]
-
-// metaOf is services.DecodeMeta of msg's metadata, remembered; metadata
-// that does not decode reads as empty, as DecodeMeta's callers here treat it.
-func metaOf(msg services.Message) services.MessageMeta {
-	raw := msg.Metadata
-	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
-		return services.MessageMeta{}
-	}
-	k := keyOfBytes(raw)
-	if meta, ok := metas.get(k); ok {
-		return meta
-	}
-	meta, _ := services.DecodeMeta(raw)
-	metas.put(k, meta)
-	return meta
-}
+// metaOf is msg's metadata, decoded when the store read the row.
+func metaOf(msg services.Message) services.MessageMeta { return msg.Meta }
 
 // canonicalParams remembers canonicalJSON of tool parameters (the same
 // twenty schemas every turn).

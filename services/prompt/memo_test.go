@@ -1,9 +1,7 @@
 package prompt
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,29 +52,6 @@ func TestMemoCountsOnceAndStaysBounded(t *testing.T) {
 	}
 	if n := m.(*memoTokenizer).counts.len(); n > memoEntries {
 		t.Fatalf("memo holds %d entries, bound %d", n, memoEntries)
-	}
-}
-
-func TestMetaOfIsDecodeMeta(t *testing.T) {
-	metas := []services.MessageMeta{
-		{},
-		{ReplyTo: 7, RunID: 3},
-		{Command: "compact"},
-		{ToolName: "read_file", ToolCallID: "c1", IsError: true},
-		{ToolCalls: []services.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a"}`)}}},
-	}
-	for _, want := range metas {
-		raw, _ := json.Marshal(want)
-		for range 2 { // decoded, then remembered
-			got := metaOf(services.Message{Metadata: raw})
-			dec, _ := services.DecodeMeta(raw)
-			if !reflect.DeepEqual(got, dec) {
-				t.Fatalf("metaOf(%s) = %+v, DecodeMeta = %+v", raw, got, dec)
-			}
-		}
-	}
-	if got := metaOf(services.Message{Metadata: json.RawMessage(`{not json`)}); !reflect.DeepEqual(got, services.MessageMeta{}) {
-		t.Fatalf("bad metadata reads as %+v, want empty", got)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func TestHistoryTaint(t *testing.T) {
 	page := "after reading http://evil.example/page"
 	row := func(id int64, role services.Role, meta services.MessageMeta) services.Message {
-		return services.Message{ID: id, Role: role, Metadata: meta.Encode()}
+		return services.Message{ID: id, Role: role, Metadata: meta.Encode(), Meta: meta}
 	}
 	owner := row(1, services.RoleUser, services.MessageMeta{})
 	clean := turn{msgs: []services.Message{owner, row(2, services.RoleAssistant, services.MessageMeta{ReplyTo: 1})}}

@@ -298,7 +298,7 @@ func (s *Service) Create(ctx context.Context, timeline string, r services.Schedu
 		return sc, err
 	}
 	var out services.Schedule
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		if err := s.checkActive(ctx, tx, timeline); err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func (s *Service) Create(ctx context.Context, timeline string, r services.Schedu
 // checkActive refuses one more active schedule of timeline over the limit.
 // It locks the timeline's active schedules for the rest of tx first, so
 // the count and the insert or change that follows are one decision.
-func (s *Service) checkActive(ctx context.Context, tx services.Store, timeline string) error {
+func (s *Service) checkActive(ctx context.Context, tx services.Tx, timeline string) error {
 	if err := tx.LockActiveSchedules(ctx, timeline); err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (s *Service) GetWithFires(ctx context.Context, timeline string, id int64, f
 // Update changes a schedule; see services.Schedules.
 func (s *Service) Update(ctx context.Context, timeline string, id int64, version int, r services.ScheduleRequest) (services.Schedule, error) {
 	var out services.Schedule
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		sc, err := tx.GetSchedule(ctx, id)
 		if err != nil {
 			return err
@@ -424,7 +424,7 @@ func (s *Service) Update(ctx context.Context, timeline string, id int64, version
 // Delete stops and hides a schedule.
 func (s *Service) Delete(ctx context.Context, timeline string, id int64) (services.Schedule, error) {
 	var out services.Schedule
-	err := s.opts.Store.Transact(ctx, func(tx services.Store) error {
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		sc, err := tx.GetSchedule(ctx, id)
 		if err != nil {
 			return err
@@ -459,7 +459,7 @@ func (s *Service) List(ctx context.Context, timeline string, fires int) ([]servi
 }
 
 // BeginFireTx starts the fire due at at; see services.ScheduleFires.
-func (s *Service) BeginFireTx(ctx context.Context, tx services.Store, id int64, at time.Time) (services.Schedule, services.ScheduleFire, error) {
+func (s *Service) BeginFireTx(ctx context.Context, tx services.Tx, id int64, at time.Time) (services.Schedule, services.ScheduleFire, error) {
 	sc, err := tx.GetSchedule(ctx, id)
 	if err != nil {
 		return sc, services.ScheduleFire{}, err
@@ -519,7 +519,7 @@ func missed(spec Spec, at, now time.Time) int {
 }
 
 // EndFireTx records the end of a fire; see services.ScheduleFires.
-func (s *Service) EndFireTx(ctx context.Context, tx services.Store, id int64, f services.ScheduleFire, r services.FireResult) (services.Schedule, services.ScheduleFire, services.FireDecision, error) {
+func (s *Service) EndFireTx(ctx context.Context, tx services.Tx, id int64, f services.ScheduleFire, r services.FireResult) (services.Schedule, services.ScheduleFire, services.FireDecision, error) {
 	var d services.FireDecision
 	sc, err := tx.GetSchedule(ctx, id)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 type noQueue struct{ at []time.Time }
 
-func (q *noQueue) EnqueueFireTx(_ context.Context, _ services.Store, _ int64, at time.Time) error {
+func (q *noQueue) EnqueueFireTx(_ context.Context, _ services.Tx, _ int64, at time.Time) error {
 	q.at = append(q.at, at)
 	return nil
 }
@@ -123,7 +123,7 @@ type syncQueue struct {
 	at []time.Time
 }
 
-func (q *syncQueue) EnqueueFireTx(_ context.Context, _ services.Store, _ int64, at time.Time) error {
+func (q *syncQueue) EnqueueFireTx(_ context.Context, _ services.Tx, _ int64, at time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.at = append(q.at, at)
@@ -176,7 +176,7 @@ func TestWatchLedger(t *testing.T) {
 		var out services.Schedule
 		var f services.ScheduleFire
 		var d services.FireDecision
-		err := store.Transact(ctx, func(tx services.Store) error {
+		err := store.Transact(ctx, func(tx services.Tx) error {
 			cur, err := tx.GetSchedule(ctx, sc.ID)
 			if err != nil {
 				return err
