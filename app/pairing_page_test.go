@@ -119,7 +119,9 @@ func TestPairingsPageFromTheChat(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click("#pairings-link"), chromedp.WaitVisible("#pending li.pair")); err != nil {
 		t.Fatal(err)
 	}
-	row := func(u tgtest.User) string { return `#pending li.pair:nth-child(` + map[int64]string{anna.ID: "1", bob.ID: "2"}[u.ID] + `)` }
+	row := func(u tgtest.User) string {
+		return `#pending li.pair:nth-child(` + map[int64]string{anna.ID: "1", bob.ID: "2"}[u.ID] + `)`
+	}
 	check := `(() => { const rows = [...document.querySelectorAll("#pending li.pair")].map((li) => li.querySelector(".pwho").textContent);
 		return [rows.join(" | "), ` + visible + `("` + row(anna) + ` button.approve"), ` + visible + `("` + row(anna) + ` button.deny"),
 			` + visible + `("` + row(bob) + ` button.approve"), String(document.documentElement.scrollWidth <= window.innerWidth)]; })()`
