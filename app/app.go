@@ -356,6 +356,11 @@ func (a *App) buildChat(ctx context.Context) (err error) {
 	}
 	co.Turns = nil // the agent posts its answers through this one
 	a.chat = chat.New(co)
+	// The pairing desk decides Telegram strangers' requests for the page,
+	// the buttons and /pair, and tells both people (its notices need no
+	// turn).
+	a.desk = &telegram.Desk{Store: repository.NewTelegramStore(a.pool), Chat: a.chat, Queue: a.enqueuer,
+		Owners: a.cfg.Telegram.OwnerIDs, Logger: a.log}
 	return nil
 }
 
@@ -413,7 +418,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Media: a.media, Context: a.context,
 		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
 		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
-		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets,
+		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(),
 		// Tool calls that last or leave, and every approval decision, go
 		// to the hash-chained audit trail.
 		Audit: a.store,
@@ -432,12 +437,19 @@ func (a *App) buildAgent(context.Context) (err error) {
 	return nil
 }
 
-// buildTelegram builds the pairing desk (the page's, always) and, with a
-// token, the Telegram channel: it stores inbound messages through
-// ChatService and delivers through the queue.
+// pairings is the desk for /pair when Telegram is set up (nil: /pair says
+// it is not).
+func (a *App) pairings() services.Pairings {
+	if a.cfg.Telegram.Token == "" {
+		return nil
+	}
+	return a.desk
+}
+
+// buildTelegram builds, with a token, the Telegram channel: it stores
+// inbound messages through ChatService and delivers through the queue.
 func (a *App) buildTelegram(ctx context.Context) (err error) {
 	tstore := repository.NewTelegramStore(a.pool)
-	a.desk = &telegram.Desk{Store: tstore, Chat: a.chat, Queue: a.enqueuer, Owners: a.cfg.Telegram.OwnerIDs, Logger: a.log}
 	tc := a.cfg.Telegram
 	if tc.Token == "" {
 		return nil

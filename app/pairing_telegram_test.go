@@ -249,3 +249,60 @@ func TestPairingDecidedElsewhereShowsOnTelegram(t *testing.T) {
 		t.Fatalf("the command's decision in the owner's timeline: %d notices, %v", notices, err)
 	}
 }
+
+// TestPairCommandOnTelegram: the owner lists who waits with /pair in their
+// Telegram chat (names and codes) and approves with /pair approve CODE:
+// the stranger is told, the request with its buttons is edited to show the
+// decision; a paired stranger's /pair decides nothing.
+func TestPairCommandOnTelegram(t *testing.T) {
+	in, strict, model := mediaInstance(t, nil)
+	model.Enqueue(llmtest.Text("hi owner"))
+	strict.Send(owner, "hello")
+	strict.WaitMessages(ownerTG, 1, 30*time.Second)
+	anna := tgtest.User{ID: 8181, FirstName: "Anna"}
+	strict.Send(anna, "hello?")
+	strict.WaitMessages(anna.ID, 1, 30*time.Second)
+	p, err := repository.NewTelegramStore(in.App.Pool()).PairingByUser(context.Background(), anna.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request with its buttons, then /pair's answer.
+	strict.WaitMessages(ownerTG, 2, 30*time.Second)
+	strict.Send(owner, "/pair")
+	got := strict.WaitMessages(ownerTG, 3, 30*time.Second)
+	if len(got) != 3 || !strings.Contains(got[2].Text, "Anna (Telegram id 8181): code "+p.Code) {
+		t.Fatalf("/pair: %+v", got)
+	}
+	strict.Send(owner, "/pair approve "+strings.ToLower(p.Code))
+	if got := strict.WaitMessages(anna.ID, 2, 30*time.Second); len(got) != 2 || !strings.Contains(got[1].Text, "The owner approved you") {
+		t.Fatalf("Anna was not told: %+v", got)
+	}
+	if !poll(30*time.Second, func() bool {
+		for _, m := range strict.Messages(ownerTG) {
+			if strings.Contains(m.Text, "Code "+p.Code) {
+				return m.Buttons == nil && strings.Contains(m.Text, "Approved: ")
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("the request was not edited: %+v", strict.Messages(ownerTG))
+	}
+	reply := func(n int, want string) {
+		t.Helper()
+		if !poll(30*time.Second, func() bool {
+			for _, m := range strict.Messages(ownerTG)[n:] {
+				if strings.Contains(m.Text, want) {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("no %q: %+v", want, strict.Messages(ownerTG))
+		}
+	}
+	reply(3, "Approved Anna (Telegram id 8181)")
+	strict.Send(anna, "/pair approve ABCDEF")
+	if got := strict.WaitMessages(anna.ID, 3, 30*time.Second); len(got) != 3 || got[2].Text != "Only the owner decides pairings." {
+		t.Fatalf("a stranger's /pair: %+v", got)
+	}
+}

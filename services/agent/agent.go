@@ -112,6 +112,9 @@ type Deps struct {
 	// Budgets reserve each model call's estimate against its kind's daily
 	// budget before the call (nil: no budgets); see budget.go.
 	Budgets services.Budgets
+	// Pairings decide Telegram strangers' requests for /pair (the desk
+	// that tells both people; nil: /pair says Telegram is not set up).
+	Pairings services.Pairings
 	// Audit keeps the audit trail of tool calls, approval decisions and
 	// the changes chat commands make (nil: none).
 	Audit services.AuditLog

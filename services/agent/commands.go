@@ -119,6 +119,77 @@ func (h commandHandlers) Memory(ctx context.Context, c services.CommandCall) (st
 	return h.s.cmdMemory(ctx, c.Message, c.Args)
 }
 
+func (h commandHandlers) Pair(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdPair(ctx, c.Message, c.Args)
+}
+
+// cmdPair lists the Telegram users waiting for the owner's approval, or
+// approves or denies one by its code, through the desk that tells the
+// stranger and edits the request wherever it was shown. Only the owner's
+// timeline may decide.
+func (s *Service) cmdPair(ctx context.Context, msg services.Message, args string) (string, error) {
+	if msg.TimelineScope != services.DefaultTimeline {
+		return "Only the owner decides pairings.", nil
+	}
+	if s.opts.Pairings == nil {
+		return "Telegram is not set up (TELEGRAM_BOT_TOKEN), so nobody can ask to pair.", nil
+	}
+	verb, code, _ := strings.Cut(strings.TrimSpace(args), " ")
+	code = strings.TrimSpace(code)
+	switch {
+	case verb == "":
+		return s.pairingList(ctx)
+	case (verb != "approve" && verb != "deny") || code == "" || strings.ContainsAny(code, " \t\n"):
+		return "Usage: /pair (who waits), /pair approve CODE or /pair deny CODE.", nil
+	}
+	decide, word := s.opts.Pairings.ApprovePairing, "approved"
+	if verb == "deny" {
+		decide, word = s.opts.Pairings.DenyPairing, "denied"
+	}
+	p, err := decide(ctx, code)
+	if services.IsKind(err, services.ENOTFOUND) || services.IsKind(err, services.EINVALID) {
+		return services.ErrorMessage(err), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if s.opts.Audit != nil {
+		if _, err := s.opts.Audit.AppendAudit(ctx, services.PairingAudit(string(msg.Source), word, p)); err != nil {
+			s.log.Error("audit: pairing decision not recorded", "user_id", p.UserID, "err", err)
+		}
+	}
+	if verb == "deny" {
+		return fmt.Sprintf("Denied %s (Telegram id %d); they were told.", p.DisplayName, p.UserID), nil
+	}
+	return fmt.Sprintf("Approved %s (Telegram id %d): they talk to the agent in %s, which your timeline never shows; they were told.",
+		p.DisplayName, p.UserID, p.TimelineScope), nil
+}
+
+// pairingList is /pair without arguments: who waits, with their codes.
+func (s *Service) pairingList(ctx context.Context) (string, error) {
+	list, err := s.opts.Pairings.ListPairings(ctx)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	approved := 0
+	for _, p := range list {
+		if p.Approved() {
+			approved++
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("Waiting for your decision (/pair approve CODE or /pair deny CODE):")
+		}
+		fmt.Fprintf(&b, "\n%s (Telegram id %d): code %s, valid until %s UTC", p.DisplayName, p.UserID, p.Code, p.ExpiresAt.UTC().Format("15:04"))
+	}
+	if b.Len() == 0 {
+		b.WriteString("Nobody waits to pair.")
+	}
+	fmt.Fprintf(&b, "\n%d approved (the pairings page lists them).", approved)
+	return b.String(), nil
+}
+
 // cmdNew starts a fresh context: the summary cursors of the timeline move to
 // this message with an empty summary, so prompts start here. Nothing stored
 // is deleted.
