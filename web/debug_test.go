@@ -275,9 +275,11 @@ func TestDebugPageInBrowser(t *testing.T) {
 	if err := poll(`document.querySelectorAll("#runs tbody tr").length === 2`); err != nil {
 		t.Fatalf("both runs listed: %v", err)
 	}
-	flags, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("flags").textContent`))
-	if !strings.Contains(flags, "AGENT_CONTEXT_SCOPED_READ=1") {
-		t.Fatalf("flags shown: %q", flags)
+	// The flags come from a request of their own: wait for them, as for
+	// the rows (read once, they were sometimes not there yet).
+	if err := poll(`document.getElementById("flags").textContent.includes("AGENT_CONTEXT_SCOPED_READ=1")`); err != nil {
+		flags, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("flags").textContent`))
+		t.Fatalf("flags shown: %q (%v)", flags, err)
 	}
 	if err := poll(`[...document.querySelectorAll("#cursors tbody tr")].some(tr => tr.dataset.scope === "main")`); err != nil {
 		t.Fatalf("main summary cursor not shown: %v", err)
