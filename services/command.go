@@ -55,6 +55,7 @@ type CommandHandlers interface {
 	Deny(ctx context.Context, c CommandCall) (string, error)
 	Policy(ctx context.Context, c CommandCall) (string, error)
 	Memory(ctx context.Context, c CommandCall) (string, error)
+	Voice(ctx context.Context, c CommandCall) (string, error)
 }
 
 // Commands are the chat commands, in the order /help lists them.
@@ -81,6 +82,7 @@ var Commands = []Command{
 	{Name: "deny", Args: "N", Help: "deny a held tool call", Run: CommandHandlers.Deny},
 	{Name: "policy", Help: "what the agent may do without asking", Run: CommandHandlers.Policy},
 	{Name: "memory", Args: "[forget ID]", Help: "remembered items with their origin", Run: CommandHandlers.Memory},
+	{Name: "voice", Args: "[on|off]", Help: "answer voice notes with a voice note too, in this chat (Telegram)", Run: CommandHandlers.Voice},
 }
 
 // ListedCommands are the Commands /help and the channels' menus list (all
