@@ -113,7 +113,7 @@ func TestTelegramVoiceQuestionGetsAVoiceNote(t *testing.T) {
 	// The chat's deliveries go in order: had the voice note been spoken,
 	// it would come before the answer to this.
 	strict.Send(owner, "/voice")
-	got = waitReply(t, strict, 6, "Spoken replies are off")
+	waitReply(t, strict, 6, "Spoken replies are off")
 	if strict.Calls("sendVoice") != 1 || len(speech.requests()) != 1 {
 		t.Fatalf("voice notes after /voice off: %d sent, %d spoken", strict.Calls("sendVoice"), len(speech.requests()))
 	}
