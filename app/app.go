@@ -356,7 +356,7 @@ func (a *App) buildChat(ctx context.Context) (err error) {
 	co := a.cfg.Chat
 	co.Store, co.Publisher, co.Logger, co.CountTokens = a.store, a.publisher, a.log, a.tokenizer.Count
 	if a.cfg.Telegram.Token != "" {
-		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs, Speak: a.speaker != nil, Voice: a.store}
+		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs, Speak: a.speaker != nil}
 		co.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
 		co.Notifiers = []services.Notifier{router}
 	}
@@ -416,7 +416,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 		cfg.Media.TranscribeAPIKey, cfg.Media.TTSAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
 	a.agent, err = agent.New(agent.Deps{
 		Store: a.store, Chat: a.chat, Queue: a.enqueuer, Compactions: a.enqueuer, Publisher: a.publisher, LLM: a.provider,
-		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Speaker: a.speaker, Voice: a.store, Media: a.media, Context: a.context,
+		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Speaker: a.speaker, Media: a.media, Context: a.context,
 		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
 		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
 		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets,

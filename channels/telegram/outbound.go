@@ -96,10 +96,9 @@ type Router struct {
 	// messages nobody asked for (schedules' notifications) go.
 	OwnerChats []int64
 	// Speak: a speech service is configured, so the agent's answer to a
-	// voice note is spoken too unless Voice says the chat turned it off
-	// (/voice off; nil Voice: on everywhere).
+	// voice note is spoken too unless the chat turned it off (/voice off,
+	// read in the reply's transaction).
 	Speak bool
-	Voice services.VoiceReplies
 }
 
 var (
@@ -152,7 +151,7 @@ func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Me
 	if meta.ChatID == 0 {
 		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
 	}
-	speak, err := r.speaks(ctx, to, reply)
+	speak, err := r.speaks(ctx, tx, to, reply)
 	if err != nil {
 		return err
 	}
@@ -171,14 +170,11 @@ func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Me
 // speaks reports whether reply, the agent's answer to to, is spoken too:
 // to is a voice note, a speech service is configured and the chat did not
 // turn spoken replies off.
-func (r Router) speaks(ctx context.Context, to, reply services.Message) (bool, error) {
+func (r Router) speaks(ctx context.Context, tx services.Tx, to, reply services.Message) (bool, error) {
 	if !r.Speak || reply.Source != services.SourceAgent || strings.TrimSpace(reply.Content) == "" || !voiceQuestion(to) {
 		return false, nil
 	}
-	if r.Voice == nil {
-		return true, nil
-	}
-	return r.Voice.VoiceRepliesOn(ctx, services.SourceTelegram, to.Meta.ChatID)
+	return tx.VoiceRepliesOn(ctx, services.SourceTelegram, to.Meta.ChatID)
 }
 
 // voiceQuestion reports whether m came as a voice note.

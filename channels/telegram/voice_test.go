@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 
@@ -83,15 +82,14 @@ func TestDeliverSpeechFailureKeepsTheText(t *testing.T) {
 	}
 }
 
-// voiceSetting is a services.VoiceReplies of one chat.
-type voiceSetting struct{ on bool }
-
-func (v voiceSetting) VoiceRepliesOn(context.Context, services.Source, int64) (bool, error) {
-	return v.on, nil
+// voiceTx is a transaction in which the chat's /voice setting is on.
+type voiceTx struct {
+	services.Tx
+	on bool
 }
 
-func (voiceSetting) SetVoiceReplies(context.Context, services.Source, int64, bool) error {
-	return errors.New("not here")
+func (v voiceTx) VoiceRepliesOn(context.Context, services.Source, int64) (bool, error) {
+	return v.on, nil
 }
 
 // The agent's answer to a voice note is spoken when a speaker is
@@ -106,20 +104,20 @@ func TestRouterSpeaksAnswersToVoiceNotes(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		r      Router
+		on     bool
 		to     services.Message
 		answer services.Message
 		want   bool
 	}{
-		{"voice question", Router{Speak: true}, voice, answer, true},
-		{"voice on", Router{Speak: true, Voice: voiceSetting{true}}, voice, answer, true},
-		{"voice off", Router{Speak: true, Voice: voiceSetting{false}}, voice, answer, false},
-		{"no speaker", Router{}, voice, answer, false},
-		{"text question", Router{Speak: true}, text, answer, false},
-		{"system notice", Router{Speak: true}, voice, notice, false},
+		{"voice question", Router{Speak: true}, true, voice, answer, true},
+		{"voice off", Router{Speak: true}, false, voice, answer, false},
+		{"no speaker", Router{}, true, voice, answer, false},
+		{"text question", Router{Speak: true}, true, text, answer, false},
+		{"system notice", Router{Speak: true}, true, voice, notice, false},
 	} {
 		f := &fakes{}
 		c.r.Queue = f
-		if err := c.r.RouteReplyTx(t.Context(), testTx{}, c.to, c.answer); err != nil {
+		if err := c.r.RouteReplyTx(t.Context(), voiceTx{on: c.on}, c.to, c.answer); err != nil {
 			t.Fatal(err)
 		}
 		if n := f.notices(); len(n) != 1 || n[0].Speak != c.want {

@@ -81,10 +81,8 @@ type Deps struct {
 	// transcribed; the prompt says so).
 	Transcriber services.Transcriber
 	// Speaker, when set, speaks answers to voice questions (the channel
-	// delivers them; /voice says whether it is on); Voice keeps /voice's
-	// setting per chat (nil: /voice says spoken replies are unavailable).
+	// delivers them; /voice sets it per chat in Store).
 	Speaker services.Speaker
-	Voice   services.VoiceReplies
 	Media   services.Media
 	Context *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.

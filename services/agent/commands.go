@@ -126,7 +126,7 @@ func (h commandHandlers) Voice(ctx context.Context, c services.CommandCall) (str
 // cmdVoice shows or sets whether a voice question in this chat is answered
 // with a voice note as well as the text.
 func (s *Service) cmdVoice(ctx context.Context, msg services.Message, args string) (string, error) {
-	if s.opts.Speaker == nil || s.opts.Voice == nil {
+	if s.opts.Speaker == nil {
 		return "Spoken replies are off: no speech service is configured (set TTS_URL).", nil
 	}
 	if msg.Source != services.SourceTelegram || msg.Meta.ChatID == 0 {
@@ -134,7 +134,7 @@ func (s *Service) cmdVoice(ctx context.Context, msg services.Message, args strin
 	}
 	switch strings.ToLower(strings.TrimSpace(args)) {
 	case "":
-		on, err := s.opts.Voice.VoiceRepliesOn(ctx, msg.Source, msg.Meta.ChatID)
+		on, err := s.opts.Store.VoiceRepliesOn(ctx, msg.Source, msg.Meta.ChatID)
 		if err != nil {
 			return "", err
 		}
@@ -143,12 +143,12 @@ func (s *Service) cmdVoice(ctx context.Context, msg services.Message, args strin
 		}
 		return "Spoken replies are off in this chat. /voice on turns them on.", nil
 	case "on":
-		if err := s.opts.Voice.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, true); err != nil {
+		if err := s.opts.Store.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, true); err != nil {
 			return "", err
 		}
 		return "Spoken replies on: a voice note is answered with a voice note as well as the text.", nil
 	case "off":
-		if err := s.opts.Voice.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, false); err != nil {
+		if err := s.opts.Store.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, false); err != nil {
 			return "", err
 		}
 		return "Spoken replies off: answers come as text only.", nil
