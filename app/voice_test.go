@@ -142,3 +142,19 @@ func TestTelegramVoiceAnswerWhenSpeechFails(t *testing.T) {
 		t.Fatalf("after a speech failure: %s, %d voice notes, %d speech requests", got[1].Method, strict.Calls("sendVoice"), len(speech.requests()))
 	}
 }
+
+// TestVoiceCommandWithoutSpeech: without TTS_URL, /voice names the
+// variable, and a voice note is answered with text only.
+func TestVoiceCommandWithoutSpeech(t *testing.T) {
+	t.Parallel()
+	_, strict, model := mediaInstance(t, func(o *app.Config, m *llmtest.Server) { o.Media.TranscribeURL = m.OpenAIBaseURL() })
+	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply { return llmtest.TranscriptReply{Text: "hello"} })
+	strict.Send(owner, "/voice on")
+	waitReply(t, strict, 1, "set TTS_URL")
+	sendVoiceNote(strict)
+	waitReply(t, strict, 2, "hello")
+	strict.Send(owner, "/status")
+	if got := waitReply(t, strict, 3, ""); got[2].Method != "sendMessage" || strict.Calls("sendVoice") != 0 {
+		t.Fatalf("without TTS_URL: %s, %d voice notes", got[2].Method, strict.Calls("sendVoice"))
+	}
+}
