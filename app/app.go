@@ -135,10 +135,12 @@ type ExecOptions struct {
 }
 
 // MediaOptions configure attachments: the largest file (0: the default,
-// 20 MB) and the speech-to-text API (empty URL: none).
+// 20 MB), the speech-to-text API and the text-to-speech API of spoken
+// replies (empty URL: none).
 type MediaOptions struct {
 	MaxBytes                                         int64
 	TranscribeURL, TranscribeModel, TranscribeAPIKey string
+	TTSURL, TTSModel, TTSVoice, TTSAPIKey            string
 }
 
 // ScheduleOptions configure schedules.
@@ -194,6 +196,7 @@ type App struct {
 	scheduler   *schedule.Service
 	budgets     *budget.Service
 	transcriber services.Transcriber
+	speaker     services.Speaker
 	profiles    map[string]agent.Profile
 	desk        *telegram.Desk
 
@@ -303,6 +306,9 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 	if t := media.NewTranscriber(cfg.Media.TranscribeURL, cfg.Media.TranscribeModel, cfg.Media.TranscribeAPIKey); t != nil {
 		a.transcriber = t
 	}
+	if s := media.NewSpeaker(cfg.Media.TTSURL, cfg.Media.TTSModel, cfg.Media.TTSVoice, cfg.Media.TTSAPIKey); s != nil {
+		a.speaker = s
+	}
 	// Watch schedules read their page through the same guard as
 	// fetch_url, without the model.
 	if a.watcher, err = fetch.New(cfg.Fetch); err != nil {
@@ -350,7 +356,7 @@ func (a *App) buildChat(ctx context.Context) (err error) {
 	co := a.cfg.Chat
 	co.Store, co.Publisher, co.Logger, co.CountTokens = a.store, a.publisher, a.log, a.tokenizer.Count
 	if a.cfg.Telegram.Token != "" {
-		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs}
+		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs, Speak: a.speaker != nil}
 		co.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
 		co.Notifiers = []services.Notifier{router}
 	}
@@ -412,10 +418,10 @@ func (a *App) buildAgent(context.Context) (err error) {
 		ac.Secrets = services.NewSecrets()
 	}
 	ac.Secrets.Add(cfg.OwnerToken, hex.EncodeToString(a.tokenHash), cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
-		cfg.Media.TranscribeAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
+		cfg.Media.TranscribeAPIKey, cfg.Media.TTSAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
 	a.agent, err = agent.New(agent.Deps{
 		Store: a.store, Chat: a.chat, Queue: a.enqueuer, Compactions: a.enqueuer, Publisher: a.publisher, LLM: a.provider,
-		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Media: a.media, Context: a.context,
+		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Speaker: a.speaker, Media: a.media, Context: a.context,
 		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
 		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
 		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(),
@@ -454,7 +460,7 @@ func (a *App) buildTelegram(ctx context.Context) (err error) {
 	if tc.Token == "" {
 		return nil
 	}
-	d := telegram.Deps{Chat: a.chat, Store: tstore, Queue: a.enqueuer, Leases: telegramLeases{tstore}, Media: a.media,
+	d := telegram.Deps{Chat: a.chat, Store: tstore, Queue: a.enqueuer, Leases: telegramLeases{tstore}, Media: a.media, Speaker: a.speaker,
 		Approvals: a.agent, Pairings: a.desk, Audit: a.store, Logger: a.log, SendError: a.meter.TelegramSendError,
 		HTTPClient: a.cfg.Hooks.TelegramClient}
 	if a.bot, err = telegram.New(ctx, d, tc.Config); err != nil {
@@ -653,6 +659,9 @@ func (a *App) Summariser() llm.Provider { return a.summariser }
 
 // Transcriber turns voice notes into text (nil: TRANSCRIBE_URL unset).
 func (a *App) Transcriber() services.Transcriber { return a.transcriber }
+
+// Speaker turns answers into voice notes (nil: TTS_URL unset).
+func (a *App) Speaker() services.Speaker { return a.speaker }
 
 // Profiles are the sub-agent profiles, each with its provider.
 func (a *App) Profiles() map[string]agent.Profile { return a.profiles }

@@ -151,6 +151,22 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, name, mimeType string, data []byte) (string, error)
 }
 
+// Speaker turns text into speech (an OpenAI-compatible /v1/audio/speech
+// endpoint): OGG/Opus bytes, what a Telegram voice note is.
+type Speaker interface {
+	Speak(ctx context.Context, text string) ([]byte, error)
+}
+
+// VoiceReplies keeps, per channel and chat, whether a voice question is
+// answered with a voice note as well as the text (/voice on|off).
+type VoiceReplies interface {
+	// VoiceRepliesOn reports the chat's setting; true when it was never
+	// set (the default: on).
+	VoiceRepliesOn(ctx context.Context, channel Source, chatID int64) (bool, error)
+	// SetVoiceReplies records the chat's setting.
+	SetVoiceReplies(ctx context.Context, channel Source, chatID int64, on bool) error
+}
+
 // ImageTokens estimates what an image costs in a prompt, by the larger of
 // the two providers' published rules: OpenAI (high detail) scales it into
 // 2048×2048, then its short side to 768, and counts 170 per 512-pixel tile

@@ -56,6 +56,7 @@ type CommandHandlers interface {
 	Policy(ctx context.Context, c CommandCall) (string, error)
 	Memory(ctx context.Context, c CommandCall) (string, error)
 	Pair(ctx context.Context, c CommandCall) (string, error)
+	Voice(ctx context.Context, c CommandCall) (string, error)
 }
 
 // Commands are the chat commands, in the order /help lists them.
@@ -83,6 +84,7 @@ var Commands = []Command{
 	{Name: "policy", Help: "what the agent may do without asking", Run: CommandHandlers.Policy},
 	{Name: "memory", Args: "[forget ID]", Help: "remembered items with their origin", Run: CommandHandlers.Memory},
 	{Name: "pair", Args: "[approve|deny CODE]", Help: "Telegram users waiting for your approval; approve or deny one", Run: CommandHandlers.Pair},
+	{Name: "voice", Args: "[on|off]", Help: "answer voice notes with a voice note too, in this chat (Telegram)", Run: CommandHandlers.Voice},
 }
 
 // ListedCommands are the Commands /help and the channels' menus list (all

@@ -11,6 +11,7 @@ type Store interface {
 	ScheduleStore
 	AttachmentStore
 	ApprovalStore
+	VoiceReplies
 	Transact(ctx context.Context, fn func(tx Tx) error) error
 }
 

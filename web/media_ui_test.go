@@ -90,6 +90,13 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("transcript under the player: %v", err)
 	}
+	// The player is one a person can see and press: rendered with its
+	// controls, a box of its own, not hidden.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const a = document.querySelector("li.msg.user figure.audio audio[src^='/api/attachments/']"); if (!a) return false;
+		a.scrollIntoView(); const r = a.getBoundingClientRect(); return a.controls && a.checkVisibility({visibilityProperty: true, opacityProperty: true}) && r.width >= 100 && r.height >= 20 })()`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the audio player is not visible: %v", err)
+	}
 	if !poll(30*time.Second, func() bool {
 		reqs := model.Requests()
 		return strings.Contains(reqs[len(reqs)-1].LastMessage, `transcript: "call the plumber"`)

@@ -160,6 +160,9 @@ type Deps struct {
 	// their caption, and without one the sender hears they are not
 	// supported.
 	Media services.Media
+	// Speaker speaks the answers whose delivery asks for it
+	// (OutboundPayload.Speak) as voice notes; nil: text only.
+	Speaker services.Speaker
 	// Approvals decides an approval when the owner presses its Approve or
 	// Deny button (nil: the buttons answer that approvals are unavailable).
 	Approvals services.ApprovalDecider

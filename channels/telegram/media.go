@@ -190,3 +190,39 @@ func (b *Bot) sendFile(ctx context.Context, p OutboundPayload, f services.FileRe
 	return b.api.SendDocument(ctx, &bot.SendDocumentParams{ChatID: p.ChatID, Document: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)},
 		Caption: caption, ParseMode: mode, ReplyParameters: reply})
 }
+
+// spoken makes the voice note of p's text, item i of its delivery: the
+// item that sends it with sendVoice. A speech service that fails is logged
+// and the item recorded as done without a message (ok false): the text
+// went already, and a retry of the delivery does not ask again.
+func (b *Bot) spoken(ctx context.Context, p OutboundPayload, i int) (it item, ok bool, err error) {
+	audio, serr := b.opts.Speaker.Speak(ctx, speechText(p.Text))
+	if serr == nil && len(audio) > MaxUploadBytes {
+		serr = services.Errorf(services.ETOOLARGE, "the voice note is %s; Telegram takes files of at most 50 MB from bots", services.HumanBytes(int64(len(audio))))
+	}
+	if serr != nil {
+		if ctx.Err() != nil {
+			return item{}, false, ctx.Err()
+		}
+		b.log.Error("telegram: the answer is not spoken: the speech service failed; the text was sent", "key", p.Key, "chat_id", p.ChatID, "err", serr)
+		return item{}, false, b.opts.Store.MarkChunkSent(ctx, p.Key, i, 0)
+	}
+	return item{send: func(ctx context.Context, replyTo int, _ bool) (*models.Message, error) {
+		params := &bot.SendVoiceParams{ChatID: p.ChatID, Voice: &models.InputFileUpload{Filename: "answer.ogg", Data: bytes.NewReader(audio)}}
+		if replyTo != 0 {
+			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+		}
+		return b.api.SendVoice(ctx, params)
+	}}, true, nil
+}
+
+// speechText is the text of a Markdown answer as it is read aloud: what
+// the chat shows of it, without markup.
+func speechText(markdown string) string {
+	var b strings.Builder
+	for _, c := range Split(markdown, MaxMessageLen) {
+		b.WriteString(visibleText(c.HTML))
+		b.WriteString("\n")
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -49,6 +49,11 @@ type OutboundPayload struct {
 	// its buttons (Desk.tell; nothing is sent).
 	PairingDecided string `json:"pairing_decided,omitempty"`
 	PairingOutcome string `json:"pairing_outcome,omitempty"`
+	// Speak, for the answer to a voice question, sends the text spoken
+	// as a voice note (sendVoice) after it, when the bot has a speaker;
+	// the voice note is the delivery's last item. A speech service that
+	// fails is logged and the voice note left out: the text still arrives.
+	Speak bool `json:"speak,omitempty"`
 }
 
 // approvalKey is the delivery key of approval id's request to chat.
@@ -90,6 +95,10 @@ type Router struct {
 	// OwnerChats are the owner's private chats (their user ids), where
 	// messages nobody asked for (schedules' notifications) go.
 	OwnerChats []int64
+	// Speak: a speech service is configured, so the agent's answer to a
+	// voice note is spoken too unless the chat turned it off (/voice off,
+	// read in the reply's transaction).
+	Speak bool
 }
 
 var (
@@ -142,6 +151,10 @@ func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Me
 	if meta.ChatID == 0 {
 		return services.Errorf(services.EINVALID, "message %d has no Telegram chat id", to.ID)
 	}
+	speak, err := r.speaks(ctx, tx, to, reply)
+	if err != nil {
+		return err
+	}
 	return enqueueTx(ctx, tx, r.Queue, OutboundPayload{
 		Key:              fmt.Sprintf("reply:%d", reply.ID),
 		ChatID:           meta.ChatID,
@@ -150,7 +163,28 @@ func (r Router) RouteReplyTx(ctx context.Context, tx services.Tx, to services.Me
 		Timeline:         to.TimelineScope,
 		ReplyTo:          to.ID,
 		Files:            filesOf(reply),
+		Speak:            speak,
 	})
+}
+
+// speaks reports whether reply, the agent's answer to to, is spoken too:
+// to is a voice note, a speech service is configured and the chat did not
+// turn spoken replies off.
+func (r Router) speaks(ctx context.Context, tx services.Tx, to, reply services.Message) (bool, error) {
+	if !r.Speak || reply.Source != services.SourceAgent || strings.TrimSpace(reply.Content) == "" || !voiceQuestion(to) {
+		return false, nil
+	}
+	return tx.VoiceRepliesOn(ctx, services.SourceTelegram, to.Meta.ChatID)
+}
+
+// voiceQuestion reports whether m came as a voice note.
+func voiceQuestion(m services.Message) bool {
+	for _, f := range m.Meta.Files {
+		if f.Kind == services.AttachVoice {
+			return true
+		}
+	}
+	return false
 }
 
 // filesOf is the files a message carries, from its metadata.
@@ -192,6 +226,12 @@ func (b *Bot) Deliver(ctx context.Context, payload json.RawMessage) error {
 		if done[i] {
 			d.replyTo = 0
 			continue
+		}
+		if it.speak {
+			var ok bool
+			if it, ok, err = b.spoken(ctx, p, i); err != nil || !ok {
+				return err
+			}
 		}
 		if err := b.deliverItem(ctx, d, i, it); err != nil {
 			if errors.Is(err, errDropped) {
@@ -355,7 +395,10 @@ type item struct {
 	html bool
 	// text is a text chunk's HTML ("" for a file).
 	text string
-	send func(ctx context.Context, replyTo int, plain bool) (*models.Message, error)
+	// speak marks the voice note of the text, last: its audio is made by
+	// spoken just before it is sent.
+	speak bool
+	send  func(ctx context.Context, replyTo int, plain bool) (*models.Message, error)
 }
 
 // items are a delivery's messages in order, numbered as its chunks: the
@@ -404,6 +447,11 @@ func (b *Bot) items(p OutboundPayload) []item {
 				params.ReplyMarkup = pairingKeyboard(p.PairingCode)
 			}
 			return b.send(ctx, params)
+		}})
+	}
+	if p.Speak && b.opts.Speaker != nil {
+		out = append(out, item{speak: true, send: func(context.Context, int, bool) (*models.Message, error) {
+			return nil, errors.New("telegram: a voice note sent before it was spoken")
 		}})
 	}
 	return out

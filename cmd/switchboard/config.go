@@ -108,6 +108,10 @@ type Config struct {
 	TranscribeURL      string
 	TranscribeModel    string
 	TranscribeAPIKey   string
+	TTSURL             string
+	TTSModel           string
+	TTSVoice           string
+	TTSAPIKey          string
 	AgentRulesWritable bool
 
 	RateLimitPerMinute     int
@@ -449,6 +453,14 @@ func envTable() []envVar {
 			set: func(c *Config, v string) error { c.TranscribeModel = v; return nil }},
 		{Name: "TRANSCRIBE_API_KEY", Secret: true, Help: "Bearer key of the transcription API (empty: none sent).",
 			set: func(c *Config, v string) error { c.TranscribeAPIKey = v; return nil }},
+		{Name: "TTS_URL", Help: "Base URL of an OpenAI-compatible text-to-speech API (POST <url>/audio/speech, OGG/Opus), e.g. https://api.openai.com/v1 or a local TTS server; a voice question on Telegram is answered with a voice note as well as the text (/voice off turns it off per chat). Empty: no spoken replies.",
+			set: func(c *Config, v string) error { c.TTSURL = strings.TrimRight(v, "/"); return nil }},
+		{Name: "TTS_MODEL", Default: "tts-1", Help: "Model name sent to the speech API.",
+			set: func(c *Config, v string) error { c.TTSModel = v; return nil }},
+		{Name: "TTS_VOICE", Default: "alloy", Help: "Voice name sent to the speech API.",
+			set: func(c *Config, v string) error { c.TTSVoice = v; return nil }},
+		{Name: "TTS_API_KEY", Secret: true, Help: "Bearer key of the speech API (empty: none sent).",
+			set: func(c *Config, v string) error { c.TTSAPIKey = v; return nil }},
 		{Name: "AGENT_RULES_WRITABLE", Default: "0", Help: "Let the agent write the rules files RULES.md and CODE_LAW.md (1); 0: it can only propose rules, which the owner approves with /rules approve N.",
 			set: func(c *Config, v string) (err error) { c.AgentRulesWritable, err = parseBool(v); return }},
 		{Name: "RATE_LIMIT_PER_MINUTE", Default: "600", Help: "Requests per minute the owner may make to one instance (all their clients together); over it: 429 with Retry-After. 0 disables.",

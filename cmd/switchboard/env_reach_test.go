@@ -148,6 +148,21 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 		"TRANSCRIBE_API_KEY": {"tk-test", func(_ *Config, _ *app.App, b app.Config) error {
 			return want("transcription key", b.Media.TranscribeAPIKey, "tk-test")
 		}},
+		"TTS_URL": {"http://127.0.0.1:9/v1/", func(_ *Config, a *app.App, b app.Config) error {
+			if a.Speaker() == nil {
+				return fmt.Errorf("no speaker")
+			}
+			return want("speech URL", b.Media.TTSURL, "http://127.0.0.1:9/v1")
+		}},
+		"TTS_MODEL": {"gpt-4o-mini-tts", func(_ *Config, _ *app.App, b app.Config) error {
+			return want("speech model", b.Media.TTSModel, "gpt-4o-mini-tts")
+		}},
+		"TTS_VOICE": {"nova", func(_ *Config, _ *app.App, b app.Config) error {
+			return want("speech voice", b.Media.TTSVoice, "nova")
+		}},
+		"TTS_API_KEY": {"sk-tts", func(_ *Config, _ *app.App, b app.Config) error {
+			return want("speech key", b.Media.TTSAPIKey, "sk-tts")
+		}},
 		"LLM_MAX_RETRIES": {"5", func(_ *Config, _ *app.App, b app.Config) error { return want("retries", b.LLM.MaxRetries, 5) }},
 		"CONTEXT_KEEP_TURNS": {"7", func(_ *Config, _ *app.App, b app.Config) error {
 			return want("keep turns", b.Context.Compaction.KeepTurns, 7)

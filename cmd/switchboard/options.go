@@ -53,7 +53,8 @@ func (c *Config) AppConfig(dbURL string, log *slog.Logger, stdout io.Writer) app
 		Fetch:           fetch.Options{Allow: c.FetchAllow},
 		Search:          fetch.SearchOptions{URL: c.SearxngURL},
 		Media: app.MediaOptions{MaxBytes: c.MediaMaxBytes, TranscribeURL: c.TranscribeURL,
-			TranscribeModel: c.TranscribeModel, TranscribeAPIKey: c.TranscribeAPIKey},
+			TranscribeModel: c.TranscribeModel, TranscribeAPIKey: c.TranscribeAPIKey,
+			TTSURL: c.TTSURL, TTSModel: c.TTSModel, TTSVoice: c.TTSVoice, TTSAPIKey: c.TTSAPIKey},
 		Exec: c.ExecOptions(),
 		// The OpenAI-compatible channel waits a little longer than a run may
 		// take, so a run's own timeout notice reaches the client first.

@@ -80,8 +80,11 @@ type Deps struct {
 	// text before its prompt is built, read from Media (nil: not
 	// transcribed; the prompt says so).
 	Transcriber services.Transcriber
-	Media       services.Media
-	Context     *prompt.Manager
+	// Speaker, when set, speaks answers to voice questions (the channel
+	// delivers them; /voice sets it per chat in Store).
+	Speaker services.Speaker
+	Media   services.Media
+	Context *prompt.Manager
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	// Manifests hold each timeline's context manifest (/pin, /unpin,

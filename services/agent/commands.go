@@ -190,6 +190,43 @@ func (s *Service) pairingList(ctx context.Context) (string, error) {
 	return b.String(), nil
 }
 
+func (h commandHandlers) Voice(ctx context.Context, c services.CommandCall) (string, error) {
+	return h.s.cmdVoice(ctx, c.Message, c.Args)
+}
+
+// cmdVoice shows or sets whether a voice question in this chat is answered
+// with a voice note as well as the text.
+func (s *Service) cmdVoice(ctx context.Context, msg services.Message, args string) (string, error) {
+	if s.opts.Speaker == nil {
+		return "Spoken replies are off: no speech service is configured (set TTS_URL).", nil
+	}
+	if msg.Source != services.SourceTelegram || msg.Meta.ChatID == 0 {
+		return "Spoken replies are sent on Telegram: there, /voice on or /voice off sets them for the chat.", nil
+	}
+	switch strings.ToLower(strings.TrimSpace(args)) {
+	case "":
+		on, err := s.opts.Store.VoiceRepliesOn(ctx, msg.Source, msg.Meta.ChatID)
+		if err != nil {
+			return "", err
+		}
+		if on {
+			return "Spoken replies are on: a voice note is answered with a voice note as well as the text. /voice off turns them off.", nil
+		}
+		return "Spoken replies are off in this chat. /voice on turns them on.", nil
+	case "on":
+		if err := s.opts.Store.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, true); err != nil {
+			return "", err
+		}
+		return "Spoken replies on: a voice note is answered with a voice note as well as the text.", nil
+	case "off":
+		if err := s.opts.Store.SetVoiceReplies(ctx, msg.Source, msg.Meta.ChatID, false); err != nil {
+			return "", err
+		}
+		return "Spoken replies off: answers come as text only.", nil
+	}
+	return "Usage: /voice on or /voice off (no argument: the current setting).", nil
+}
+
 // cmdNew starts a fresh context: the summary cursors of the timeline move to
 // this message with an empty summary, so prompts start here. Nothing stored
 // is deleted.

@@ -73,7 +73,7 @@ type Sent struct {
 	Text, Raw, ParseMode string
 	ReplyTo              int64
 	At                   time.Time
-	// Method is sendMessage, sendPhoto or sendDocument; a file's upload
+	// Method is sendMessage, sendPhoto, sendDocument or sendVoice; a file's upload
 	// name and bytes are FileName and File, its caption is Text.
 	Method   string
 	FileName string
@@ -361,7 +361,7 @@ func (s *Strict) serve(r *http.Request, method string, p map[string]string) (any
 		return s.answerCallbackQuery(p)
 	case "getFile":
 		return s.getFile(p)
-	case "sendPhoto", "sendDocument":
+	case "sendPhoto", "sendDocument", "sendVoice":
 		return s.sendFile(method, p)
 	}
 	return nil, &apiError{status: 404, desc: "Not Found"}

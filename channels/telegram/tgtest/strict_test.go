@@ -127,3 +127,46 @@ func call(t *testing.T, u, enc string, params map[string]string) (bool, string) 
 	_ = json.NewDecoder(resp.Body).Decode(&r)
 	return r.OK, r.Description
 }
+
+// sendVoice takes a multipart OGG upload and answers with a Message whose
+// voice names it; without a file, or with one that is not OGG, it refuses.
+func TestStrictSendVoice(t *testing.T) {
+	t.Parallel()
+	s := StartStrict(t, "1:tok")
+	s.Send(User{ID: 7, FirstName: "Ann"}, "hi")
+	if ok, desc := call(t, s.URL+"/bot1:tok/sendVoice", "multipart", map[string]string{"chat_id": "7"}); ok || desc != "Bad Request: there is no voice in the request" {
+		t.Fatalf("no file: ok=%v %q", ok, desc)
+	}
+	upload := func(data string) (ok bool, desc string, voice map[string]any) {
+		var body bytes.Buffer
+		w := multipart.NewWriter(&body)
+		_ = w.WriteField("chat_id", "7")
+		part, _ := w.CreateFormFile("voice", "answer.ogg")
+		_, _ = part.Write([]byte(data))
+		_ = w.Close()
+		resp, err := http.Post(s.URL+"/bot1:tok/sendVoice", w.FormDataContentType(), &body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r struct {
+			OK          bool   `json:"ok"`
+			Description string `json:"description"`
+			Result      struct {
+				Voice map[string]any `json:"voice"`
+			} `json:"result"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&r)
+		return r.OK, r.Description, r.Result.Voice
+	}
+	if ok, desc, _ := upload("ID3 an mp3"); ok || !strings.Contains(desc, "OGG") {
+		t.Fatalf("not OGG: ok=%v %q", ok, desc)
+	}
+	ok, desc, voice := upload("OggS opus")
+	if !ok || voice["mime_type"] != "audio/ogg" || voice["file_id"] == "" {
+		t.Fatalf("OGG: ok=%v %q %v", ok, desc, voice)
+	}
+	if m := s.Messages(7); m[len(m)-1].Method != "sendVoice" || string(m[len(m)-1].File) != "OggS opus" {
+		t.Fatalf("messages: %+v", m)
+	}
+}
