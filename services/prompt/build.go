@@ -25,6 +25,7 @@ type build struct {
 	defs                             []services.ToolSpec
 	rules, settings, retrieved, todo textLayer
 	inputText                        string
+	inputContent                     string
 	inputImages                      []services.Image
 	inputTokens                      int
 	cursor                           int64
@@ -34,6 +35,7 @@ type build struct {
 	alloc                                            map[Layer]int
 	rulesText, settingsText, retrievedText, todoText string
 	rulesTrim, settingsTrim, retrievedTrim, todoTrim int
+	rulesOut                                         []bool
 	historyBudget                                    int
 	segKept                                          []services.Segment
 	segTrim, segUsed                                 int
@@ -117,6 +119,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 	if err != nil {
 		return err
 	}
+	b.inputContent = input.Content
 	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, &b.warns); err != nil {
 		return err
 	}
@@ -218,7 +221,8 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	b.alloc = alloc
 
 	// Trim each layer to its allocation.
-	b.rulesText, b.rulesTrim = b.rules.fit(tok, alloc[LayerRules])
+	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, alloc[LayerRules], b.inputContent)
+	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, alloc[LayerRules])
 	b.settingsText, b.settingsTrim = b.settings.fit(tok, alloc[LayerSettings])
 	b.retrievedText, b.retrievedTrim = b.retrieved.fit(tok, alloc[LayerRetrieved])
 	b.todoText, b.todoTrim = b.todo.fit(tok, alloc[LayerTodo])
@@ -336,7 +340,7 @@ func (m *Manager) inspect(b *build) {
 	p, alloc := b.p, b.alloc
 	b.ins.Layers = []LayerReport{
 		{Layer: LayerSystem, Tokens: b.systemTokens, Budget: alloc[LayerSystem], Items: 1 + len(p.Tools)},
-		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: alloc[LayerRules], Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: trimReason(b.rulesTrim, "rule text cut to fit")},
+		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: alloc[LayerRules], Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: b.rulesReason()},
 		{Layer: LayerSettings, Tokens: b.used(b.settingsText), Budget: alloc[LayerSettings], Items: len(b.settings.items) - b.settingsTrim, Trimmed: b.settingsTrim, Reason: trimReason(b.settingsTrim, "lowest-confidence settings left out")},
 		{Layer: LayerRetrieved, Tokens: b.used(b.retrievedText), Budget: alloc[LayerRetrieved], Items: len(b.retrieved.items) - b.retrievedTrim, Trimmed: b.retrievedTrim, Reason: trimReason(b.retrievedTrim, "lowest-score items left out")},
 		{Layer: LayerHistory, Tokens: b.segUsed + b.turnUsed - inputTokensIf(p, b.turns, b.inputTokens), Budget: b.historyBudget, Items: len(b.segKept) + max(len(b.turns)-btoi(p.TriggerID != 0), 0), Trimmed: b.segTrim + b.turnTrim, Reason: trimReason(b.segTrim+b.turnTrim, "oldest segments and turns left out to fit")},
@@ -382,7 +386,16 @@ func (m *Manager) explain(b *build) {
 	for i := range b.ins.Layers {
 		b.ins.Layers[i].Text = texts[b.ins.Layers[i].Layer]
 	}
-	b.ins.Sources = m.sources(sourceParts{p: p, base: b.baseSystem, rules: b.rules, settings: b.settings, retrieved: b.retrieved, todo: b.todo,
+	b.ins.Sources = m.sources(sourceParts{p: p, base: b.baseSystem, rules: b.rules, rulesOut: b.rulesOut, settings: b.settings, retrieved: b.retrieved, todo: b.todo,
 		trims:   map[Layer]int{LayerRules: b.rulesTrim, LayerSettings: b.settingsTrim, LayerRetrieved: b.retrievedTrim, LayerTodo: b.todoTrim},
 		reasons: b.ins.Layers, segKept: b.segKept, segTrim: b.segTrim, turns: b.turns, turnTrim: b.turnTrim, inputTokens: b.inputTokens})
+}
+
+// rulesReason says why rules were trimmed: whole rules left out by
+// priority (fitRules), or the text cut.
+func (b *build) rulesReason() string {
+	if b.rulesOut != nil {
+		return trimReason(b.rulesTrim, "rules left out to fit (the owner's own first, then by relevance to the input)")
+	}
+	return trimReason(b.rulesTrim, "rule text cut to fit")
 }
