@@ -221,8 +221,9 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	b.alloc = alloc
 
 	// Trim each layer to its allocation.
-	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, alloc[LayerRules], b.inputContent)
-	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, alloc[LayerRules])
+	rulesLimit := b.rulesLimit(alloc[LayerRules])
+	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, rulesLimit, b.inputContent)
+	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, rulesLimit)
 	b.settingsText, b.settingsTrim = b.settings.fit(tok, alloc[LayerSettings])
 	b.retrievedText, b.retrievedTrim = b.retrieved.fit(tok, alloc[LayerRetrieved])
 	b.todoText, b.todoTrim = b.todo.fit(tok, alloc[LayerTodo])
@@ -398,4 +399,23 @@ func (b *build) rulesReason() string {
 		return trimReason(b.rulesTrim, "rules left out to fit (the owner's own first, then by relevance to the input)")
 	}
 	return trimReason(b.rulesTrim, "rule text cut to fit")
+}
+
+// rulesLimit is what the rules layer may take: its allocation, and when
+// the rules need more than their share of the budget (the profile's share
+// of what the system layer leaves, at least its minimum), the larger of
+// that share and what the owner's own rules need. So the owner's own rules
+// are cut only when the prompt cannot hold them at all, and the agent's
+// approved proposals fill what is left of the share, most relevant first.
+func (b *build) rulesLimit(alloc int) int {
+	profile := b.profile
+	if profile.Validate() != nil {
+		profile = services.DefaultContextBudget()
+	}
+	lb := profile.Layers[string(LayerRules)]
+	share := max((b.budget-b.systemTokens)*lb.SharePercent/100, lb.MinTokens)
+	if b.rules.tokens(b.tok) <= share {
+		return alloc
+	}
+	return min(alloc, max(share, b.rules.estimate(b.tok, b.rules.explicit)))
 }

@@ -44,7 +44,7 @@ func (l textLayer) fitRules(tok Tokenizer, budget int, query string) (text strin
 	var kept []int
 	used := tok.Count(l.heading) + MessageOverhead
 	for _, i := range order {
-		if t := tok.Count("\n" + l.items[i]); used+t <= budget {
+		if t := l.itemTokens(tok, i); used+t <= budget {
 			keep[i], used = true, used+t
 			kept = append(kept, i)
 		}
@@ -66,6 +66,26 @@ func (l textLayer) fitRules(tok Tokenizer, budget int, query string) (text strin
 		out[i] = !keep[i]
 	}
 	return text, len(l.items) - len(kept), out
+}
+
+// itemTokens is item i's estimated share of the layer's tokens.
+func (l textLayer) itemTokens(tok Tokenizer, i int) int {
+	return tok.Count("\n" + l.items[i])
+}
+
+// estimate is fitRules' estimate of the tokens of the items want marks
+// (0 when none): the heading, each item's own count and the overhead.
+func (l textLayer) estimate(tok Tokenizer, want func(int) bool) int {
+	n, some := tok.Count(l.heading)+MessageOverhead, false
+	for i := range l.items {
+		if want(i) {
+			n, some = n+l.itemTokens(tok, i), true
+		}
+	}
+	if !some {
+		return 0
+	}
+	return n
 }
 
 // explicit reports whether item i is the owner's own (a rules file or a
