@@ -36,6 +36,7 @@ type build struct {
 	rulesText, settingsText, retrievedText, todoText string
 	rulesTrim, settingsTrim, retrievedTrim, todoTrim int
 	rulesOut                                         []bool
+	rulesBudget                                      int
 	historyBudget                                    int
 	segKept                                          []services.Segment
 	segTrim, segUsed                                 int
@@ -221,9 +222,9 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	b.alloc = alloc
 
 	// Trim each layer to its allocation.
-	rulesLimit := b.rulesLimit(alloc[LayerRules])
-	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, rulesLimit, b.inputContent)
-	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, rulesLimit)
+	b.rulesBudget = b.rulesLimit(alloc[LayerRules])
+	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, b.rulesBudget, b.inputContent)
+	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, b.rulesBudget)
 	b.settingsText, b.settingsTrim = b.settings.fit(tok, alloc[LayerSettings])
 	b.retrievedText, b.retrievedTrim = b.retrieved.fit(tok, alloc[LayerRetrieved])
 	b.todoText, b.todoTrim = b.todo.fit(tok, alloc[LayerTodo])
@@ -341,7 +342,7 @@ func (m *Manager) inspect(b *build) {
 	p, alloc := b.p, b.alloc
 	b.ins.Layers = []LayerReport{
 		{Layer: LayerSystem, Tokens: b.systemTokens, Budget: alloc[LayerSystem], Items: 1 + len(p.Tools)},
-		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: alloc[LayerRules], Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: b.rulesReason()},
+		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: b.rulesBudget, Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: b.rulesReason()},
 		{Layer: LayerSettings, Tokens: b.used(b.settingsText), Budget: alloc[LayerSettings], Items: len(b.settings.items) - b.settingsTrim, Trimmed: b.settingsTrim, Reason: trimReason(b.settingsTrim, "lowest-confidence settings left out")},
 		{Layer: LayerRetrieved, Tokens: b.used(b.retrievedText), Budget: alloc[LayerRetrieved], Items: len(b.retrieved.items) - b.retrievedTrim, Trimmed: b.retrievedTrim, Reason: trimReason(b.retrievedTrim, "lowest-score items left out")},
 		{Layer: LayerHistory, Tokens: b.segUsed + b.turnUsed - inputTokensIf(p, b.turns, b.inputTokens), Budget: b.historyBudget, Items: len(b.segKept) + max(len(b.turns)-btoi(p.TriggerID != 0), 0), Trimmed: b.segTrim + b.turnTrim, Reason: trimReason(b.segTrim+b.turnTrim, "oldest segments and turns left out to fit")},

@@ -1,8 +1,11 @@
 package prompt_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,6 +101,7 @@ func TestRulesOverShareKeepOwnersThenRelevant(t *testing.T) {
 	if rules.Trimmed != left || !strings.Contains(rules.Reason, "relevance") {
 		t.Fatalf("rules layer: %+v, want %d trimmed", rules, left)
 	}
+	checkRulesExample(t, p.Inspection)
 	for _, src := range p.Inspection.Sources {
 		if src.Layer != prompt.LayerRules {
 			continue
@@ -177,5 +181,44 @@ func TestOwnersRulesOverBudgetByRelevance(t *testing.T) {
 	// Ties (no word of the input) keep their order: the last goes first.
 	if !strings.Contains(warn, fmt.Sprintf("rule #%d (hard)", ids[3])) || strings.Contains(warn, fmt.Sprintf("rule #%d (hard)", ids[2])) {
 		t.Fatalf("warning %q", warn)
+	}
+}
+
+// checkRulesExample decodes docs/CONTEXT.md's context-rules-trimmed example
+// (unknown fields refused) and compares its rules layer's reason and its
+// warnings, numbers aside, with a real build's.
+func checkRulesExample(t *testing.T, real prompt.Inspection) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(docExample(t, "context-rules-trimmed")))
+	dec.DisallowUnknownFields()
+	var ex prompt.Preview
+	if err := dec.Decode(&ex); err != nil {
+		t.Fatalf("rules example: %v", err)
+	}
+	digits := regexp.MustCompile(`\d+`)
+	shape := func(s string) string {
+		s, _, _ = strings.Cut(s, ": rule")
+		return digits.ReplaceAllString(s, "N")
+	}
+	var realRules prompt.LayerReport
+	for _, l := range real.Layers {
+		if l.Layer == prompt.LayerRules {
+			realRules = l
+		}
+	}
+	if shape(ex.Layers[0].Reason) != shape(realRules.Reason) || ex.Layers[0].Budget < ex.Layers[0].Tokens {
+		t.Errorf("example's rules layer %+v, a build's %+v", ex.Layers[0], realRules)
+	}
+	want := map[string]string{}
+	for _, w := range real.Warnings {
+		want[w.Code] = shape(w.Message)
+	}
+	for _, w := range ex.Warnings {
+		if want[w.Code] != shape(w.Message) {
+			t.Errorf("example's warning %s %q, a build's %q", w.Code, shape(w.Message), want[w.Code])
+		}
+	}
+	if len(ex.Warnings) != 2 {
+		t.Errorf("example's warnings: %+v", ex.Warnings)
 	}
 }
