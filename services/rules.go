@@ -69,6 +69,10 @@ type RuleProposals interface {
 	ListRuleProposals(ctx context.Context, timelineScope string) ([]RuleProposal, error)
 }
 
+// NoticeRuleCheck marks the notice that flags an answer matching a hard
+// rule's check pattern (Constraint.Check; MessageMeta.Notice).
+const NoticeRuleCheck = "rule_check"
+
 // MaxRuleCheckBytes bounds a rule's check pattern.
 const MaxRuleCheckBytes = 1000
 

@@ -9,10 +9,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-// NoticeRuleCheck marks the notice that flags an answer matching a hard
-// rule's check pattern (services.Constraint.Check).
-const NoticeRuleCheck = "rule_check"
-
 // ruleCheckTimeout bounds the check of one answer (a read and a post).
 const ruleCheckTimeout = 10 * time.Second
 
@@ -40,7 +36,7 @@ func (e *execution) checkAnswer(ctx context.Context, answer string) {
 	_, _, err = s.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: timeline, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("run:%d:rule-check", e.run.ID), ReplyTo: e.trigger.ID,
-		Metadata: services.MessageMeta{RunID: e.run.ID, ReplyTo: e.trigger.ID, Notice: NoticeRuleCheck}.Encode(),
+		Metadata: services.MessageMeta{RunID: e.run.ID, ReplyTo: e.trigger.ID, Notice: services.NoticeRuleCheck}.Encode(),
 	})
 	if err != nil {
 		s.log.Error("rule check: notice not posted", "run_id", e.run.ID, "err", err)

@@ -37,7 +37,7 @@ func TestRuleCheckFlagsTheAnswer(t *testing.T) {
 	const want = `This answer may break your rule "no exclamation marks" (it contains '!').`
 	var flagged []int64
 	for i, m := range msgs {
-		if m.Source != services.SourceSystem || m.Meta.Notice != "rule_check" {
+		if m.Source != services.SourceSystem || m.Meta.Notice != services.NoticeRuleCheck {
 			continue
 		}
 		if m.Content != want {
