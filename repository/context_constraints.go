@@ -14,11 +14,14 @@ const codeConflict = "CONTEXT_BUDGET_CONFLICT"
 
 func scanConstraint(row pgx.Row) (services.Constraint, error) {
 	var c services.Constraint
-	err := row.Scan(&c.ID, &c.TimelineScope, &c.Text, &c.Hard, &c.Version, &c.UpdatedAt)
+	err := row.Scan(&c.ID, &c.TimelineScope, &c.Text, &c.Hard, &c.Check, &c.Version, &c.UpdatedAt, &c.Proposed)
 	return c, err
 }
 
-const constraintColumns = `id, timeline_scope, text, hard, version, updated_at`
+// constraintColumns are a rule's columns; proposed says whether an approved
+// proposal of the agent created it.
+const constraintColumns = `id, timeline_scope, text, hard, check_pattern, version, updated_at,
+	EXISTS (SELECT 1 FROM rule_proposals p WHERE p.constraint_id = context_constraints.id)`
 
 // ListConstraints returns a timeline's rules, oldest first.
 func (s *Store) ListConstraints(ctx context.Context, timelineScope string) ([]services.Constraint, error) {
@@ -38,6 +41,16 @@ func (s *Store) ListConstraints(ctx context.Context, timelineScope string) ([]se
 	return out, wrapErr("list constraints", rows.Err())
 }
 
+func validConstraint(c services.Constraint) error {
+	if err := validConstraintText(c.Text); err != nil {
+		return err
+	}
+	if c.Check != "" && !c.Hard {
+		return services.Errorf(services.EINVALID, "only a hard rule may carry a check pattern")
+	}
+	return services.ValidRuleCheck(c.Check)
+}
+
 func validConstraintText(t string) error {
 	if strings.TrimSpace(t) == "" {
 		return services.Errorf(services.EINVALID, "rule text is empty")
@@ -50,15 +63,15 @@ func validConstraintText(t string) error {
 
 // CreateConstraint stores a rule.
 func (s *Store) CreateConstraint(ctx context.Context, c services.Constraint) (services.Constraint, error) {
-	if err := validConstraintText(c.Text); err != nil {
+	if err := validConstraint(c); err != nil {
 		return services.Constraint{}, err
 	}
 	// At most services.MaxRuleEntries rules per timeline (seed 001's
 	// capacity), checked in the insert itself.
 	out, err := scanConstraint(s.db.QueryRow(ctx, `
-		INSERT INTO context_constraints (timeline_scope, text, hard)
-		SELECT $1, $2, $3 WHERE (SELECT count(*) FROM context_constraints WHERE timeline_scope = $1) < $4
-		RETURNING `+constraintColumns, c.TimelineScope, strings.TrimSpace(c.Text), c.Hard, services.MaxRuleEntries))
+		INSERT INTO context_constraints (timeline_scope, text, hard, check_pattern)
+		SELECT $1, $2, $3, $5 WHERE (SELECT count(*) FROM context_constraints WHERE timeline_scope = $1) < $4
+		RETURNING `+constraintColumns, c.TimelineScope, strings.TrimSpace(c.Text), c.Hard, services.MaxRuleEntries, c.Check))
 	if err == pgx.ErrNoRows {
 		return services.Constraint{}, services.CodedErrorf(services.EINVALID, services.CodeCapacityExceeded,
 			"this conversation already has %d rules, the most a prompt takes: remove one before adding another", services.MaxRuleEntries)
@@ -68,13 +81,13 @@ func (s *Store) CreateConstraint(ctx context.Context, c services.Constraint) (se
 
 // UpdateConstraint changes a rule at its version.
 func (s *Store) UpdateConstraint(ctx context.Context, c services.Constraint) (services.Constraint, error) {
-	if err := validConstraintText(c.Text); err != nil {
+	if err := validConstraint(c); err != nil {
 		return services.Constraint{}, err
 	}
 	out, err := scanConstraint(s.db.QueryRow(ctx, `
-		UPDATE context_constraints SET text = $4, hard = $5, version = version + 1, updated_at = now()
+		UPDATE context_constraints SET text = $4, hard = $5, check_pattern = $6, version = version + 1, updated_at = now()
 		WHERE id = $1 AND timeline_scope = $2 AND version = $3
-		RETURNING `+constraintColumns, c.ID, c.TimelineScope, c.Version, strings.TrimSpace(c.Text), c.Hard))
+		RETURNING `+constraintColumns, c.ID, c.TimelineScope, c.Version, strings.TrimSpace(c.Text), c.Hard, c.Check))
 	if err == pgx.ErrNoRows {
 		return services.Constraint{}, s.versionConflict(ctx, "context_constraints", c.TimelineScope, c.ID, c.Version)
 	}

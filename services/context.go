@@ -64,8 +64,15 @@ type Constraint struct {
 	TimelineScope string
 	Text          string
 	Hard          bool
-	Version       int
-	UpdatedAt     time.Time
+	// Check is a hard rule's check pattern (a Go regexp, "" for none): an
+	// answer it matches is flagged under the answer (docs/CONTEXT.md,
+	// "Checking answers against rules").
+	Check     string
+	Version   int
+	UpdatedAt time.Time
+	// Proposed: the rule came from the agent's proposal the owner approved
+	// (not written by the owner): trimmed before the owner's own.
+	Proposed bool
 }
 
 // MemoryItem is one remembered preference.

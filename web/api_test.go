@@ -361,6 +361,16 @@ func TestRulesMemoryAndContextAPI(t *testing.T) {
 	if r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"  "}`); r.StatusCode != 400 || !strings.Contains(body, "empty") {
 		t.Fatalf("empty rule: %d %s", r.StatusCode, body)
 	}
+	// A hard rule may carry a check pattern: a Go regexp, validated.
+	if r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"no shouting","check":"(!"}`); r.StatusCode != 400 || !strings.Contains(body, "not a valid regular expression") {
+		t.Fatalf("bad check: %d %s", r.StatusCode, body)
+	}
+	if r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"no shouting","hard":false,"check":"!"}`); r.StatusCode != 400 || !strings.Contains(body, "only a hard rule") {
+		t.Fatalf("soft rule's check: %d %s", r.StatusCode, body)
+	}
+	if r, body := do(t, "POST", in.URL+"/api/rules", testToken, `{"text":"no shouting","check":"!"}`); r.StatusCode != 201 || !strings.Contains(body, `"check":"!"`) {
+		t.Fatalf("rule with a check: %d %s", r.StatusCode, body)
+	}
 	if r, body := do(t, "PUT", in.URL+"/api/memory", testToken, `{"key":"name","value":"Ada"}`); r.StatusCode != 200 {
 		t.Fatalf("memory: %d %s", r.StatusCode, body)
 	}

@@ -152,15 +152,17 @@ func queryVersion(c echo.Context) (int, error) {
 
 // RuleJSON is a rule in the API.
 type RuleJSON struct {
-	ID      int64  `json:"id,omitempty"`
-	Text    string `json:"text"`
-	Hard    *bool  `json:"hard,omitempty"`
+	ID   int64  `json:"id,omitempty"`
+	Text string `json:"text"`
+	Hard *bool  `json:"hard,omitempty"`
+	// Check is a hard rule's check pattern (a Go regexp; docs/CONTEXT.md).
+	Check   string `json:"check,omitempty"`
 	Version int    `json:"version,omitempty"`
 }
 
 func ruleJSON(r services.Constraint) RuleJSON {
 	h := r.Hard
-	return RuleJSON{ID: r.ID, Text: r.Text, Hard: &h, Version: r.Version}
+	return RuleJSON{ID: r.ID, Text: r.Text, Hard: &h, Check: r.Check, Version: r.Version}
 }
 
 func (s *Server) handleListRules(c echo.Context) error {
@@ -181,7 +183,7 @@ func (s *Server) handleCreateRule(c echo.Context) error {
 		return err
 	}
 	hard := in.Hard == nil || *in.Hard
-	r, err := s.opts.ContextStore.CreateConstraint(c.Request().Context(), services.Constraint{TimelineScope: s.opts.OwnerTimeline, Text: in.Text, Hard: hard})
+	r, err := s.opts.ContextStore.CreateConstraint(c.Request().Context(), services.Constraint{TimelineScope: s.opts.OwnerTimeline, Text: in.Text, Hard: hard, Check: in.Check})
 	if err != nil {
 		return err
 	}
@@ -202,7 +204,7 @@ func (s *Server) handleUpdateRule(c echo.Context) error {
 		return services.Errorf(services.EINVALID, "field \"version\": the rule's current version is required")
 	}
 	hard := in.Hard == nil || *in.Hard
-	r, err := s.opts.ContextStore.UpdateConstraint(c.Request().Context(), services.Constraint{ID: id, TimelineScope: s.opts.OwnerTimeline, Text: in.Text, Hard: hard, Version: in.Version})
+	r, err := s.opts.ContextStore.UpdateConstraint(c.Request().Context(), services.Constraint{ID: id, TimelineScope: s.opts.OwnerTimeline, Text: in.Text, Hard: hard, Check: in.Check, Version: in.Version})
 	if err != nil {
 		return err
 	}

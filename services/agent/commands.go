@@ -590,8 +590,8 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 }
 
 // cmdRules lists, adds or removes the owner's rules of this timeline and
-// decides the agent's proposals: "/rules", "/rules add TEXT", "/rules soft
-// TEXT", "/rules remove ID", "/rules approve N", "/rules reject N".
+// decides the agent's proposals: "/rules", "/rules add TEXT", "/rules add
+// --check TEXT PATTERN" (services.ParseRuleAdd), "/rules soft TEXT", "/rules remove ID", "/rules approve N", "/rules reject N".
 func (s *Service) cmdRules(ctx context.Context, msg services.Message, args string) (string, error) {
 	if s.opts.ContextStore == nil {
 		return "Rules are not available.", nil
@@ -614,10 +614,13 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 		if len(cs) == 0 {
 			b.WriteString("No rules yet. Add one with /rules add TEXT (hard) or /rules soft TEXT.")
 		} else {
-			b.WriteString("Rules (sent with every prompt, never trimmed):")
+			b.WriteString("Rules (sent with every prompt; when they do not all fit, yours are kept first, then the most relevant to the message):")
 		}
 		for _, c := range cs {
 			fmt.Fprintf(&b, "\n#%d [%s] %s", c.ID, hardSoft(c.Hard), c.Text)
+			if c.Check != "" {
+				fmt.Fprintf(&b, " (check %s)", quoteCheck(c.Check))
+			}
 		}
 		if len(pending) > 0 {
 			b.WriteString("\nProposed by the agent, not in use until you approve (/rules approve N or /rules reject N):")
@@ -629,9 +632,20 @@ func (s *Service) cmdRules(ctx context.Context, msg services.Message, args strin
 	case "approve", "reject":
 		return s.cmdRuleDecision(ctx, msg, verb, rest)
 	case "add", "soft":
-		c, err := s.opts.ContextStore.CreateConstraint(ctx, services.Constraint{TimelineScope: msg.TimelineScope, Text: rest, Hard: verb == "add"})
+		text, check := rest, ""
+		if verb == "add" {
+			var err error
+			if text, check, err = services.ParseRuleAdd(rest); err != nil {
+				return "", err
+			}
+		}
+		c, err := s.opts.ContextStore.CreateConstraint(ctx, services.Constraint{TimelineScope: msg.TimelineScope, Text: text, Hard: verb == "add", Check: check})
 		if err != nil {
 			return "", err
+		}
+		if c.Check != "" {
+			s.auditCommand(ctx, msg, services.RuleAudit("", "added", c))
+			return fmt.Sprintf("Added rule #%d; answers matching %s will be flagged.", c.ID, quoteCheck(c.Check)), nil
 		}
 		s.auditCommand(ctx, msg, services.RuleAudit("", "added", c))
 		return fmt.Sprintf("Added rule #%d.", c.ID), nil
@@ -673,6 +687,15 @@ func (s *Service) auditCommand(ctx context.Context, msg services.Message, e serv
 	if _, err := audit.AppendAudit(ctx, e); err != nil {
 		s.log.Error("audit: command's change not recorded", "message_id", msg.ID, "action", e.Action, "err", err)
 	}
+}
+
+// quoteCheck writes a check pattern as the owner typed it: in single
+// quotes (double quotes when it holds a single quote).
+func quoteCheck(p string) string {
+	if strings.Contains(p, "'") {
+		return fmt.Sprintf("%q", p)
+	}
+	return "'" + p + "'"
 }
 
 func hardSoft(hard bool) string {

@@ -133,6 +133,10 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 		return err
 	}
 	s.publishRun(endCtx, done, fin.Status)
+	if out.err == nil && fin.Status == services.RunOK && s.opts.LLM.Name() != llm.ProviderOffline {
+		// Checked after the answer's commit: a check never holds it back.
+		e.checkAnswer(endCtx, out.answer)
+	}
 	compactAfter()
 	s.pruneRequests(endCtx)
 	s.log.Info("run finished", "run_id", run.ID, "timeline", run.TimelineScope, "status", fin.Status,

@@ -35,6 +35,10 @@ const (
 	// CodePinTrimmed: a pin did not fit the retrieved layer's budget and
 	// was left out of this prompt.
 	CodePinTrimmed = "CONTEXT_PIN_TRIMMED"
+	// CodeRulesTrimmed: the rules did not all fit the rules layer's
+	// budget; the owner's own rules were kept first, then the ones most
+	// relevant to the input, and the warning names the rest.
+	CodeRulesTrimmed = "CONTEXT_RULES_TRIMMED"
 	// CodeManifestInvalid: the context manifest could not be read (not
 	// valid JSON of its shape); its pins were skipped.
 	CodeManifestInvalid = services.CodeManifestInvalid
@@ -65,7 +69,7 @@ func CodeKind(code string) string {
 		return services.EUNAVAILABLE
 	case CodePinMissing:
 		return services.ENOTFOUND
-	case CodePinTrimmed:
+	case CodePinTrimmed, CodeRulesTrimmed:
 		return services.ETOOLARGE
 	case CodeManifestInvalid:
 		return services.EINVALID

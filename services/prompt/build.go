@@ -25,6 +25,7 @@ type build struct {
 	defs                             []services.ToolSpec
 	rules, settings, retrieved, todo textLayer
 	inputText                        string
+	inputContent                     string
 	inputImages                      []services.Image
 	inputTokens                      int
 	cursor                           int64
@@ -34,6 +35,8 @@ type build struct {
 	alloc                                            map[Layer]int
 	rulesText, settingsText, retrievedText, todoText string
 	rulesTrim, settingsTrim, retrievedTrim, todoTrim int
+	rulesOut                                         []bool
+	rulesBudget                                      int
 	historyBudget                                    int
 	segKept                                          []services.Segment
 	segTrim, segUsed                                 int
@@ -117,6 +120,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 	if err != nil {
 		return err
 	}
+	b.inputContent = input.Content
 	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, &b.warns); err != nil {
 		return err
 	}
@@ -218,7 +222,9 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	b.alloc = alloc
 
 	// Trim each layer to its allocation.
-	b.rulesText, b.rulesTrim = b.rules.fit(tok, alloc[LayerRules])
+	b.rulesBudget = b.rulesLimit(alloc[LayerRules])
+	b.rulesText, b.rulesTrim, b.rulesOut = b.rules.fitRules(tok, b.rulesBudget, b.inputContent)
+	rulesTrimmedWarning(&b.warns, b.rules, b.rulesOut, b.rulesBudget)
 	b.settingsText, b.settingsTrim = b.settings.fit(tok, alloc[LayerSettings])
 	b.retrievedText, b.retrievedTrim = b.retrieved.fit(tok, alloc[LayerRetrieved])
 	b.todoText, b.todoTrim = b.todo.fit(tok, alloc[LayerTodo])
@@ -336,7 +342,7 @@ func (m *Manager) inspect(b *build) {
 	p, alloc := b.p, b.alloc
 	b.ins.Layers = []LayerReport{
 		{Layer: LayerSystem, Tokens: b.systemTokens, Budget: alloc[LayerSystem], Items: 1 + len(p.Tools)},
-		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: alloc[LayerRules], Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: trimReason(b.rulesTrim, "rule text cut to fit")},
+		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: b.rulesBudget, Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: b.rulesReason()},
 		{Layer: LayerSettings, Tokens: b.used(b.settingsText), Budget: alloc[LayerSettings], Items: len(b.settings.items) - b.settingsTrim, Trimmed: b.settingsTrim, Reason: trimReason(b.settingsTrim, "lowest-confidence settings left out")},
 		{Layer: LayerRetrieved, Tokens: b.used(b.retrievedText), Budget: alloc[LayerRetrieved], Items: len(b.retrieved.items) - b.retrievedTrim, Trimmed: b.retrievedTrim, Reason: trimReason(b.retrievedTrim, "lowest-score items left out")},
 		{Layer: LayerHistory, Tokens: b.segUsed + b.turnUsed - inputTokensIf(p, b.turns, b.inputTokens), Budget: b.historyBudget, Items: len(b.segKept) + max(len(b.turns)-btoi(p.TriggerID != 0), 0), Trimmed: b.segTrim + b.turnTrim, Reason: trimReason(b.segTrim+b.turnTrim, "oldest segments and turns left out to fit")},
@@ -382,7 +388,35 @@ func (m *Manager) explain(b *build) {
 	for i := range b.ins.Layers {
 		b.ins.Layers[i].Text = texts[b.ins.Layers[i].Layer]
 	}
-	b.ins.Sources = m.sources(sourceParts{p: p, base: b.baseSystem, rules: b.rules, settings: b.settings, retrieved: b.retrieved, todo: b.todo,
+	b.ins.Sources = m.sources(sourceParts{p: p, base: b.baseSystem, rules: b.rules, rulesOut: b.rulesOut, settings: b.settings, retrieved: b.retrieved, todo: b.todo,
 		trims:   map[Layer]int{LayerRules: b.rulesTrim, LayerSettings: b.settingsTrim, LayerRetrieved: b.retrievedTrim, LayerTodo: b.todoTrim},
 		reasons: b.ins.Layers, segKept: b.segKept, segTrim: b.segTrim, turns: b.turns, turnTrim: b.turnTrim, inputTokens: b.inputTokens})
+}
+
+// rulesReason says why rules were trimmed: whole rules left out by
+// priority (fitRules), or the text cut.
+func (b *build) rulesReason() string {
+	if b.rulesOut != nil {
+		return trimReason(b.rulesTrim, "rules left out to fit (the owner's own first, then by relevance to the input)")
+	}
+	return trimReason(b.rulesTrim, "rule text cut to fit")
+}
+
+// rulesLimit is what the rules layer may take: its allocation, and when
+// the rules need more than their share of the budget (the profile's share
+// of what the system layer leaves, at least its minimum), the larger of
+// that share and what the owner's own rules need. So the owner's own rules
+// are cut only when the prompt cannot hold them at all, and the agent's
+// approved proposals fill what is left of the share, most relevant first.
+func (b *build) rulesLimit(alloc int) int {
+	profile := b.profile
+	if profile.Validate() != nil {
+		profile = services.DefaultContextBudget()
+	}
+	lb := profile.Layers[string(LayerRules)]
+	share := max((b.budget-b.systemTokens)*lb.SharePercent/100, lb.MinTokens)
+	if b.rules.tokens(b.tok) <= share {
+		return alloc
+	}
+	return min(alloc, max(share, b.rules.estimate(b.tok, b.rules.explicit)))
 }

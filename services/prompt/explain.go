@@ -13,6 +13,7 @@ type sourceParts struct {
 	p                                BuildParams
 	base                             string
 	rules, settings, retrieved, todo textLayer
+	rulesOut                         []bool
 	trims                            map[Layer]int
 	reasons                          []LayerReport
 	segKept                          []services.Segment
@@ -51,6 +52,9 @@ func (m *Manager) sources(s sourceParts) []SourceReport {
 		}
 		for i, item := range l.text.items {
 			r := SourceReport{Layer: l.layer, Source: l.text.sources[i], Tokens: tok.Count(item), Included: i < kept}
+			if l.layer == LayerRules && s.rulesOut != nil {
+				r.Included = !s.rulesOut[i]
+			}
 			if !r.Included {
 				r.Reason = reason(l.layer)
 			}

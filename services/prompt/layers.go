@@ -35,6 +35,9 @@ type textLayer struct {
 	// taint: the sources of the first item written under taint (a
 	// retrieved handoff), "" when none was.
 	taint string
+	// proposed marks the rules that came from the agent's approved
+	// proposals (rules only; fitRules keeps the owner's own first).
+	proposed []bool
 }
 
 func (l *textLayer) add(item, source string) {
@@ -87,11 +90,13 @@ func (l textLayer) fit(tok Tokenizer, budget int) (string, int) {
 
 // rulesLayer: the rules file of the workspace, then the owner's
 // constraints (hard ones first). Never trimmed unless it alone exceeds the
-// budget (CONTEXT_RULES_OVERBUDGET).
+// budget (CONTEXT_RULES_OVERBUDGET); then fitRules chooses which rules
+// stay (CONTEXT_RULES_TRIMMED names the others).
 func (m *Manager) rulesLayer(ctx context.Context, timeline string, warns *warningSet) (textLayer, error) {
 	l := textLayer{heading: "## Rules (always follow these)", cuttable: true}
 	for _, f := range m.rulesFiles(timeline) {
 		l.add(fmt.Sprintf("From %s:\n%s", f.Name, f.Text), "rules file "+f.Name)
+		l.proposed = append(l.proposed, false)
 	}
 	if m.opts.Context != nil {
 		cs, err := m.opts.Context.ListConstraints(ctx, timeline)
@@ -108,12 +113,13 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string, warns *warnin
 				kind = "hard"
 			}
 			l.add(fmt.Sprintf("- [%s] %s", kind, c.Text), fmt.Sprintf("rule #%d (%s)", c.ID, kind))
+			l.proposed = append(l.proposed, c.Proposed)
 		}
 	}
 	if n := len(l.items); n > services.MaxRuleEntries {
 		warns.add(services.CodeCapacityExceeded, "%d rule entries, a prompt takes at most %d: the last %d (%s to %s) left out",
 			n, services.MaxRuleEntries, n-services.MaxRuleEntries, l.sources[services.MaxRuleEntries], l.sources[n-1])
-		l.items, l.sources = l.items[:services.MaxRuleEntries], l.sources[:services.MaxRuleEntries]
+		l.items, l.sources, l.proposed = l.items[:services.MaxRuleEntries], l.sources[:services.MaxRuleEntries], l.proposed[:services.MaxRuleEntries]
 	}
 	return l, nil
 }
