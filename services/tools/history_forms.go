@@ -347,7 +347,11 @@ func WriteForm() HistoryForm {
 		}
 		head, kept, total := headLines(a.Content, FormWriteLines, formSnippetBytes)
 		var b strings.Builder
-		fmt.Fprintf(&b, "[%s %s: %d bytes written, %d lines; the file is %d bytes]", how, path, len(a.Content), total, fieldInt(m, "size"))
+		written := fieldInt(m, "bytes_written")
+		if written == 0 {
+			written = len(a.Content)
+		}
+		fmt.Fprintf(&b, "[%s %s: %d bytes written, %d lines; the file is %d bytes]", how, path, written, total, fieldInt(m, "size"))
 		if total > 0 {
 			fmt.Fprintf(&b, "\nfirst %d lines:\n%s", kept, strings.TrimSuffix(head, "\n"))
 		}
