@@ -144,7 +144,7 @@ func TestTodoRecapEndsThePrompt(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	space := mapSpace{files: map[string]string{
-		services.TodoPath("main"):         "- [x] read the plan\n- [ ] write the report\n",
+		services.TodoPath("main"):        "- [x] read the plan\n- [ ] write the report\n",
 		services.TodoPath("sub:coder:9"): "- [ ] a sub-agent's step\n",
 	}}
 	q, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "summarise @notes.md", Visible: true})
