@@ -737,7 +737,8 @@ func historyRule(registry *tools.Registry) func(string) (prompt.CompressionRule,
 		if !ok {
 			return prompt.CompressionRule{}, false
 		}
-		return prompt.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields}, true
+		return prompt.CompressionRule{MaxChars: t.History.MaxChars, KeepFields: t.History.KeepFields, DropFields: t.History.DropFields,
+			Form: t.History.Form}, true
 	}
 }
 

@@ -24,6 +24,7 @@ func (a *App) toolList() []toolSet {
 	return []toolSet{
 		{"read_file, write_file, edit_file, read_block, replace_block, list_files, search", true,
 			func(r *tools.Registry) error { return tools.RegisterWorkspaceTools(r, a.spaces.For) }},
+		{tools.TodoName, true, func(r *tools.Registry) error { return r.Register(tools.Todo(a.spaces.For)) }},
 		{"remember", true, func(r *tools.Registry) error { return agent.RegisterMemoryTool(r, a.store) }},
 		{"fetch_url", true, func(r *tools.Registry) error {
 			if err := fetch.Register(r, cfg.Fetch); err != nil {

@@ -51,7 +51,7 @@ func (s *Service) registerRecallTools(reg *tools.Registry) error {
 			"Search this conversation's whole archive, summarised turns included. Returns an index: id, date, role, "+
 				"one line, tokens to read the item. Use a few distinctive words; all must match (else any). "+
 				"Then recall_timeline or recall_detail.",
-			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800}),
+			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800, Form: tools.SearchForm(recallSearchFields)}),
 		tools.Func("recall_timeline", services.EffectRead,
 			"The messages around an archive id, one line each.",
 			s.recallTimeline).WithHistory(tools.HistoryRule{MaxChars: 800}),
@@ -65,6 +65,11 @@ func (s *Service) registerRecallTools(reg *tools.Registry) error {
 	}
 	return nil
 }
+
+// recallSearchFields is where recall_search's index keeps its matches,
+// for its history form: each entry's id (what recall_detail reads it by)
+// and its line.
+var recallSearchFields = tools.SearchFields{Query: "query", Matches: "results", Where: []string{"id"}, Text: "text"}
 
 type recallSearchArgs struct {
 	Query  string `json:"query" jsonschema:"Words to find."`

@@ -124,7 +124,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, &b.warns); err != nil {
 		return err
 	}
-	b.todo = m.todoLayer(p.TimelineScope)
+	b.todo = m.todoLayer(p.TimelineScope, p.ContextScope)
 
 	readScope := m.ReadScope(p.ContextScope)
 	b.ins.ReadScope = readScope

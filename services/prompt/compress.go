@@ -25,6 +25,23 @@ type CompressionRule struct {
 	// and applies to every element of arrays on the way. "status" and "error"
 	// at the top level cannot be dropped.
 	DropFields []string
+	// Form, when set, writes the result's history form by its tool's kind
+	// (the tool's tools.HistoryForm: a listing's counts and first entries,
+	// a search's first matches, a read's numbered lines, an edit's or a
+	// write's first lines) from the call's arguments and the result; ok
+	// false leaves the result to the rules above.
+	Form func(args, result string) (form string, ok bool)
+}
+
+// HistoryForm is a past tool result as history keeps it: the rule's Form
+// when it reads the result, else Compress.
+func HistoryForm(toolName, args, result string, rule CompressionRule) string {
+	if rule.Form != nil {
+		if form, ok := rule.Form(args, result); ok {
+			return form
+		}
+	}
+	return Compress(toolName, result, rule)
 }
 
 // CompressSlack is how far markers may take Compress's output beyond MaxChars.

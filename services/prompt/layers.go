@@ -396,11 +396,31 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// todoLayer: the first lines of TODO.md in the workspace, when present.
-func (m *Manager) todoLayer(timeline string) textLayer {
+// TodoListHeading opens the scope's task list (the todo tool's) in the
+// todo recap.
+const TodoListHeading = "Your task list (set with the todo tool; call it again to tick items off or change them):"
+
+// todoLayer: the scope's task list (the todo tool's, services.TodoPath),
+// then the first lines of TODO.md in the workspace, when present.
+func (m *Manager) todoLayer(timeline, contextScope string) textLayer {
 	l := textLayer{heading: "[Todo recap]"}
 	if m.opts.Workspace == nil {
 		return l
+	}
+	if data, err := m.opts.Workspace.ReadFile(timeline, services.TodoPath(contextScope)); err == nil {
+		var items []string
+		for _, ln := range strings.Split(string(data), "\n") {
+			if strings.TrimSpace(ln) != "" && len(items) < services.MaxTodoItems {
+				items = append(items, ln)
+			}
+		}
+		if len(items) > 0 {
+			src := services.TodoPath(contextScope)
+			l.add(TodoListHeading, src)
+			for _, it := range items {
+				l.add(it, src)
+			}
+		}
 	}
 	names, err := m.opts.Workspace.RootFiles(timeline)
 	if err != nil {

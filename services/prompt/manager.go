@@ -440,6 +440,7 @@ func (m *Manager) historyRule(tool string) CompressionRule {
 // turns are kept in their compressed history form, by their tool's rule.
 func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm.Message {
 	var out []llm.Message
+	args := map[string]string{} // a call's arguments, for its result's history form
 	for _, m := range t.msgs {
 		switch m.Role {
 		case services.RoleUser:
@@ -450,12 +451,15 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: content})
 		case services.RoleAssistant:
 			meta := metaOf(m)
+			for _, c := range meta.ToolCalls {
+				args[c.ID] = string(c.Arguments)
+			}
 			out = append(out, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: meta.ToolCalls})
 		case services.RoleTool:
 			meta := metaOf(m)
 			content := m.Content
 			if !current {
-				content = Compress(meta.ToolName, content, rule(meta.ToolName))
+				content = HistoryForm(meta.ToolName, args[meta.ToolCallID], content, rule(meta.ToolName))
 			}
 			out = append(out, llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: meta.ToolCallID, IsError: meta.IsError})
 		}
@@ -650,6 +654,9 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 			for _, r := range t.msgs {
 				t.tokens += cost(r)
 			}
+			if msg.ID != triggerID {
+				t.tokens += m.formGrowth(t, cost)
+			}
 			if full || used+t.tokens > limit {
 				full = true
 				trimmed++
@@ -673,6 +680,32 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 		kept[i], kept[j] = kept[j], kept[i]
 	}
 	return historyRead{turns: kept, trimmed: trimmed, used: used, limit: limit}, nil
+}
+
+// formGrowth is what a past turn's tool results take beyond their stored
+// counts in their history forms: a write's or an edit's form quotes the
+// call's first lines, which the result row does not hold. A form smaller
+// than its row is counted at the row's count, as before.
+func (m *Manager) formGrowth(t turn, cost func(services.Message) int) int {
+	growth := 0
+	args := map[string]string{}
+	for _, r := range t.msgs {
+		meta := metaOf(r)
+		switch r.Role {
+		case services.RoleAssistant:
+			for _, c := range meta.ToolCalls {
+				args[c.ID] = string(c.Arguments)
+			}
+		case services.RoleTool:
+			rule := m.historyRule(meta.ToolName)
+			if rule.Form == nil {
+				continue
+			}
+			n := m.opts.Tokenizer.Count(HistoryForm(meta.ToolName, args[meta.ToolCallID], r.Content, rule)) + MessageOverhead + 1
+			growth += max(n-cost(r), 0)
+		}
+	}
+	return growth
 }
 
 // filesOf returns the attachments of a page's user messages.

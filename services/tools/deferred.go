@@ -40,7 +40,7 @@ var builtinGroup = map[string]string{
 	"recall_timeline": "context", "recall_detail": "context", "propose_rule": "context",
 	"read_block": "workspace", "replace_block": "workspace",
 	"read_file": "workspace", "write_file": "workspace", "edit_file": "workspace", "list_files": "workspace", "search": "workspace",
-	"recall_search": "context", "remember": "context", "delegate": "agents",
+	"recall_search": "context", "remember": "context", "todo": "context", "delegate": "agents",
 	"exec": "code",
 }
 
@@ -48,7 +48,7 @@ var groupSummary = map[string]string{
 	"schedules": "create, list, change, pause and cancel reminders and monitors",
 	"web":       "fetch a web page, search the web",
 	"media":     "send a workspace file (a picture, a document) to the owner",
-	"context":   "the conversation's archive around a hit and in full, remembered settings, standing rules",
+	"context":   "the conversation's archive around a hit and in full, remembered settings, standing rules, your task list",
 	"workspace": "the workspace's files: read, write, edit, list, search, Markdown blocks",
 	"agents":    "delegate a task to a sub-agent",
 	"code":      "run a command or script in a sandbox over the workspace (python3, sqlite3, jq, coreutils)",

@@ -84,9 +84,10 @@ type Result struct {
 }
 
 // HistoryRule describes how a tool's result is kept in conversation history
-// once it is no longer the newest turn. The ContextManager applies it
-// (prompt.Compress): status and errors kept, bulky fields dropped, the
-// rest cut to MaxChars.
+// once it is no longer the newest turn. The ContextManager applies it: the
+// tool's Form when it has one and it reads the result, else
+// prompt.Compress (status and errors kept, bulky fields dropped, the rest
+// cut to MaxChars).
 type HistoryRule struct {
 	// MaxChars bounds the history form of a result (bytes). 0: the default.
 	MaxChars int
@@ -94,6 +95,9 @@ type HistoryRule struct {
 	KeepFields []string
 	// DropFields lists top-level fields removed.
 	DropFields []string
+	// Form writes the history form by the tool's kind (list, search, read,
+	// edit, write, one line: history_forms.go); nil: the rules above.
+	Form HistoryForm
 }
 
 // Tool is one callable tool. Tools of this program are built with Func from

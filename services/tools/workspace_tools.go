@@ -45,23 +45,24 @@ func RegisterWorkspaceTools(reg *Registry, ws WorkspaceFor) error {
 			WithHistory(HistoryRule{
 				MaxChars:   1000,
 				KeepFields: []string{"path", "size", "mtime", "start_line", "end_line", "truncated", "changed_since_last_read", "content"},
+				Form:       ReadForm(),
 			}),
 		Func("write_file", services.EffectWorkspace, "Write a text file in your workspace, creating parent directories. Replaces the file "+
 			"atomically, or appends with append=true. At most 1 MiB per call.", t.writeFile).
-			WithHistory(HistoryRule{MaxChars: 300}),
+			WithHistory(HistoryRule{MaxChars: 300, Form: WriteForm()}),
 		Func("edit_file", services.EffectWorkspace, "Change part of a text file in your workspace: replace old_text (exact, unique unless "+
 			"replace_all) with new_text. Cheaper and safer than rewriting the whole file with write_file.", t.editFile).
-			WithHistory(HistoryRule{MaxChars: 300}),
+			WithHistory(HistoryRule{MaxChars: 300, Form: EditForm()}),
 		Func("read_block", services.EffectRead, "Read one section of a Markdown file in your workspace by its heading path (e.g. \"Plan / Risks\").", t.readBlock).
-			WithHistory(HistoryRule{MaxChars: 1000, KeepFields: []string{"path", "heading", "start_line", "end_line", "content"}}),
+			WithHistory(HistoryRule{MaxChars: 1000, KeepFields: []string{"path", "heading", "start_line", "end_line", "content"}, Form: ReadForm()}),
 		Func("replace_block", services.EffectWorkspace, "Replace the body of one section of a Markdown file in your workspace (below its heading, "+
 			"down to the next heading of the same or a higher level), found by its heading path.", t.replaceBlock).
 			WithHistory(HistoryRule{MaxChars: 300}),
 		Func("list_files", services.EffectRead, "List files and directories in your workspace with type, size and mtime (at most 500 entries).", t.listFiles).
-			WithHistory(HistoryRule{MaxChars: 1500}),
+			WithHistory(HistoryRule{MaxChars: 1500, Form: ListForm(FormListEntries)}),
 		Func("search", services.EffectRead, "Search the text files of your workspace for a plain substring, ignoring case. "+
 			"Returns file, line number and line text for each match. Skips binary files and files over 1 MiB.", t.search).
-			WithHistory(HistoryRule{MaxChars: 1200, DropFields: []string{"files_searched"}}),
+			WithHistory(HistoryRule{MaxChars: 1200, DropFields: []string{"files_searched"}, Form: SearchForm(WorkspaceSearch)}),
 	} {
 		if err := reg.Register(tool); err != nil {
 			return err

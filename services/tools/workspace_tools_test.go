@@ -333,7 +333,8 @@ func TestReadFileHistoryRule(t *testing.T) {
 	}
 }
 
-// historyForm is how the ContextManager keeps a result of tool in history.
+// historyForm is how a tool's field rules keep a result in history (what
+// the ContextManager falls back to when no history form reads it).
 func historyForm(tool Tool, res Result) string {
 	return prompt.Compress(tool.Name, res.Content, prompt.CompressionRule{
 		MaxChars: tool.History.MaxChars, KeepFields: tool.History.KeepFields, DropFields: tool.History.DropFields})

@@ -1,0 +1,73 @@
+package services
+
+import (
+	"fmt"
+	"strings"
+)
+
+// TodoItem is one entry of an agent's task list (the todo tool): what to
+// do and whether it is done.
+type TodoItem struct {
+	Text string `json:"text" jsonschema:"One step, one line."`
+	Done bool   `json:"done,omitempty" jsonschema:"The step is done."`
+}
+
+// Bounds of a task list.
+const (
+	MaxTodoItems     = 20
+	MaxTodoItemBytes = 200
+)
+
+// TodoDir holds the task lists in a timeline's workspace, one file per
+// context scope.
+const TodoDir = ".todo"
+
+// TodoPath is where a context scope's task list is kept in its timeline's
+// workspace: .todo/<scope>.md, the scope's ":" written "_" ("main":
+// .todo/main.md, "sub:coder:42": .todo/sub_coder_42.md).
+func TodoPath(contextScope string) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-':
+			return r
+		}
+		return '_'
+	}, contextScope)
+	if name == "" {
+		name = MainScope
+	}
+	return TodoDir + "/" + name + ".md"
+}
+
+// CheckTodo refuses a list that is too long, or an item that is empty, too
+// long or more than one line (EINVALID, naming it).
+func CheckTodo(items []TodoItem) error {
+	if len(items) > MaxTodoItems {
+		return Errorf(EINVALID, "the list has %d items; at most %d", len(items), MaxTodoItems)
+	}
+	for i, it := range items {
+		switch t := strings.TrimSpace(it.Text); {
+		case t == "":
+			return Errorf(EINVALID, "item %d is empty", i+1)
+		case len(t) > MaxTodoItemBytes:
+			return Errorf(EINVALID, "item %d is %d bytes; at most %d", i+1, len(t), MaxTodoItemBytes)
+		case strings.ContainsAny(t, "\r\n"):
+			return Errorf(EINVALID, "item %d has more than one line", i+1)
+		}
+	}
+	return nil
+}
+
+// FormatTodo writes a task list as a Markdown checklist, one line an item
+// ("- [x] done step", "- [ ] open step").
+func FormatTodo(items []TodoItem) string {
+	var b strings.Builder
+	for _, it := range items {
+		box := " "
+		if it.Done {
+			box = "x"
+		}
+		fmt.Fprintf(&b, "- [%s] %s\n", box, strings.TrimSpace(it.Text))
+	}
+	return b.String()
+}
