@@ -125,6 +125,14 @@ func (c *Client) Upload(ctx context.Context, content, clientKey, path string) (w
 	return out.Message, err
 }
 
+// ToolResult fetches what tool call callID of run runID returned (GET
+// /api/runs/:run/tools/:call).
+func (c *Client) ToolResult(ctx context.Context, runID int64, callID string) (wire.ToolResult, error) {
+	var out wire.ToolResult
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/runs/%d/tools/%s", runID, url.PathEscape(callID)), nil, &out)
+	return out, err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	return c.send(ctx, method, path, body, "application/json", out)
 }

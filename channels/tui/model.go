@@ -30,6 +30,8 @@ type Backend interface {
 	Upload(ctx context.Context, content, clientKey, path string) (wire.Message, error)
 	// Timeline fetches a page (the model asks for older pages only).
 	Timeline(ctx context.Context, q TimelineQuery) (wire.Page, error)
+	// ToolResult fetches what a run's tool call returned (/result).
+	ToolResult(ctx context.Context, runID int64, callID string) (wire.ToolResult, error)
 }
 
 var _ Backend = (*Client)(nil)
@@ -53,6 +55,7 @@ var HelpText = func() string {
 	}
 	b.WriteString(`Local:
   /attach PATH       send the file at PATH (the text for it on the lines after)
+  /result            show what the last finished tool call returned
   /help              this list
   /quit, Ctrl+C      leave
 Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll
@@ -250,6 +253,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			break
 		}
 		m.applyEvent(msg.Event)
+	case resultMsg:
+		if msg.err != nil {
+			m.setNotice("the result could not be read: " + msg.err.Error())
+		} else {
+			m.notes = append(m.notes, note{afterID: m.tl.newest(), text: msg.text})
+		}
 	case reloadedMsg:
 		if m.tl.replace(msg.msg) {
 			delete(m.rendered, msg.msg.ID)
@@ -540,6 +549,9 @@ func (m *Model) submit() tea.Cmd {
 		return tea.Quit
 	case "/attach":
 		return m.attach(text)
+	case "/result":
+		m.ta.Reset()
+		return m.lastResult()
 	}
 	m.ta.Reset()
 	m.outbox = append(m.outbox, pendingPost{content: text, key: NewClientKey()})
@@ -572,6 +584,76 @@ func (m *Model) attach(text string) tea.Cmd {
 	m.ta.Reset()
 	m.outbox = append(m.outbox, pendingPost{content: strings.TrimSpace(rest), key: NewClientKey(), file: path})
 	return m.startPost()
+}
+
+// resultMsg is a tool call's result, written for the terminal (/result).
+type resultMsg struct {
+	text string
+	err  error
+}
+
+// resultLines is how much of a result /result shows; the page shows it whole.
+const resultLines = 40
+
+// lastResult fetches what the newest finished tool call on the timeline
+// returned and shows it as a note; without one it says so.
+func (m *Model) lastResult() tea.Cmd {
+	for i := len(m.tl.msgs) - 1; i >= 0; i-- {
+		msg := m.tl.msgs[i]
+		var meta struct {
+			RunID int64 `json:"run_id"`
+		}
+		if len(msg.Tools) == 0 || json.Unmarshal(msg.Metadata, &meta) != nil || meta.RunID == 0 {
+			continue
+		}
+		for j := len(msg.Tools) - 1; j >= 0; j-- {
+			if tu := msg.Tools[j]; tu.Status != "running" && tu.ID != "" {
+				return m.fetchResult(meta.RunID, tu)
+			}
+		}
+	}
+	m.setNotice("no finished tool call on the timeline yet")
+	return nil
+}
+
+func (m *Model) fetchResult(runID int64, tu wire.ToolUse) tea.Cmd {
+	b := m.backend
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		r, err := b.ToolResult(ctx, runID, tu.ID)
+		if err != nil {
+			return resultMsg{err: err}
+		}
+		return resultMsg{text: resultText(r, tu.Arg)}
+	}
+}
+
+// resultText is a tool result as /result shows it: the call, then at most
+// resultLines lines of what it returned, and the images by name.
+func resultText(r wire.ToolResult, arg string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Result of %s", r.Tool)
+	if arg != "" {
+		fmt.Fprintf(&b, " %s", arg)
+	}
+	if r.IsError {
+		b.WriteString(" (an error)")
+	}
+	b.WriteString(":\n")
+	lines := strings.Split(strings.TrimRight(r.Content, "\n"), "\n")
+	more := len(lines) - resultLines
+	if more > 0 {
+		lines = lines[:resultLines]
+	}
+	b.WriteString(strings.Join(lines, "\n"))
+	if more > 0 || r.Truncated {
+		fmt.Fprintf(&b, "\n… (%d characters in all; the chat page shows the result whole)", r.Chars)
+	}
+	for _, im := range r.Images {
+		fmt.Fprintf(&b, "\n[image %s, %s]", im.Name, im.URL)
+	}
+	return b.String()
 }
 
 // reloadedMsg is a message read again (a voice note with its transcript).

@@ -24,6 +24,7 @@ type fakeBackend struct {
 	nextID  int64
 	older   map[int64]wire.Page // before id → page
 	befores []int64
+	results map[string]wire.ToolResult // "run/call" → result
 }
 
 type fakePost struct{ content, key string }
@@ -47,6 +48,16 @@ func (b *fakeBackend) Upload(_ context.Context, content, key, path string) (wire
 	b.posts = append(b.posts, fakePost{content + " [" + path + "]", key})
 	b.nextID++
 	return wire.Message{ID: b.nextID, Role: "user", Source: SourceTUI, Content: content, CreatedAt: testNow}, nil
+}
+
+func (b *fakeBackend) ToolResult(_ context.Context, runID int64, callID string) (wire.ToolResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.results[fmt.Sprintf("%d/%s", runID, callID)]
+	if !ok {
+		return wire.ToolResult{}, fmt.Errorf("not found (404)")
+	}
+	return r, nil
 }
 
 func (b *fakeBackend) Timeline(_ context.Context, q TimelineQuery) (wire.Page, error) {
@@ -107,7 +118,7 @@ func runCmd(t *testing.T, m *Model, cmd tea.Cmd) {
 		for _, c := range msg {
 			runCmd(t, m, c)
 		}
-	case postDoneMsg, olderMsg:
+	case postDoneMsg, olderMsg, resultMsg:
 		_, next := m.Update(msg)
 		runCmd(t, m, next)
 	}
@@ -510,5 +521,42 @@ func TestModelApprovalShowsItsDecision(t *testing.T) {
 	send(t, m, MessageMsg{Message: late})
 	if v = screen(m); !strings.Contains(v, "✗ denied via telegram") || strings.Contains(v, "waiting for your decision") {
 		t.Fatalf("a late older state took the decision back:\n%s", v)
+	}
+}
+
+// TestResultShowsTheLastToolCallsResult: /result fetches what the newest
+// finished tool call returned (its run from the answer's metadata) and
+// shows it on screen, at most 40 lines, saying there is more; before any
+// tool call it says there is none, and nothing is sent to the agent.
+func TestResultShowsTheLastToolCallsResult(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{results: map[string]wire.ToolResult{}}
+	var long []string
+	for i := 1; i <= 60; i++ {
+		long = append(long, fmt.Sprintf("line %d of the file", i))
+	}
+	b.results["7/call_2"] = wire.ToolResult{RunID: 7, CallID: "call_2", Tool: "read_file", Content: strings.Join(long, "\n"), Chars: 1200}
+	m := newTestModel(t, b, wire.Page{Messages: []wire.Message{msgAt(1, "web", "user", "hello")}}, 100, 80)
+	typeText(t, m, "/result")
+	if got := screen(m); !strings.Contains(got, "no finished tool call on the timeline yet") {
+		t.Fatalf("before any tool call:\n%s", got)
+	}
+	answer := msgAt(2, "agent", "assistant", "Here is the file.")
+	answer.Metadata = []byte(`{"run_id":7,"reply_to":1}`)
+	answer.Tools = []wire.ToolUse{{ID: "call_1", Name: "list_files", Status: "ok"}, {ID: "call_2", Name: "read_file", Arg: "notes.md", Status: "ok"},
+		{ID: "call_3", Name: "fetch_url", Status: "running"}}
+	send(t, m, MessageMsg{Message: answer})
+	typeText(t, m, "/result")
+	got := screen(m)
+	for _, want := range []string{"Result of read_file notes.md:", "line 1 of the file", "line 40 of the file", "1200 characters in all"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("%q not on screen:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "line 41 of the file") {
+		t.Fatalf("more than 40 lines shown:\n%s", got)
+	}
+	if len(b.posts) != 0 {
+		t.Fatalf("/result was sent to the agent: %+v", b.posts)
 	}
 }

@@ -313,7 +313,7 @@ func TestTUIInTmux(t *testing.T) {
 // and the fake model (in its tool-calling mode), the running answer shows
 // its tool call live, and the stored answer is Markdown rendered for the
 // terminal (bullets, a code block behind a bar, a link with its URL) with
-// the tool call under it.
+// the tool call under it; /result then shows what that call returned.
 func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("tmux not installed")
@@ -347,6 +347,12 @@ func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 	if strings.Contains(screen, "**notes.md**") || strings.Contains(screen, "```") {
 		t.Errorf("raw Markdown on the screen:\n%s", screen)
 	}
+	// /result shows what that call returned (fetched from the server),
+	// and sends nothing.
+	tm.typeLine("/result")
+	tm.waitFor("the tool's result", func(s string) bool {
+		return strings.Contains(s, "Result of write_file notes.md:") && strings.Contains(s, "notes.md")
+	})
 }
 
 // TestTUIShowsScheduleNotificationOnce: a monitor's notification arrives in
