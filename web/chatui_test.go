@@ -187,6 +187,25 @@ func TestOfflineSendIsResentOnceAndLongPastesGoAsFiles(t *testing.T) {
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("the unsent message is not shown as waiting: %v", err)
 	}
+	// On a phone the waiting bubble's header stays whole (no "WE/B") and
+	// nothing scrolls sideways, offline status and all.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	layout := `(() => { const p = document.querySelector("li.pending");
+		const one = (e) => e.getClientRects().length === 1 && e.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(e).fontSize);
+		return [String(document.documentElement.scrollWidth <= window.innerWidth), String(one(p.querySelector(".meta .label"))),
+			String(one(p.querySelector(".meta .who"))), String(one(p.querySelector(".meta time")))]; })()`
+	if got, err := chromedp.Run(ctx, chromedp.Poll[[]string](layout, chromedp.WithPollingTimeout(5*time.Second))); err != nil || strings.Join(got, " ") != "true true true true" {
+		t.Errorf("the waiting message on a phone (fits, label, who, time on one line): %q %v", got, err)
+	}
+	if os.Getenv("UPDATE_SCREENSHOTS") != "" {
+		shoot(t, ctx, "pending-mobile.png", 390, 844)
+		shoot(t, ctx, "pending-desktop.png", 1280, 800)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
 	// The server is back on the same address (another process, same database).
 	second := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Token: testToken, Addr: strings.TrimPrefix(first.URL, "http://")})
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector("li.pending") && [...document.querySelectorAll("li.msg.user .body")].some(e => e.textContent === "written in a tunnel")`,

@@ -560,6 +560,7 @@ async function loadOlder() {
 function setConn(online, text) {
   conn.className = "conn " + (online ? "online" : "offline");
   conn.textContent = text;
+  conn.title = text; // the whole text where a phone cuts it
 }
 
 function connect() {
