@@ -36,7 +36,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // scope starts; once the summary comes back the cursor moves, once.
 func TestCompactionRunsBesideTheNextMessage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 4000, keepTurns: 1})
+	// 6,000: the system prompt and the tools' definitions take most of
+	// 4,000, so the questions themselves would not fit.
+	b := setup(t, setupOpts{window: 6000, keepTurns: 1})
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
@@ -50,7 +52,7 @@ func TestCompactionRunsBesideTheNextMessage(t *testing.T) {
 		}
 		u := llmtest.Usage{PromptTokens: 100, CompletionTokens: 5}
 		if strings.HasPrefix(r.LastMessage, "big") {
-			u.PromptTokens = 3500 // over 0.8 × 4000
+			u.PromptTokens = 5000 // over 0.8 × 6000
 		}
 		return llmtest.Reply{Text: "ok " + r.LastMessage, Usage: u}
 	})
@@ -103,7 +105,7 @@ func TestCompactionRunsBesideTheNextMessage(t *testing.T) {
 // over (docs/CONTEXT.md: "plus the next input").
 func TestCompactionTriggerCountsTheNextInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{window: 4000, keepTurns: 1})
+	b := setup(t, setupOpts{window: 6000, keepTurns: 1})
 	hold := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(hold) }) })
@@ -114,10 +116,10 @@ func TestCompactionTriggerCountsTheNextInput(t *testing.T) {
 		u := llmtest.Usage{PromptTokens: 100, CompletionTokens: 5}
 		switch {
 		case strings.HasPrefix(r.LastMessage, "near"):
-			u.PromptTokens = 3000 // under 0.8 × 4000 = 3200
+			u.PromptTokens = 4500 // under 0.8 × 6000 = 4800
 		case strings.HasPrefix(r.LastMessage, "wait"):
 			<-hold
-			u.PromptTokens = 3000
+			u.PromptTokens = 4500
 		}
 		return llmtest.Reply{Text: "ok", Usage: u}
 	})
