@@ -7,6 +7,7 @@ package services
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Error kinds. Transport layers map them to status codes in one place; users
@@ -91,3 +92,26 @@ func ErrorMessage(err error) string {
 
 // IsKind reports whether err is an *Error of the given kind.
 func IsKind(err error, kind string) bool { return ErrorKind(err) == kind }
+
+// HTTPStatus maps err's kind to the HTTP status of an answer that reports
+// it: the one place it is done (the web server and the OpenAI-compatible
+// channel both answer with it).
+func HTTPStatus(err error) int {
+	switch ErrorKind(err) {
+	case EINVALID:
+		return http.StatusBadRequest
+	case ENOTFOUND:
+		return http.StatusNotFound
+	case ECONFLICT:
+		return http.StatusConflict
+	case EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case ERATELIMITED:
+		return http.StatusTooManyRequests
+	case EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

@@ -9,27 +9,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-// statusOf maps a domain error kind to an HTTP status: the one place it is done.
-func statusOf(err error) int {
-	switch services.ErrorKind(err) {
-	case services.EINVALID:
-		return http.StatusBadRequest
-	case services.ENOTFOUND:
-		return http.StatusNotFound
-	case services.ECONFLICT:
-		return http.StatusConflict
-	case services.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case services.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case services.ERATELIMITED:
-		return http.StatusTooManyRequests
-	case services.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // errorBody is every error response's JSON.
 type errorBody struct {
 	Error string `json:"error"`
@@ -55,7 +34,7 @@ func (s *Server) handleError(c echo.Context, err error) {
 		_ = c.JSON(he.Code, errorBody{Error: msg})
 		return
 	}
-	status := statusOf(err)
+	status := services.HTTPStatus(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}

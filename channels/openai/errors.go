@@ -89,27 +89,6 @@ func errorBody(status int, code, param, msg string) ErrorBody {
 	return ErrorBody{Error: d}
 }
 
-// statusOf maps a domain error kind to the status of its answer.
-func statusOf(err error) int {
-	switch services.ErrorKind(err) {
-	case services.EINVALID:
-		return http.StatusBadRequest
-	case services.ENOTFOUND:
-		return http.StatusNotFound
-	case services.ECONFLICT:
-		return http.StatusConflict
-	case services.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case services.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case services.ERATELIMITED:
-		return http.StatusTooManyRequests
-	case services.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // fail answers any error of a handler in OpenAI's shape: an *apiFail as it
 // is, a domain error with the status of its kind (internal errors are
 // logged and shown as "Internal error." only).
@@ -121,7 +100,7 @@ func (ch *Channel) fail(c echo.Context, err error) error {
 		}
 		return c.JSON(f.status, f.body())
 	}
-	status := statusOf(err)
+	status := services.HTTPStatus(err)
 	if status == http.StatusInternalServerError {
 		ch.log.Error("api request failed", "path", c.Path(), "err", err)
 	}
