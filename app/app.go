@@ -282,10 +282,13 @@ func (a *App) buildEvents(ctx context.Context) (err error) {
 func (a *App) buildModel(ctx context.Context) (err error) {
 	cfg, log := a.cfg, a.log
 	// The encoding loads with the first message, not at start: it is most
-	// of the idle heap and of the start time (docs/BENCHMARKS.md).
-	a.tokenizer = prompt.NewLazyTokenizer(cfg.LLM.Model, func(warn error) {
+	// of the idle heap and of the start time (docs/BENCHMARKS.md). One
+	// table of remembered counts serves every part that counts (the prompt
+	// build, the budget's reservation before each model call, tool
+	// selection): they count the same texts every turn.
+	a.tokenizer = prompt.Memo(prompt.NewLazyTokenizer(cfg.LLM.Model, func(warn error) {
 		log.Warn("tokenizer fell back to an estimate", "code", services.ErrorCode(warn), "err", warn)
-	})
+	}))
 	if a.provider, err = llm.New(cfg.LLM); err != nil {
 		return err
 	}

@@ -18,9 +18,12 @@ import (
 // memoEntries bounds each table (a few hundred KiB at most).
 const memoEntries = 8192
 
-// memoMinBytes: shorter texts are counted directly (hashing costs about
-// what counting them does).
-const memoMinBytes = 64
+// memoMinBytes: shorter texts are counted directly. Even a tool's name is
+// remembered: every call of the BPE split pattern (regexp2) costs
+// microseconds of set-up whatever the text's length, against nanoseconds
+// to hash it, and a turn counts about a hundred short texts (tool names,
+// argument names, framing) that every turn counts again.
+const memoMinBytes = 1
 
 var memoSeed = maphash.MakeSeed()
 
