@@ -136,48 +136,6 @@ func (d *Doc) NumLines() int {
 	return len(d.lineStarts)
 }
 
-// codeSpans returns the byte ranges of the code in s, where @path mentions
-// and references do not count: fenced code blocks (fence lines included; an
-// unclosed fence runs to the end) and inline code spans (backticks
-// included). Indented code is not code here: a pasted text indented by
-// four spaces still mentions its paths. The result is sorted and
-// non-overlapping.
-func codeSpans(s string) []span {
-	d := Parse(s)
-	var out []span
-	_ = ast.Walk(d.Root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		switch n := n.(type) {
-		case *ast.FencedCodeBlock:
-			if start := n.Pos(); start >= 0 {
-				start = d.lineStarts[d.Line(start)]
-				out = append(out, span{start, d.fenceEnd(n)})
-			}
-			return ast.WalkSkipChildren, nil
-		case *ast.CodeSpan:
-			if open, close, k := d.CodeSpanMarks(n); close >= 0 {
-				out = append(out, span{open, close + k})
-			}
-			return ast.WalkSkipChildren, nil
-		}
-		return ast.WalkContinue, nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
-	return out
-}
-
-// fenceEnd returns the byte offset where the fenced code block n ends:
-// the end of its closing fence line (without the line ending), or the end
-// of the source when it is not closed.
-func (d *Doc) fenceEnd(n *ast.FencedCodeBlock) int {
-	if l := d.FenceCloseLine(n); l >= 0 {
-		return d.lineStarts[l] + len(d.lineText(l))
-	}
-	return len(d.Source)
-}
-
 // FenceCloseLine returns the 0-based line of the closing fence of n, or -1
 // when it has none.
 func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
@@ -240,13 +198,4 @@ func codeClose(s []byte, from, n int) int {
 		j += m
 	}
 	return -1
-}
-
-// span is a half-open byte range [start, end) of a string.
-type span struct{ start, end int }
-
-// inSpans reports whether byte offset i lies in one of the sorted spans.
-func inSpans(spans []span, i int) bool {
-	k := sort.Search(len(spans), func(k int) bool { return spans[k].end > i })
-	return k < len(spans) && spans[k].start <= i
 }
