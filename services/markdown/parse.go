@@ -28,6 +28,52 @@ type Doc struct {
 	Root ast.Node
 	// lineStarts[i] is the byte offset where line i (0-based) starts.
 	lineStarts []int
+	// inline holds where the code spans, links and images start and end,
+	// as goldmark's parsers read them.
+	inline map[ast.Node]InlineSpan
+}
+
+// InlineSpan is the source of a code span, link or image: [Start, End),
+// and for a link or image, TextEnd, where the "]" closing its text is.
+type InlineSpan struct{ Start, TextEnd, End int }
+
+// inlineKey holds a parse's map of InlineSpans in its parser.Context.
+var inlineKey = parser.NewContextKey()
+
+// recorder is one of goldmark's inline parsers, recording where each code
+// span, link or image it returns starts and ends: goldmark's tree keeps the
+// segments of text, not where the markers around them are.
+type recorder struct{ parser.InlineParser }
+
+func (p recorder) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	_, before := block.Position()
+	n := p.InlineParser.Parse(parent, block, pc)
+	if n != nil && (n.Kind() == ast.KindCodeSpan || n.Kind() == ast.KindLink || n.Kind() == ast.KindImage) {
+		spans, _ := pc.Get(inlineKey).(map[ast.Node]InlineSpan)
+		if spans == nil {
+			spans = map[ast.Node]InlineSpan{}
+			pc.Set(inlineKey, spans)
+		}
+		_, after := block.Position()
+		spans[n] = InlineSpan{Start: before.Start, TextEnd: before.Start, End: after.Start}
+	}
+	return n
+}
+
+// CloseBlock lets the link parser drop the brackets left open in a block.
+func (p recorder) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
+	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
+		c.CloseBlock(parent, block, pc)
+	}
+}
+
+// Inline returns where the code span, link or image n is in the source.
+func (d *Doc) Inline(n ast.Node) (InlineSpan, bool) {
+	s, ok := d.inline[n]
+	if ok && n.Kind() != ast.KindCodeSpan {
+		s.Start = n.Pos() // the link parser reads a link at its "]"
+	}
+	return s, ok
 }
 
 // parserOnce is the shared goldmark parser; goldmark parsers are safe for
@@ -40,11 +86,14 @@ var parserOnce = sync.OnceValue(func() parser.Parser {
 			blocks = append(blocks, v)
 		}
 	}
-	link := reflect.TypeOf(parser.NewLinkParser())
+	link, code := reflect.TypeOf(parser.NewLinkParser()), reflect.TypeOf(parser.NewCodeSpanParser())
 	inlines := parser.DefaultInlineParsers()
 	for i, v := range inlines {
-		if reflect.TypeOf(v.Value) == link {
-			inlines[i].Value = boundedLinkParser{v.Value.(parser.InlineParser)}
+		switch reflect.TypeOf(v.Value) {
+		case link:
+			inlines[i].Value = recorder{boundedLinkParser{v.Value.(parser.InlineParser)}}
+		case code:
+			inlines[i].Value = recorder{v.Value.(parser.InlineParser)}
 		}
 	}
 	base := parser.NewParser(parser.WithBlockParsers(blocks...),
@@ -68,11 +117,8 @@ func (p boundedLinkParser) Parse(parent ast.Node, block text.Reader, pc parser.C
 	return p.InlineParser.Parse(parent, boundedReader{block}, pc)
 }
 
-// CloseBlock lets the link parser drop the brackets left open in a block.
 func (p boundedLinkParser) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
-	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
-		c.CloseBlock(parent, block, pc)
-	}
+	p.InlineParser.(parser.CloseBlocker).CloseBlock(parent, block, pc)
 }
 
 // boundedReader shows at most maxLinkTail bytes of each line.
@@ -89,7 +135,9 @@ func (r boundedReader) PeekLine() ([]byte, text.Segment) {
 // Parse parses src.
 func Parse(src string) *Doc {
 	b := []byte(src)
-	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b))}
+	pc := parser.NewContext()
+	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b), parser.WithContext(pc))}
+	d.inline, _ = pc.Get(inlineKey).(map[ast.Node]InlineSpan)
 	d.lineStarts = append(d.lineStarts, 0)
 	for i, c := range b {
 		if c == '\n' && i+1 < len(b) {
@@ -164,14 +212,14 @@ func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
 }
 
 // CodeSpanMarks returns where the code span n opens, where its closing
-// backticks start (-1: not found) and how many backticks each has.
+// backticks start (-1: not known) and how many backticks each has.
 func (d *Doc) CodeSpanMarks(n *ast.CodeSpan) (open, close, k int) {
-	s, open := d.Source, n.Pos()
-	if open < 0 || open >= len(s) || s[open] != '`' {
-		return open, -1, 0
+	s, ok := d.Inline(n)
+	if !ok {
+		return n.Pos(), -1, 0
 	}
-	k = runLen(s, open, '`')
-	return open, codeClose(s, open+k, k), k
+	k = runLen(d.Source, s.Start, '`')
+	return s.Start, s.End - k, k
 }
 
 // runLen returns how many c characters start at s[i].
@@ -181,21 +229,4 @@ func runLen(s []byte, i int, c byte) int {
 		n++
 	}
 	return n
-}
-
-// codeClose returns the start of the first run of exactly n backticks in
-// s[from:], or -1.
-func codeClose(s []byte, from, n int) int {
-	for j := from; j < len(s); {
-		if s[j] != '`' {
-			j++
-			continue
-		}
-		m := runLen(s, j, '`')
-		if m == n {
-			return j
-		}
-		j += m
-	}
-	return -1
 }
