@@ -137,6 +137,6 @@ func (refParser) Parse(_ ast.Node, block text.Reader, _ parser.Context) ast.Node
 		return nil
 	}
 	ref.Raw = string(line[:j+1])
-	block.Advance(j + 1)
+	block.Advance(1) // an @path mention in it still counts
 	return &mention{ref: ref, reason: reason}
 }

@@ -1,7 +1,6 @@
 package markdown
 
 import (
-	"bytes"
 	"reflect"
 	"sort"
 	"sync"
@@ -31,14 +30,41 @@ type Doc struct {
 	// inline holds where the code spans, links and images start and end,
 	// as goldmark's parsers read them.
 	inline map[ast.Node]InlineSpan
+	// fenceClose maps each closed fenced code block to the byte offset
+	// where its closing fence's line starts.
+	fenceClose map[ast.Node]int
 }
 
 // InlineSpan is the source of a code span, link or image: [Start, End),
 // and for a link or image, TextEnd, where the "]" closing its text is.
 type InlineSpan struct{ Start, TextEnd, End int }
 
-// inlineKey holds a parse's map of InlineSpans in its parser.Context.
-var inlineKey = parser.NewContextKey()
+// inlineKey and fenceKey hold a parse's maps of InlineSpans and closing
+// fences in its parser.Context.
+var inlineKey, fenceKey = parser.NewContextKey(), parser.NewContextKey()
+
+// contextMap returns the map under key in pc, making it when there is none.
+func contextMap[V any](pc parser.Context, key parser.ContextKey) map[ast.Node]V {
+	m, _ := pc.Get(key).(map[ast.Node]V)
+	if m == nil {
+		m = map[ast.Node]V{}
+		pc.Set(key, m)
+	}
+	return m
+}
+
+// fenceRecorder is goldmark's fenced code block parser, recording where
+// the closing fence of each block it closes is.
+type fenceRecorder struct{ parser.BlockParser }
+
+func (p fenceRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	_, seg := reader.Position()
+	st := p.BlockParser.Continue(node, reader, pc)
+	if st == parser.Close { // only at its closing fence
+		contextMap[int](pc, fenceKey)[node] = seg.Start
+	}
+	return st
+}
 
 // recorder is one of goldmark's inline parsers, recording where each code
 // span, link or image it returns starts and ends: goldmark's tree keeps the
@@ -49,13 +75,8 @@ func (p recorder) Parse(parent ast.Node, block text.Reader, pc parser.Context) a
 	_, before := block.Position()
 	n := p.InlineParser.Parse(parent, block, pc)
 	if n != nil && (n.Kind() == ast.KindCodeSpan || n.Kind() == ast.KindLink || n.Kind() == ast.KindImage) {
-		spans, _ := pc.Get(inlineKey).(map[ast.Node]InlineSpan)
-		if spans == nil {
-			spans = map[ast.Node]InlineSpan{}
-			pc.Set(inlineKey, spans)
-		}
 		_, after := block.Position()
-		spans[n] = InlineSpan{Start: before.Start, TextEnd: before.Start, End: after.Start}
+		contextMap[InlineSpan](pc, inlineKey)[n] = InlineSpan{Start: before.Start, TextEnd: before.Start, End: after.Start}
 	}
 	return n
 }
@@ -79,10 +100,14 @@ func (d *Doc) Inline(n ast.Node) (InlineSpan, bool) {
 // parserOnce is the shared goldmark parser; goldmark parsers are safe for
 // concurrent use.
 var parserOnce = sync.OnceValue(func() parser.Parser {
-	htmlBlock := reflect.TypeOf(parser.NewHTMLBlockParser())
+	htmlBlock, fence := reflect.TypeOf(parser.NewHTMLBlockParser()), reflect.TypeOf(parser.NewFencedCodeBlockParser())
 	var blocks []util.PrioritizedValue
 	for _, v := range parser.DefaultBlockParsers() {
-		if reflect.TypeOf(v.Value) != htmlBlock {
+		switch reflect.TypeOf(v.Value) {
+		case htmlBlock:
+		case fence:
+			blocks = append(blocks, util.Prioritized(fenceRecorder{v.Value.(parser.BlockParser)}, v.Priority))
+		default:
 			blocks = append(blocks, v)
 		}
 	}
@@ -138,6 +163,7 @@ func Parse(src string) *Doc {
 	pc := parser.NewContext()
 	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b), parser.WithContext(pc))}
 	d.inline, _ = pc.Get(inlineKey).(map[ast.Node]InlineSpan)
+	d.fenceClose, _ = pc.Get(fenceKey).(map[ast.Node]int)
 	d.lineStarts = append(d.lineStarts, 0)
 	for i, c := range b {
 		if c == '\n' && i+1 < len(b) {
@@ -167,15 +193,6 @@ func (d *Doc) LineEnd(i int) int {
 	return len(d.Source)
 }
 
-// lineText returns line i without its line ending.
-func (d *Doc) lineText(i int) []byte {
-	end := len(d.Source)
-	if i+1 < len(d.lineStarts) {
-		end = d.lineStarts[i+1]
-	}
-	return bytes.TrimSuffix(bytes.TrimSuffix(d.Source[d.lineStarts[i]:end], []byte("\n")), []byte("\r"))
-}
-
 // NumLines is the number of lines; a final newline does not start one.
 func (d *Doc) NumLines() int {
 	if len(d.Source) == 0 {
@@ -187,26 +204,8 @@ func (d *Doc) NumLines() int {
 // FenceCloseLine returns the 0-based line of the closing fence of n, or -1
 // when it has none.
 func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
-	open := d.Line(n.Pos())
-	last := open
-	if l := n.Lines(); l.Len() > 0 {
-		last = d.Line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
-	}
-	next := last + 1
-	if next >= d.NumLines() {
-		return -1
-	}
-	src := d.Source[n.Pos():]
-	c := src[0]
-	k := 0
-	for k < len(src) && src[k] == c {
-		k++
-	}
-	// The closing fence, after any container markers ("> ", indentation).
-	line := bytes.TrimLeft(d.lineText(next), " \t>")
-	line = bytes.TrimRight(line, " \t")
-	if len(line) >= k && len(bytes.Trim(line, string(c))) == 0 {
-		return next
+	if off, ok := d.fenceClose[n]; ok {
+		return d.Line(off)
 	}
 	return -1
 }
