@@ -431,10 +431,11 @@ func (b *builder) end(n ast.Node) int {
 			return -1
 		}
 		return close + k
-	case *ast.Link:
-		return b.linkTail(b.linkTextEnd(n))
-	case *ast.Image:
-		return b.linkTail(b.linkTextEnd(n))
+	case *ast.Link, *ast.Image:
+		if s, ok := b.d.Inline(n); ok {
+			return s.End
+		}
+		return -1
 	case *ast.RawHTML:
 		if n.Segments.Len() > 0 {
 			return n.Segments.At(n.Segments.Len() - 1).Stop
@@ -551,63 +552,12 @@ func (b *builder) codeSpan(n *ast.CodeSpan) {
 	b.closeTag(close, close+k)
 }
 
-// linkTextEnd returns the position of the ']' ending a link's text, or -1.
-func (b *builder) linkTextEnd(n ast.Node) int {
-	end := n.Pos() + 1
-	if n.LastChild() != nil {
-		end = b.end(n.LastChild())
-	}
-	if end < 0 || end >= len(b.src) || b.src[end] != ']' {
-		return -1
-	}
-	return end
-}
-
-// linkTail returns where the destination after a link's text (ending at
-// textEnd, the ']') ends: after "(url "title")", "[label]", or nothing.
-func (b *builder) linkTail(textEnd int) int {
-	src := b.src
-	if textEnd < 0 {
-		return -1
-	}
-	j := textEnd + 1
-	if j >= len(src) || src[j] != '(' && src[j] != '[' {
-		return j
-	}
-	if src[j] == '[' {
-		if k := strings.IndexByte(src[j:], ']'); k >= 0 {
-			return j + k + 1
-		}
-		return -1
-	}
-	depth := 0
-	for k := j + 1; k < len(src); k++ {
-		switch c := src[k]; c {
-		case '\\':
-			k++
-		case '(':
-			depth++
-		case ')':
-			if depth == 0 {
-				return k + 1
-			}
-			depth--
-		case '"', '\'':
-			if q := strings.IndexByte(src[k+1:], c); q >= 0 {
-				k += q + 1
-			}
-		}
-	}
-	return -1
-}
-
 // link renders a link with text and an http, https, tg or mailto URL of at
 // most maxURLLen bytes as <a href>; other links keep their markers as text.
 func (b *builder) link(l *ast.Link, dest []byte) {
-	textEnd := b.linkTextEnd(l)
-	tail := b.linkTail(textEnd)
+	s, ok := b.d.Inline(l)
 	url := string(dest)
-	if b.inLink || l.FirstChild() == nil || tail < 0 || !linkURL(url) {
+	if b.inLink || l.FirstChild() == nil || !ok || !linkURL(url) {
 		b.inlines(l)
 		return
 	}
@@ -615,7 +565,7 @@ func (b *builder) link(l *ast.Link, dest []byte) {
 	b.inLink = true
 	b.inlines(l)
 	b.inLink = false
-	b.closeTag(textEnd, tail)
+	b.closeTag(s.TextEnd, s.End)
 }
 
 // linkURL reports whether url may be a link's: an http, https, tg or mailto

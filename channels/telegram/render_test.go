@@ -59,6 +59,7 @@ var renderTests = []struct {
 	{"link scheme case", "[x](HTTPS://A.B)", `<a href="HTTPS://A.B">x</a>`},
 	{"link attribute escaping", `[x](https://a.b/?q=1&r="2"<)`, `[x](https://a.b/?q=1&amp;r="2"&lt;)`},
 	{"link query", `[x](https://a.b/?q=1&r="2")`, `<a href="https://a.b/?q=1&amp;r=&quot;2&quot;">x</a>`},
+	{"link angle destination and title", `[a](<http://x)y> "t") z`, `<a href="http://x)y">a</a> z`},
 	{"link parens", "[Go](https://en.wikipedia.org/wiki/Go_(language))", `<a href="https://en.wikipedia.org/wiki/Go_(language)">Go</a>`},
 	{"link bold text", "[**b**](http://x.y)", `<a href="http://x.y"><b>b</b></a>`},
 	{"link no code inside", "[`x`](http://x.y)", "<a href=\"http://x.y\">`x`</a>"},

@@ -25,30 +25,19 @@ const ReadToolName = "read_file"
 // and paths with ".." segments. Trailing dots (sentence punctuation) are
 // stripped.
 func ParseAtPaths(input string) []string {
-	code := codeSpans(input)
 	var out []string
 	seen := map[string]bool{}
-	for i := 0; i < len(input); i++ {
-		if input[i] != '@' || inSpans(code, i) {
-			continue
+	for _, m := range mentions(input) {
+		if m.path != "" && !seen[m.path] {
+			seen[m.path] = true
+			out = append(out, m.path)
 		}
-		if i > 0 && (isPathByte(input[i-1]) || input[i-1] == '@') {
-			continue
-		}
-		j := i + 1
-		for j < len(input) && isPathByte(input[j]) {
-			j++
-		}
-		p := strings.TrimRight(input[i+1:j], ".")
-		i = j - 1
-		if !isMentionPath(p) || seen[p] {
-			continue
-		}
-		seen[p] = true
-		out = append(out, p)
 	}
 	return out
 }
+
+// trimDots drops the dots ending p: sentence punctuation.
+func trimDots(p string) string { return strings.TrimRight(p, ".") }
 
 func isPathByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||

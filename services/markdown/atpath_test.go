@@ -27,6 +27,7 @@ func TestParseAtPaths(t *testing.T) {
 		{"@@double.md x@@y.md", nil},
 		{"中文 @文件.md @src/main.go。", []string{"src/main.go"}},
 		{"unmatched ` backtick @a.md", []string{"a.md"}},
+		{"in a reference [@a.md#Intro]", []string{"a.md"}},
 		{"", nil},
 	}
 	for _, tt := range tests {

@@ -1,34 +1,56 @@
 package markdown
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
-func TestCodeSpans(t *testing.T) {
+// TestCodeHidesMentions: fenced code blocks (fence lines included; an
+// unclosed fence runs to the end) and inline code spans (backticks
+// included) hide mentions and references; the text around them does not.
+func TestCodeHidesMentions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in   string
-		code []string // the code text, in order
+		want []string
 	}{
-		{"a `b` c", []string{"`b`"}},
-		{"``a ` b`` `c", []string{"``a ` b``"}},
-		{"` unmatched", nil},
-		{"x\n```go\ny\n```\nz `w`", []string{"```go\ny\n```", "`w`"}},
-		{"~~~\nopen to the end", []string{"~~~\nopen to the end"}},
-		{"```` \n```\nstill code\n````", []string{"```` \n```\nstill code\n````"}},
-		{"``` not`a fence```", []string{"``` not`a fence```"}},
+		{"a `@b.md` @c.md", []string{"c.md"}},
+		{"``a ` @b.md`` `@c.md", []string{"c.md"}},
+		{"` unmatched @a.md", []string{"a.md"}},
+		{"x\n```go\n@y.md\n```\nz `@w.md` @v.md", []string{"v.md"}},
+		{"~~~\nopen to the end @a.md", nil},
+		{"```` \n```\nstill code @a.md\n````\n@b.md", []string{"b.md"}},
+		{"``` not`@b.md fence``` @a.md", []string{"a.md"}},
 	}
 	for _, tt := range tests {
-		spans := codeSpans(tt.in)
-		if len(spans) != len(tt.code) {
-			t.Errorf("codeSpans(%q) = %v, want %q", tt.in, spans, tt.code)
-			continue
+		if got := ParseAtPaths(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("ParseAtPaths(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		for i, s := range spans {
-			if got := tt.in[s.start:s.end]; got != tt.code[i] {
-				t.Errorf("codeSpans(%q)[%d] = %q, want %q", tt.in, i, got, tt.code[i])
-			}
-			if !inSpans(spans, s.start) || inSpans(spans, s.end) && (i+1 == len(spans) || spans[i+1].start != s.end) {
-				t.Errorf("inSpans wrong at the edges of %v", s)
-			}
+		refs := ParseRefs(replaceAt(tt.in))
+		var got []string
+		for _, r := range refs {
+			got = append(got, r.Path)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("ParseRefs(%q) = %q, want %q", replaceAt(tt.in), got, tt.want)
 		}
 	}
+}
+
+// replaceAt writes each "@x.md" mention of s as a reference "[x.md:1]".
+func replaceAt(s string) string {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' {
+			out = append(out, s[i])
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isPathByte(s[j]) {
+			j++
+		}
+		out = append(out, "["+s[i+1:j]+":1]"...)
+		i = j - 1
+	}
+	return string(out)
 }

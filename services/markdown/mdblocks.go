@@ -145,9 +145,12 @@ func listFenceEnd(d *Doc, n ast.Node, lines []string, first int) int {
 	}
 	src := d.Source[fence.Pos():]
 	c, k := src[0], runLen(src, 0, src[0])
-	last := -1
-	for i := first + d.EndLine(n) + 1; i < len(lines); i++ {
+	last, next := -1, first+d.EndLine(n)+1
+	for i := next; i < len(lines); i++ {
 		if t := strings.Trim(lines[i], " \t"); len(t) >= k && strings.Trim(t, string(c)) == "" {
+			if i == next {
+				return -1 // a fence line right after the list opens a code block
+			}
 			return i
 		}
 		if !isBlank(lines[i]) {

@@ -1,7 +1,6 @@
 package markdown
 
 import (
-	"bytes"
 	"reflect"
 	"sort"
 	"sync"
@@ -28,23 +27,98 @@ type Doc struct {
 	Root ast.Node
 	// lineStarts[i] is the byte offset where line i (0-based) starts.
 	lineStarts []int
+	// inline holds where the code spans, links and images start and end,
+	// as goldmark's parsers read them.
+	inline map[ast.Node]InlineSpan
+	// fenceClose maps each closed fenced code block to the byte offset
+	// where its closing fence's line starts.
+	fenceClose map[ast.Node]int
+}
+
+// InlineSpan is the source of a code span, link or image: [Start, End),
+// and for a link or image, TextEnd, where the "]" closing its text is.
+type InlineSpan struct{ Start, TextEnd, End int }
+
+// inlineKey and fenceKey hold a parse's maps of InlineSpans and closing
+// fences in its parser.Context.
+var inlineKey, fenceKey = parser.NewContextKey(), parser.NewContextKey()
+
+// contextMap returns the map under key in pc, making it when there is none.
+func contextMap[V any](pc parser.Context, key parser.ContextKey) map[ast.Node]V {
+	m, _ := pc.Get(key).(map[ast.Node]V)
+	if m == nil {
+		m = map[ast.Node]V{}
+		pc.Set(key, m)
+	}
+	return m
+}
+
+// fenceRecorder is goldmark's fenced code block parser, recording where
+// the closing fence of each block it closes is.
+type fenceRecorder struct{ parser.BlockParser }
+
+func (p fenceRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	_, seg := reader.Position()
+	st := p.BlockParser.Continue(node, reader, pc)
+	if st == parser.Close { // only at its closing fence
+		contextMap[int](pc, fenceKey)[node] = seg.Start
+	}
+	return st
+}
+
+// recorder is one of goldmark's inline parsers, recording where each code
+// span, link or image it returns starts and ends: goldmark's tree keeps the
+// segments of text, not where the markers around them are.
+type recorder struct{ parser.InlineParser }
+
+func (p recorder) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	_, before := block.Position()
+	n := p.InlineParser.Parse(parent, block, pc)
+	if n != nil && (n.Kind() == ast.KindCodeSpan || n.Kind() == ast.KindLink || n.Kind() == ast.KindImage) {
+		_, after := block.Position()
+		contextMap[InlineSpan](pc, inlineKey)[n] = InlineSpan{Start: before.Start, TextEnd: before.Start, End: after.Start}
+	}
+	return n
+}
+
+// CloseBlock lets the link parser drop the brackets left open in a block.
+func (p recorder) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
+	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
+		c.CloseBlock(parent, block, pc)
+	}
+}
+
+// Inline returns where the code span, link or image n is in the source.
+func (d *Doc) Inline(n ast.Node) (InlineSpan, bool) {
+	s, ok := d.inline[n]
+	if ok && n.Kind() != ast.KindCodeSpan {
+		s.Start = n.Pos() // the link parser reads a link at its "]"
+	}
+	return s, ok
 }
 
 // parserOnce is the shared goldmark parser; goldmark parsers are safe for
 // concurrent use.
 var parserOnce = sync.OnceValue(func() parser.Parser {
-	htmlBlock := reflect.TypeOf(parser.NewHTMLBlockParser())
+	htmlBlock, fence := reflect.TypeOf(parser.NewHTMLBlockParser()), reflect.TypeOf(parser.NewFencedCodeBlockParser())
 	var blocks []util.PrioritizedValue
 	for _, v := range parser.DefaultBlockParsers() {
-		if reflect.TypeOf(v.Value) != htmlBlock {
+		switch reflect.TypeOf(v.Value) {
+		case htmlBlock:
+		case fence:
+			blocks = append(blocks, util.Prioritized(fenceRecorder{v.Value.(parser.BlockParser)}, v.Priority))
+		default:
 			blocks = append(blocks, v)
 		}
 	}
-	link := reflect.TypeOf(parser.NewLinkParser())
+	link, code := reflect.TypeOf(parser.NewLinkParser()), reflect.TypeOf(parser.NewCodeSpanParser())
 	inlines := parser.DefaultInlineParsers()
 	for i, v := range inlines {
-		if reflect.TypeOf(v.Value) == link {
-			inlines[i].Value = boundedLinkParser{v.Value.(parser.InlineParser)}
+		switch reflect.TypeOf(v.Value) {
+		case link:
+			inlines[i].Value = recorder{boundedLinkParser{v.Value.(parser.InlineParser)}}
+		case code:
+			inlines[i].Value = recorder{v.Value.(parser.InlineParser)}
 		}
 	}
 	base := parser.NewParser(parser.WithBlockParsers(blocks...),
@@ -68,11 +142,8 @@ func (p boundedLinkParser) Parse(parent ast.Node, block text.Reader, pc parser.C
 	return p.InlineParser.Parse(parent, boundedReader{block}, pc)
 }
 
-// CloseBlock lets the link parser drop the brackets left open in a block.
 func (p boundedLinkParser) CloseBlock(parent ast.Node, block text.Reader, pc parser.Context) {
-	if c, ok := p.InlineParser.(parser.CloseBlocker); ok {
-		c.CloseBlock(parent, block, pc)
-	}
+	p.InlineParser.(parser.CloseBlocker).CloseBlock(parent, block, pc)
 }
 
 // boundedReader shows at most maxLinkTail bytes of each line.
@@ -89,7 +160,10 @@ func (r boundedReader) PeekLine() ([]byte, text.Segment) {
 // Parse parses src.
 func Parse(src string) *Doc {
 	b := []byte(src)
-	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b))}
+	pc := parser.NewContext()
+	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b), parser.WithContext(pc))}
+	d.inline, _ = pc.Get(inlineKey).(map[ast.Node]InlineSpan)
+	d.fenceClose, _ = pc.Get(fenceKey).(map[ast.Node]int)
 	d.lineStarts = append(d.lineStarts, 0)
 	for i, c := range b {
 		if c == '\n' && i+1 < len(b) {
@@ -119,15 +193,6 @@ func (d *Doc) LineEnd(i int) int {
 	return len(d.Source)
 }
 
-// lineText returns line i without its line ending.
-func (d *Doc) lineText(i int) []byte {
-	end := len(d.Source)
-	if i+1 < len(d.lineStarts) {
-		end = d.lineStarts[i+1]
-	}
-	return bytes.TrimSuffix(bytes.TrimSuffix(d.Source[d.lineStarts[i]:end], []byte("\n")), []byte("\r"))
-}
-
 // NumLines is the number of lines; a final newline does not start one.
 func (d *Doc) NumLines() int {
 	if len(d.Source) == 0 {
@@ -136,84 +201,24 @@ func (d *Doc) NumLines() int {
 	return len(d.lineStarts)
 }
 
-// codeSpans returns the byte ranges of the code in s, where @path mentions
-// and references do not count: fenced code blocks (fence lines included; an
-// unclosed fence runs to the end) and inline code spans (backticks
-// included). Indented code is not code here: a pasted text indented by
-// four spaces still mentions its paths. The result is sorted and
-// non-overlapping.
-func codeSpans(s string) []span {
-	d := Parse(s)
-	var out []span
-	_ = ast.Walk(d.Root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		switch n := n.(type) {
-		case *ast.FencedCodeBlock:
-			if start := n.Pos(); start >= 0 {
-				start = d.lineStarts[d.Line(start)]
-				out = append(out, span{start, d.fenceEnd(n)})
-			}
-			return ast.WalkSkipChildren, nil
-		case *ast.CodeSpan:
-			if open, close, k := d.CodeSpanMarks(n); close >= 0 {
-				out = append(out, span{open, close + k})
-			}
-			return ast.WalkSkipChildren, nil
-		}
-		return ast.WalkContinue, nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
-	return out
-}
-
-// fenceEnd returns the byte offset where the fenced code block n ends:
-// the end of its closing fence line (without the line ending), or the end
-// of the source when it is not closed.
-func (d *Doc) fenceEnd(n *ast.FencedCodeBlock) int {
-	if l := d.FenceCloseLine(n); l >= 0 {
-		return d.lineStarts[l] + len(d.lineText(l))
-	}
-	return len(d.Source)
-}
-
 // FenceCloseLine returns the 0-based line of the closing fence of n, or -1
 // when it has none.
 func (d *Doc) FenceCloseLine(n *ast.FencedCodeBlock) int {
-	open := d.Line(n.Pos())
-	last := open
-	if l := n.Lines(); l.Len() > 0 {
-		last = d.Line(max(l.At(l.Len()-1).Stop-1, l.At(l.Len()-1).Start))
-	}
-	next := last + 1
-	if next >= d.NumLines() {
-		return -1
-	}
-	src := d.Source[n.Pos():]
-	c := src[0]
-	k := 0
-	for k < len(src) && src[k] == c {
-		k++
-	}
-	// The closing fence, after any container markers ("> ", indentation).
-	line := bytes.TrimLeft(d.lineText(next), " \t>")
-	line = bytes.TrimRight(line, " \t")
-	if len(line) >= k && len(bytes.Trim(line, string(c))) == 0 {
-		return next
+	if off, ok := d.fenceClose[n]; ok {
+		return d.Line(off)
 	}
 	return -1
 }
 
 // CodeSpanMarks returns where the code span n opens, where its closing
-// backticks start (-1: not found) and how many backticks each has.
+// backticks start (-1: not known) and how many backticks each has.
 func (d *Doc) CodeSpanMarks(n *ast.CodeSpan) (open, close, k int) {
-	s, open := d.Source, n.Pos()
-	if open < 0 || open >= len(s) || s[open] != '`' {
-		return open, -1, 0
+	s, ok := d.Inline(n)
+	if !ok {
+		return n.Pos(), -1, 0
 	}
-	k = runLen(s, open, '`')
-	return open, codeClose(s, open+k, k), k
+	k = runLen(d.Source, s.Start, '`')
+	return s.Start, s.End - k, k
 }
 
 // runLen returns how many c characters start at s[i].
@@ -223,30 +228,4 @@ func runLen(s []byte, i int, c byte) int {
 		n++
 	}
 	return n
-}
-
-// codeClose returns the start of the first run of exactly n backticks in
-// s[from:], or -1.
-func codeClose(s []byte, from, n int) int {
-	for j := from; j < len(s); {
-		if s[j] != '`' {
-			j++
-			continue
-		}
-		m := runLen(s, j, '`')
-		if m == n {
-			return j
-		}
-		j += m
-	}
-	return -1
-}
-
-// span is a half-open byte range [start, end) of a string.
-type span struct{ start, end int }
-
-// inSpans reports whether byte offset i lies in one of the sorted spans.
-func inSpans(spans []span, i int) bool {
-	k := sort.Search(len(spans), func(k int) bool { return spans[k].end > i })
-	return k < len(spans) && spans[k].start <= i
 }

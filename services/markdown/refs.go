@@ -59,41 +59,22 @@ func ParseRefs(text string) []Ref {
 // a reference). Brackets inside code spans or fenced code, Markdown links
 // "[text](url)" and "[text][label]" are ignored.
 func ScanRefs(text string) (refs []Ref, invalid []InvalidRef) {
-	code := codeSpans(text)
 	seen := map[string]bool{}
-	for i := 0; i < len(text); i++ {
-		if text[i] != '[' || inSpans(code, i) {
-			continue
-		}
-		j := i + 1
-		for j < len(text) && j-i <= maxRefLen+1 && text[j] != ']' && text[j] != '[' && text[j] != '\n' {
-			j++
-		}
-		if j >= len(text) || text[j] != ']' {
-			continue
-		}
-		if j+1 < len(text) && (text[j+1] == '(' || text[j+1] == '[') {
-			i = j
-			continue
-		}
-		raw := text[i : j+1]
-		ref, reason, ok := parseRef(text[i+1 : j])
-		if !ok {
-			continue
-		}
-		i = j
-		ref.Raw = raw
-		if reason != "" {
+	for _, m := range mentions(text) {
+		ref, raw := m.ref, m.ref.Raw
+		switch {
+		case raw == "":
+		case m.reason != "":
 			if !seen["!"+raw] {
 				seen["!"+raw] = true
-				invalid = append(invalid, InvalidRef{Raw: raw, Reason: reason})
+				invalid = append(invalid, InvalidRef{Raw: raw, Reason: m.reason})
 			}
-			continue
-		}
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%s", ref.Path, ref.StartLine, ref.EndLine, normalizeHeadingPath(ref.HeadingPath))
-		if !seen[key] {
-			seen[key] = true
-			refs = append(refs, ref)
+		default:
+			key := fmt.Sprintf("%s\x00%d\x00%d\x00%s", ref.Path, ref.StartLine, ref.EndLine, normalizeHeadingPath(ref.HeadingPath))
+			if !seen[key] {
+				seen[key] = true
+				refs = append(refs, ref)
+			}
 		}
 	}
 	return refs, invalid
