@@ -5,8 +5,11 @@ package apptest
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +78,34 @@ func (nobody) StartTurn(context.Context, services.Tx, services.Message) (func(co
 func SchemaURL(t testing.TB) string {
 	t.Helper()
 	return dbtest.SchemaURL(dbtest.URL(t), dbtest.MigratedSchema(t))
+}
+
+// Do sends one request (hdr: header name, value, …) with token as its
+// bearer token ("": none) and returns the response with its body read.
+// Redirects are returned, not followed.
+func Do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }
 
 // PoolSize is a test instance's connection pool: enough for the few
