@@ -115,6 +115,18 @@ func Do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Res
 // PostgreSQL.
 const PoolSize = 8
 
+// TestConns is what one test starting instances counts for in the suite's
+// connection budget (dbtest.SetTestConns): an instance's pool, a test pool
+// beside it, and a share of the package's schema connections.
+const TestConns = PoolSize + dbtest.PoolConns + 2
+
+// Main is TestMain for a package whose tests start instances: dbtest.Main
+// with each test counted as TestConns.
+func Main(m *testing.M) {
+	dbtest.SetTestConns(TestConns)
+	dbtest.Main(m)
+}
+
 // FrugalURL is url with its pool letting idle connections go after two
 // seconds (the service's default is 30 s): a test instance gives back what
 // a burst opened instead of holding it for the rest of the test.

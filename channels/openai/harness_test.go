@@ -10,11 +10,10 @@ import (
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/internal/polltest"
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 const testToken = "test-owner-token-0123456789"
 

@@ -32,16 +32,23 @@ var (
 	buildErr  error
 )
 
+// ProcessConns is what one test running service processes counts for in
+// the suite's connection budget (dbtest.SetTestConns): its processes'
+// pools, which open connections as they are used and close idle ones
+// after 2 s (FrugalURL).
+const ProcessConns = 20
+
 // Main is TestMain for a package whose tests run whole service processes.
 // It runs them one at a time unless TEST_PARALLEL_PROCESSES=1: each process
 // has its own pool and workers, and two such tests beside another package's
 // would take the suite past the ~30 PostgreSQL connections it keeps to
-// (scripts/test.sh).
+// (scripts/test.sh). Each counts as ProcessConns.
 func Main(m *testing.M) {
 	flag.Parse()
 	if os.Getenv("TEST_PARALLEL_PROCESSES") != "1" {
 		_ = flag.Set("test.parallel", "1")
 	}
+	dbtest.SetTestConns(ProcessConns)
 	binDir, _ = os.MkdirTemp("", "switchboard-bin-")
 	code := dbtest.Run(m)
 	os.RemoveAll(binDir)

@@ -91,9 +91,12 @@ func dropAll() {
 	admin = nil
 }
 
-// URL returns the base URL of the test database, starting a cluster if needed.
+// URL returns the base URL of the test database, starting a cluster if
+// needed. Within a suite's connection budget (budget.go) the test first
+// waits for its share.
 func URL(t testing.TB) string {
 	t.Helper()
+	reserve(t)
 	once.Do(func() { baseURL, initErr = resolve() })
 	if initErr != nil {
 		t.Fatalf("dbtest: no PostgreSQL for tests: %v", initErr)
