@@ -18,7 +18,9 @@ import (
 // first use of the database (URL, and so Schema, apptest.Start,
 // servetest.FreshDB) then waits until its package's share per test
 // (SetTestConns) fits beside what the running tests of every binary hold,
-// and gives it back when the test ends. Unset, tests do not wait.
+// and gives it back when the test ends. Unset, tests do not wait. A
+// parallel test calls t.Parallel before it first uses the database: a test
+// paused holding its share would keep it from the tests it waits for.
 //
 // The binaries count holdings under a lock file: a holding is a file
 // named after its process (pid.n) holding its size; one whose process has
