@@ -65,7 +65,7 @@ func countPool(t *testing.T, pool *pgxpool.Pool, q string) int {
 func TestFaultKill9WatchFires(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	pool := dbtest.PoolFor(t, db)
 
 	var hits atomic.Int64

@@ -90,6 +90,14 @@ func FreshDB(t testing.TB) string {
 	return apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
 }
 
+// MigratedDB returns the URL of a migrated, empty schema with a frugal
+// pool (one the package's earlier tests gave back, emptied, when there is
+// one): a process started on it has no migrations to run. Tests of what
+// serve does on a new database take FreshDB.
+func MigratedDB(t testing.TB) string {
+	return apptest.FrugalURL(apptest.SchemaURL(t))
+}
+
 // Start runs `switchboard serve` on dbURL on a free port and returns its
 // base URL. Cleanup interrupts it and waits for it to exit.
 func Start(t testing.TB, bin, dbURL string, extraEnv ...string) string {
