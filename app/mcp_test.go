@@ -11,7 +11,6 @@ import (
 
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -19,7 +18,7 @@ import (
 	"github.com/switchboard/switchboard/services/mcp/mcptest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 // TestModelToldWhileMCPServersStart: right after a start, a server still
 // starting has no tools in the model's list; the model is told which

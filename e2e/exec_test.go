@@ -26,7 +26,7 @@ func TestExecKill9MidExecNotRerun(t *testing.T) {
 		t.Skip("bwrap is not installed (apt-get install bubblewrap; scripts/test.sh installs it): exec cannot be tested")
 	}
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	dataDir := t.TempDir()
 	model := llmtest.NewServer(t)
 	arg := fmt.Sprintf("1000.%d", rand.IntN(1e9))

@@ -49,7 +49,7 @@ func TestFaultKill9WhileAnApprovedCallRuns(t *testing.T) {
 		}
 	})
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	// The served binary defers fetch_url: the first call loads it.
 	news := llmtest.Call("fetch_url", `{"url":"`+stranger.URL+`/news"}`)

@@ -19,7 +19,7 @@ import (
 func TestFaultKill9MidRun(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Reply{Text: "an answer that never arrives", Delay: time.Minute})
 	const token = "fault-kill-token-0123456789"

@@ -19,7 +19,7 @@ import (
 func TestFaultModelProviderErrors(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	const token = "fault-llm-token-0123456789"
 	p := startProc(t, bin, db, "WEB_AUTH_TOKEN="+token, "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),
@@ -105,7 +105,7 @@ func TestFaultModelProviderErrors(t *testing.T) {
 func TestFaultModelTimeoutNotice(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	const token = "fault-llm-token-0123456789"
 	p := startProc(t, bin, db, "WEB_AUTH_TOKEN="+token, "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),

@@ -41,7 +41,7 @@ func generatedToken(t *testing.T, p *serveProc) string {
 func TestNoSecretsInProcessLogs(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	const apiKey = "sk-secret-api-key-5be1d0"
 	p := startProc(t, bin, db, "LOG_LEVEL=debug", "LLM_PROVIDER=openai", "LLM_BASE_URL="+model.OpenAIBaseURL(),
@@ -139,7 +139,7 @@ func TestNoSecretsInProcessLogs(t *testing.T) {
 func TestLoginTokenStoredOnlyAsHash(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	p := startProc(t, bin, db)
 	token := generatedToken(t, p)
 	if resp, err := newOwnerClient(p.URL, token).http.Get(p.URL + "/login?token=" + url.QueryEscape(token)); err != nil || resp.StatusCode != http.StatusSeeOther {

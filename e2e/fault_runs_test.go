@@ -34,7 +34,7 @@ func countRows(t *testing.T, db, q string, args ...any) int {
 func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	const token = "fault-pickup-token-0123456789"
 	a := startProc(t, bin, db, runEnv(model, token, "AGENT_WORKERS=0")...)
@@ -77,7 +77,7 @@ func TestFaultQueuedRunsAnsweredAfterRestart(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			bin := buildBinary(t)
-			db := freshDB(t)
+			db := migratedDB(t)
 			model := llmtest.NewServer(t)
 			model.Enqueue(llmtest.Reply{Text: "never delivered", Delay: time.Minute})
 			const token = "fault-queued-token-0123456789"
@@ -132,7 +132,7 @@ func TestFaultQueuedRunsAnsweredAfterRestart(t *testing.T) {
 func TestFaultKill9DuringParallelDelegatesThenNextQuestion(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		switch {
@@ -180,7 +180,7 @@ func TestFaultKill9DuringParallelDelegatesThenNextQuestion(t *testing.T) {
 func TestFaultLongAndNULAnswersAreStored(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	var b strings.Builder
 	for i := 0; b.Len() < 41000; i++ {

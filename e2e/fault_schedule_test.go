@@ -64,7 +64,7 @@ func countStatus(fires []fireRow, status string) int {
 func TestFaultKill9DuringAndBetweenFires(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	pool := dbtest.PoolFor(t, db)
 	model := llmtest.NewServer(t)
 	var slow atomic.Bool

@@ -65,7 +65,7 @@ func telegramEnv(strict *tgtest.Strict, model *llmtest.Server, token string) []s
 func TestFaultTelegramLongAnswerThenStatus(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	strict := tgtest.StartStrict(t, tgToken)
 	strict.SetLatency(400 * time.Millisecond)
 	answer, paragraphs := longAnswer(41_000)
@@ -147,7 +147,7 @@ func textsOf(msgs []tgtest.Sent) []string {
 func TestFaultKill9MidTelegramSend(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	strict := tgtest.StartStrict(t, tgToken)
 	strict.Script(func(method string, n int) tgtest.Fault {
 		if method == "sendMessage" && n == 3 {
@@ -225,7 +225,7 @@ func uniq(s []string) map[string]bool {
 func TestFaultTelegramServerErrorsLoseNothing(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	strict := tgtest.StartStrict(t, tgToken)
 	page := tgtest.Fault{Page: tgtest.ProxyPage}
 	five := tgtest.Fault{Status: 500, Description: "Internal Server Error"}

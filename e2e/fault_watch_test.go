@@ -17,9 +17,17 @@ import (
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
-// fireWatchNow makes schedule id's waiting fire job available at once
-// (the schedule is hourly) and waits until it has n finished fires.
+// fireWatchNow makes schedule id's next fire due and waits until it has n
+// finished fires.
 func fireWatchNow(t *testing.T, pool *pgxpool.Pool, id int64, n int) {
+	t.Helper()
+	makeFireDue(t, pool, id)
+	waitFires(t, pool, n)
+}
+
+// makeFireDue makes schedule id's waiting fire job available at once (the
+// schedule is hourly), waiting until the job is there to change.
+func makeFireDue(t *testing.T, pool *pgxpool.Pool, id int64) {
 	t.Helper()
 	waitLong(t, "the next fire's job", func() bool {
 		tag, err := pool.Exec(context.Background(), `UPDATE river_job SET state = 'available', scheduled_at = now()
@@ -29,7 +37,6 @@ func fireWatchNow(t *testing.T, pool *pgxpool.Pool, id int64, n int) {
 		}
 		return tag.RowsAffected() > 0
 	})
-	waitFires(t, pool, n)
 }
 
 // waitFires waits until n fires have ended.
@@ -58,7 +65,7 @@ func countPool(t *testing.T, pool *pgxpool.Pool, q string) int {
 func TestFaultKill9WatchFires(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	pool := dbtest.PoolFor(t, db)
 
 	var hits atomic.Int64
@@ -121,11 +128,7 @@ func TestFaultKill9WatchFires(t *testing.T) {
 	// The tickets appear; the instance dies while the model judges them.
 	open.Store(true)
 	slow.Store(true)
-	waitLong(t, "the fire's job", func() bool {
-		tag, err := pool.Exec(context.Background(), `UPDATE river_job SET state = 'available', scheduled_at = now()
-			WHERE kind = 'schedule_fire' AND state = 'scheduled' AND (args->>'schedule_id')::bigint = $1`, sc.ID)
-		return err == nil && tag.RowsAffected() > 0
-	})
+	makeFireDue(t, pool, sc.ID)
 	waitLong(t, "the change's fire to call the model", func() bool { return fireCalls.Load() == 2 })
 	b.kill9()
 	slow.Store(false)

@@ -23,7 +23,7 @@ func TestFaultWebsocketDropsDuringBurst(t *testing.T) {
 	// Both processes serve one timeline (one turn worker at a time): a pool
 	// of 10 each keeps the burst within the suite's connection budget
 	// instead of the 53 their default workers may open.
-	db := repository.WithParam(freshDB(t), "pool_max_conns", "10")
+	db := repository.WithParam(migratedDB(t), "pool_max_conns", "10")
 	const token = "fault-ws-token-0123456789"
 	env := []string{"WEB_AUTH_TOKEN=" + token, "RATE_LIMIT_PER_MINUTE=0"}
 	a := startProc(t, bin, db, env...)

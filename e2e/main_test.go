@@ -17,6 +17,7 @@ func TestMain(m *testing.M) { servetest.Main(m) }
 var (
 	buildBinary       = servetest.Binary
 	freshDB           = servetest.FreshDB
+	migratedDB        = servetest.MigratedDB
 	startServeAt      = servetest.StartAt
 	freePort          = servetest.FreePort
 	listenRE          = servetest.ListenRE

@@ -15,7 +15,7 @@ import (
 // token and its link log in while the old token is refused. No restart.
 func TestTokenResetOnRunningServers(t *testing.T) {
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	a := startProc(t, bin, db)
 	b := startProc(t, bin, db)
 	m := generatedTokenRE.FindStringSubmatch(a.Stdout.String() + b.Stdout.String())

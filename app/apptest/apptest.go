@@ -5,8 +5,11 @@ package apptest
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,12 +80,52 @@ func SchemaURL(t testing.TB) string {
 	return dbtest.SchemaURL(dbtest.URL(t), dbtest.MigratedSchema(t))
 }
 
+// Do sends one request (hdr: header name, value, …) with token as its
+// bearer token ("": none) and returns the response with its body read.
+// Redirects are returned, not followed.
+func Do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
 // PoolSize is a test instance's connection pool: enough for the few
 // timelines a test runs at once (each busy timeline holds one connection
 // for its lock and uses another), small enough that two packages' tests
 // running two instances each stay within about 30 connections of a shared
 // PostgreSQL.
 const PoolSize = 8
+
+// TestConns is what one test starting instances counts for in the suite's
+// connection budget (dbtest.SetTestConns): an instance's pool, a test pool
+// beside it, and a share of the package's schema connections.
+const TestConns = PoolSize + dbtest.PoolConns + 2
+
+// Main is TestMain for a package whose tests start instances: dbtest.Main
+// with each test counted as TestConns.
+func Main(m *testing.M) {
+	dbtest.SetTestConns(TestConns)
+	dbtest.Main(m)
+}
 
 // FrugalURL is url with its pool letting idle connections go after two
 // seconds (the service's default is 30 s): a test instance gives back what

@@ -1,9 +1,6 @@
 package openai_test
 
 import (
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +10,10 @@ import (
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/internal/polltest"
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 const testToken = "test-owner-token-0123456789"
 
@@ -59,36 +55,9 @@ func newStack(t testing.TB, pool *pgxpool.Pool, o stackOpts) *instance {
 	return &instance{URL: in.URL, Store: in.Store}
 }
 
-// newSchemaURL creates a migrated schema and returns a URL selecting it.
-func newSchemaURL(t testing.TB) string {
-	t.Helper()
-	_, schema := dbtest.Schema(t)
-	return dbtest.SchemaURL(dbtest.URL(t), schema)
-}
-
-// do sends one request (hdr: header name, value, …) and returns the
-// response with its body read.
-func do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
+// do and newSchemaURL are apptest's: the request helper and a migrated
+// schema's URL, shared with the other packages testing over HTTP.
+var (
+	do           = apptest.Do
+	newSchemaURL = apptest.SchemaURL
+)

@@ -23,7 +23,7 @@ import (
 	"github.com/switchboard/switchboard/web/wire"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 const testToken = "tui-test-owner-token-0123456789"
 

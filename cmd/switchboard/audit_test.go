@@ -20,7 +20,7 @@ import (
 // names that row and exits non-zero.
 func TestAuditCommandThroughTheBinary(t *testing.T) {
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	sb := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+db, "DATA_DIR="+t.TempDir(), "WEB_AUTH_TOKEN=")

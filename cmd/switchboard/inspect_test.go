@@ -81,7 +81,7 @@ func TestServeExposesMetricsAndDebug(t *testing.T) {
 	const owner, scraper = "owner-token-for-metrics-test", "scrape-token-for-metrics-test"
 	// The scrape token is not the owner's, so the per-IP limit for anonymous
 	// clients applies to it; this test polls faster than a scraper would.
-	base := startServe(t, bin, freshDB(t), "WEB_AUTH_TOKEN="+owner, "METRICS_TOKEN="+scraper, "RATE_LIMIT_ANON_PER_MINUTE=0")
+	base := startServe(t, bin, migratedDB(t), "WEB_AUTH_TOKEN="+owner, "METRICS_TOKEN="+scraper, "RATE_LIMIT_ANON_PER_MINUTE=0")
 	get := func(path, token string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		if token != "" {

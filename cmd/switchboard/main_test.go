@@ -19,6 +19,7 @@ func TestMain(m *testing.M) { servetest.Main(m) }
 var (
 	buildBinary = servetest.Binary
 	freshDB     = servetest.FreshDB
+	migratedDB  = servetest.MigratedDB
 	startServe  = servetest.Start
 	newTokenRE  = servetest.NewTokenRE
 )
@@ -65,7 +66,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 // database: a message posted to one arrives on a websocket of the other.
 func TestTwoProcessesShareOneTimeline(t *testing.T) {
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	token := "two-process-token-0123456789"
 	a := startServe(t, bin, db, "WEB_AUTH_TOKEN="+token)
 	b := startServe(t, bin, db, "WEB_AUTH_TOKEN="+token)

@@ -38,7 +38,7 @@ func TestTUIApprovalInTmux(t *testing.T) {
 	}))
 	t.Cleanup(collector.Close)
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	// The served binary defers fetch_url: the first call loads it.
 	news := llmtest.Call("fetch_url", `{"url":"`+stranger.URL+`/news"}`)

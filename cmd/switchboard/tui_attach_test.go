@@ -20,7 +20,7 @@ func TestTUIAttachInTmux(t *testing.T) {
 		t.Skip("tmux not installed")
 	}
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	model.SetTranscribe(func(llmtest.Transcription) llmtest.TranscriptReply {
 		return llmtest.TranscriptReply{Text: "water the plants"}

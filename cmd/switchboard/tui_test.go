@@ -242,7 +242,7 @@ func TestTUIInTmux(t *testing.T) {
 		t.Skip("tmux not installed")
 	}
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	const token = "tui-e2e-owner-token-0123456789"
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	base := "http://" + addr
@@ -319,7 +319,7 @@ func TestTUIMarkdownAndToolActivityInTmux(t *testing.T) {
 		t.Skip("tmux not installed")
 	}
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Call("write_file", `{"path":"notes.md","content":"meeting on Tuesday"}`),
 		llmtest.Reply{Text: "Done:\n\n- wrote **notes.md**\n- kept it short\n\n```sh\ncat notes.md\n```\n\nSee [the guide](https://example.test/guide).",
@@ -363,7 +363,7 @@ func TestTUIShowsScheduleNotificationOnce(t *testing.T) {
 		t.Skip("tmux not installed")
 	}
 	bin := buildBinary(t)
-	db := freshDB(t)
+	db := migratedDB(t)
 	model := llmtest.NewServer(t)
 	var fires atomic.Int64
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {

@@ -32,16 +32,23 @@ var (
 	buildErr  error
 )
 
+// ProcessConns is what one test running service processes counts for in
+// the suite's connection budget (dbtest.SetTestConns): its processes'
+// pools, which open connections as they are used and close idle ones
+// after 2 s (FrugalURL).
+const ProcessConns = 20
+
 // Main is TestMain for a package whose tests run whole service processes.
 // It runs them one at a time unless TEST_PARALLEL_PROCESSES=1: each process
 // has its own pool and workers, and two such tests beside another package's
 // would take the suite past the ~30 PostgreSQL connections it keeps to
-// (scripts/test.sh).
+// (scripts/test.sh). Each counts as ProcessConns.
 func Main(m *testing.M) {
 	flag.Parse()
 	if os.Getenv("TEST_PARALLEL_PROCESSES") != "1" {
 		_ = flag.Set("test.parallel", "1")
 	}
+	dbtest.SetTestConns(ProcessConns)
 	binDir, _ = os.MkdirTemp("", "switchboard-bin-")
 	code := dbtest.Run(m)
 	os.RemoveAll(binDir)
@@ -81,6 +88,14 @@ var (
 func FreshDB(t testing.TB) string {
 	_, schema := dbtest.EmptySchema(t)
 	return apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
+}
+
+// MigratedDB returns the URL of a migrated, empty schema with a frugal
+// pool (one the package's earlier tests gave back, emptied, when there is
+// one): a process started on it has no migrations to run. Tests of what
+// serve does on a new database take FreshDB.
+func MigratedDB(t testing.TB) string {
+	return apptest.FrugalURL(apptest.SchemaURL(t))
 }
 
 // Start runs `switchboard serve` on dbURL on a free port and returns its

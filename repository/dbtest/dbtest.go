@@ -36,9 +36,9 @@ import (
 	"github.com/switchboard/switchboard/repository/localpg"
 )
 
-// PoolConns is the size of the pool a test gets on its schema. A package's
-// tests run -parallel (GOMAXPROCS) at a time, and scripts/test.sh runs a few
-// packages at once: this keeps the whole suite within about 30 connections.
+// PoolConns is the size of the pool a test gets on its schema. With the
+// suite's connection budget (budget.go) it decides how many tests of
+// several packages use PostgreSQL at once within about 30 connections.
 const PoolConns = 4
 
 var (
@@ -91,9 +91,12 @@ func dropAll() {
 	admin = nil
 }
 
-// URL returns the base URL of the test database, starting a cluster if needed.
+// URL returns the base URL of the test database, starting a cluster if
+// needed. Within a suite's connection budget (budget.go) the test first
+// waits for its share.
 func URL(t testing.TB) string {
 	t.Helper()
+	reserve(t)
 	once.Do(func() { baseURL, initErr = resolve() })
 	if initErr != nil {
 		t.Fatalf("dbtest: no PostgreSQL for tests: %v", initErr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/repository"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
@@ -27,7 +27,7 @@ import (
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 // bundle is a whole runtime on a fresh schema: real PostgreSQL, real River
 // queue, real OpenAI SDK against the fake model server.

@@ -1,0 +1,64 @@
+package dbtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBudgetHoldingsFitTheLimit: a holding that does not fit beside the
+// live ones waits; one whose process died counts for nothing.
+func TestBudgetHoldingsFitTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	first, err := tryAcquire(dir, 10, 6)
+	if err != nil || first == "" {
+		t.Fatalf("6 of 10 free: %q %v", first, err)
+	}
+	if f, err := tryAcquire(dir, 10, 6); f != "" || err != nil {
+		t.Fatalf("6 more of 10 with 6 held: given (%q %v)", f, err)
+	}
+	if f, err := tryAcquire(dir, 10, 4); f == "" || err != nil {
+		t.Fatalf("4 more of 10 with 6 held: %q %v", f, err)
+	}
+	if err := os.Remove(first); err != nil {
+		t.Fatal(err)
+	}
+	// A pid above Linux's pid_max (2^22) belongs to no process.
+	dead := filepath.Join(dir, "99999999.1")
+	if err := os.WriteFile(dead, []byte("6"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := tryAcquire(dir, 10, 6); f == "" || err != nil {
+		t.Fatalf("6 of 10 with 4 held and a dead process's 6: %q %v", f, err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the dead process's holding is still there (%v)", err)
+	}
+}
+
+// TestBudgetSubtestsShareTheirTestsHolding: a subtest holds nothing more
+// than its test (it would wait for its parent forever), and the test's
+// share is given back when it ends.
+func TestBudgetSubtestsShareTheirTestsHolding(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TEST_DB_BUDGET", "5")
+	t.Setenv("TEST_DB_BUDGET_DIR", dir)
+	prev := testConns
+	SetTestConns(5)
+	t.Cleanup(func() { SetTestConns(prev) })
+	t.Run("test", func(t *testing.T) {
+		reserve(t)
+		t.Run("sub", func(t *testing.T) {
+			reserve(t)
+			if n, _ := holdings(dir); n != 5 {
+				t.Fatalf("held %d, want the test's 5", n)
+			}
+		})
+		if n, _ := holdings(dir); n != 5 {
+			t.Fatalf("held %d after the subtest, want the test's 5", n)
+		}
+	})
+	if n, _ := holdings(dir); n != 0 {
+		t.Fatalf("held %d after the test ended", n)
+	}
+}
