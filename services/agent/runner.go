@@ -50,11 +50,25 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	if err != nil || !ok {
 		return err
 	}
-	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
-	if err != nil {
-		return err
+	return s.ExecuteClaimed(ctx, run, nil)
+}
+
+// ExecuteClaimed takes a run the queue claimed (running) to its end;
+// trigger, when not nil, is its message, held by the caller.
+func (s *Service) ExecuteClaimed(ctx context.Context, run services.Run, trigger *services.Message) error {
+	if trigger == nil || trigger.ID != run.TriggerMessageID {
+		msg, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
+		if err != nil {
+			return err
+		}
+		trigger = &msg
 	}
 	s.publishRun(ctx, run, services.RunRunning)
+	return s.execute(ctx, run, *trigger)
+}
+
+// execute runs a started run with its trigger message.
+func (s *Service) execute(ctx context.Context, run services.Run, trigger services.Message) error {
 	if c, ok := compactCommand(trigger); ok {
 		return s.newExecution(kindCompaction, run, trigger).compact(ctx, c.Args)
 	}
