@@ -17,14 +17,13 @@ import (
 const FallbackAfter = 2 * time.Second
 
 // localTurns are the runs this process started itself: at most
-// cap(slots) drains at once (shared with the River turn workers), and per
-// timeline whether a drain here holds it (held[timeline] present) and was
-// asked to look again (true).
+// cap(slots) drains at once (shared with the River turn workers), and the
+// timelines a drain here holds.
 type localTurns struct {
 	slots chan struct{}
 
 	mu   sync.Mutex
-	held map[string]bool
+	held map[string]*heldTimeline
 	// stopped: Stop was called; nothing more starts here.
 	stopped bool
 	// ctx bounds the in-process runs; cancel cuts them short at shutdown.
@@ -41,7 +40,7 @@ func (q *Queue) startLocal(ctx context.Context) {
 	}
 	q.local.mu.Lock()
 	q.local.ctx, q.local.cancel = context.WithCancel(ctx)
-	q.local.held = map[string]bool{}
+	q.local.held = map[string]*heldTimeline{}
 	q.local.mu.Unlock()
 	q.Enqueuer.local.Store(q)
 	for _, e := range q.opts.Starts {
@@ -129,12 +128,31 @@ func (q *Queue) startTurn(timeline string, trigger services.Message) bool {
 	go func() {
 		defer q.local.wg.Done()
 		defer func() { <-q.local.slots }()
-		if err := q.drainLocal(ctx, timeline, &trigger); err != nil && ctx.Err() == nil {
+		if err := q.drainLocal(ctx, timeline, trigger); err != nil && ctx.Err() == nil {
 			// The run's job (or the reaper) takes it from here.
 			q.log.Warn("in-process run", "timeline", timeline, "err", err)
 		}
 	}()
 	return true
+}
+
+// heldTimeline is a timeline a drain here holds: again says a start asked
+// it to look again before it lets go; triggers are those starts' messages,
+// handed to their runs so they are not read again.
+type heldTimeline struct {
+	again    bool
+	triggers []services.Message
+}
+
+// trigger takes the held message of run, or nil.
+func (h *heldTimeline) trigger(run services.Run) *services.Message {
+	for i, m := range h.triggers {
+		if m.ID == run.TriggerMessageID {
+			h.triggers = append(h.triggers[:i], h.triggers[i+1:]...)
+			return &m
+		}
+	}
+	return nil
 }
 
 // drainLocal runs the timeline's queued runs under its lock, as a job's
@@ -143,12 +161,13 @@ func (q *Queue) startTurn(timeline string, trigger services.Message) bool {
 // session (a job's worker here or elsewhere) is left to it: that holder
 // looks for queued runs after it lets go, and the run's job is the
 // fallback.
-func (q *Queue) drainLocal(ctx context.Context, timeline string, trigger *services.Message) error {
-	if !q.enter(timeline) {
+func (q *Queue) drainLocal(ctx context.Context, timeline string, trigger services.Message) error {
+	h := q.enter(timeline, trigger)
+	if h == nil {
 		return nil
 	}
 	for {
-		err := q.withTimelineLock(ctx, timeline, func() error { return q.runQueued(ctx, timeline, trigger) })
+		err := q.withTimelineLock(ctx, timeline, func() error { return q.runQueued(ctx, timeline, q.heldTrigger(h)) })
 		if err != nil && !errors.Is(err, errBusy) {
 			q.local.mu.Lock()
 			delete(q.local.held, timeline)
@@ -158,21 +177,32 @@ func (q *Queue) drainLocal(ctx context.Context, timeline string, trigger *servic
 		if !q.leave(timeline) {
 			return nil
 		}
-		trigger = nil
 	}
 }
 
-// enter marks timeline held by a drain here; false (and the holder asked
-// to look again) when one holds it already.
-func (q *Queue) enter(timeline string) bool {
+// heldTrigger finds a claimed run's message among h's triggers.
+func (q *Queue) heldTrigger(h *heldTimeline) func(services.Run) *services.Message {
+	return func(run services.Run) *services.Message {
+		q.local.mu.Lock()
+		defer q.local.mu.Unlock()
+		return h.trigger(run)
+	}
+}
+
+// enter marks timeline held by a drain here and returns its mark; nil
+// (and the holder asked to look again, trigger handed to it) when one
+// holds it already.
+func (q *Queue) enter(timeline string, trigger services.Message) *heldTimeline {
 	q.local.mu.Lock()
 	defer q.local.mu.Unlock()
-	if _, ok := q.local.held[timeline]; ok {
-		q.local.held[timeline] = true
-		return false
+	if h, ok := q.local.held[timeline]; ok {
+		h.again = true
+		h.triggers = append(h.triggers, trigger)
+		return nil
 	}
-	q.local.held[timeline] = false
-	return true
+	h := &heldTimeline{triggers: []services.Message{trigger}}
+	q.local.held[timeline] = h
+	return h
 }
 
 // leave is called after the timeline's lock is let go: true when a start
@@ -181,8 +211,9 @@ func (q *Queue) enter(timeline string) bool {
 func (q *Queue) leave(timeline string) bool {
 	q.local.mu.Lock()
 	defer q.local.mu.Unlock()
-	if q.local.held[timeline] {
-		q.local.held[timeline] = false
+	h := q.local.held[timeline]
+	if h.again {
+		h.again = false
 		return true
 	}
 	delete(q.local.held, timeline)

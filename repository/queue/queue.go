@@ -197,7 +197,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		opts.ReapEvery = 15 * time.Second
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = 250 * time.Millisecond
+		// River's own default: turns start in the process that took the
+		// message, and jobs inserted available wake the workers at once.
+		opts.PollInterval = time.Second
 	}
 	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}, fires: opts.Fires, compactions: opts.Compactions}
 	for ch, h := range opts.Outbound {
@@ -442,8 +444,8 @@ func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 // runQueued executes the timeline's queued runs in order, holding its
 // lock: each claimed in one statement, which also says when runs left
 // running by a dead worker must be closed first. trigger, when not nil, is
-// the message of a run this process just committed (not read again).
-func (q *Queue) runQueued(ctx context.Context, timeline string, trigger *services.Message) error {
+// how a claimed run's message is found when this process holds it (not read again).
+func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message) error {
 	for ctx.Err() == nil {
 		run, orphans, err := q.store.ClaimNextRun(ctx, timeline)
 		if err != nil {
@@ -460,7 +462,11 @@ func (q *Queue) runQueued(ctx context.Context, timeline string, trigger *service
 		if run.ID == 0 {
 			return nil
 		}
-		if err := q.exec.ExecuteClaimed(ctx, run, trigger); err != nil {
+		var msg *services.Message
+		if trigger != nil {
+			msg = trigger(run)
+		}
+		if err := q.exec.ExecuteClaimed(ctx, run, msg); err != nil {
 			// The executor closes the run itself; an error here is about
 			// recording, so stop and let River retry the job.
 			return err

@@ -343,6 +343,11 @@ func (e *execution) close(ctx context.Context, c closing) (done services.Run, ok
 	if err != nil {
 		return services.Run{}, false, err
 	}
+	if out.run.ID != 0 && out.run.ID == e.run.ID {
+		// The observers told at release hear how it ended without reading
+		// it again.
+		e.run = out.run
+	}
 	for i, m := range out.posted {
 		s.opts.Chat.Announce(ctx, m, out.created[i])
 	}
