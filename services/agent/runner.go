@@ -124,6 +124,7 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 	if out.err != nil {
 		post = noticeParams(run, e.trigger, notice, fin.Status)
 		post.Metadata = failureMeta(post.Metadata, out.err)
+		post.ReplyToMessage = &e.trigger
 	}
 	// Compaction, when the last prompt and the next input near the window,
 	// is a job of its own enqueued with the run's end: it runs after the
@@ -178,7 +179,7 @@ func (e *execution) answerParams(out mainOutcome) services.PostParams {
 	return services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
 		Content: out.answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-		Metadata: meta.Encode(),
+		ReplyToMessage: &e.trigger, Metadata: meta.Encode(),
 	}
 }
 
@@ -400,7 +401,7 @@ func (e *execution) loop(ctx context.Context) mainOutcome {
 	}
 	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run},
+		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run, calls: e.startCalls()},
 		call: tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 	})
 	return mainOutcome{answer: text, obs: obs, u: u, err: err}
