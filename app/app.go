@@ -484,6 +484,9 @@ func (a *App) buildQueue(ctx context.Context) (err error) {
 		qo.Outbound[telegram.Channel] = a.bot.Deliver
 	}
 	qo.Logger, qo.Fires, qo.Compactions = a.log, a.agent, a.agent
+	// The runtime inserts runs' jobs through a.enqueuer: once the queue is
+	// started, a run whose message this process stored starts here at once.
+	qo.Starts = []*queue.Enqueuer{a.enqueuer}
 	a.queue, err = queue.New(ctx, a.pool, a.store, a.agent, qo)
 	return err
 }

@@ -209,3 +209,89 @@ func TestFaultLongAndNULAnswersAreStored(t *testing.T) {
 		t.Fatalf("runs ended ok: %d; want 2", n)
 	}
 }
+
+// TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce: the process
+// that stores a question starts its run itself right after the commit; the
+// run's job waits (scheduled a little later) as the fallback. The test
+// holds the timeline's run lock, so the in-process start cannot claim the
+// run, and kills the process (-9) right after the commit: the run is
+// queued, its job scheduled, nothing claimed, as when a process dies
+// between the commit and the start. The next process answers once, from
+// that job: nothing is re-enqueued, the model is called once.
+func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	const token = "fault-inproc-token-0123456789"
+	a := startProc(t, bin, db, runEnv(model, token)...)
+	conn, err := dbtest.PoolFor(t, db).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_lock(7302, hashtext(current_schema() || '/global'))`); err != nil {
+		t.Fatal(err)
+	}
+	posted := newOwnerClient(a.URL, token).post("question before the crash", "inproc-q1")
+	if posted.Status != 201 {
+		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
+	}
+	a.kill9()
+	q := posted.Message.ID
+	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
+		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'scheduled'`, q); n != 1 {
+		t.Fatalf("queued runs with a scheduled (fallback) job for the question: %d; want 1", n)
+	}
+	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startProc(t, bin, db, runEnv(model, token)...)
+	cb := newOwnerClient(b.URL, token)
+	replies := cb.waitReplies(t, q, 20*time.Second, time.Second)
+	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
+		t.Fatalf("replies after the restart: %+v; want one answer", replies)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
+		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
+	}
+	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
+		t.Fatal("the reaper enqueued a job")
+	}
+	if n := model.RequestCount(); n != 1 {
+		t.Fatalf("model calls: %d; want 1", n)
+	}
+}
+
+// TestFaultInProcessRunIsNotRunAgainByItsJob: a question answered by the
+// process that stored it leaves its fallback job completed by the run's
+// claim; after the fallback's time has passed, there is still one answer
+// and one model call.
+func TestFaultInProcessRunIsNotRunAgainByItsJob(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := freshDB(t)
+	model := llmtest.NewServer(t)
+	const token = "fault-inproc2-token-0123456789"
+	a := startProc(t, bin, db, runEnv(model, token)...)
+	c := newOwnerClient(a.URL, token)
+	posted := c.post("answered here", "inproc2-q1")
+	if posted.Status != 201 {
+		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
+	}
+	q := posted.Message.ID
+	if r := c.waitReplies(t, q, 15*time.Second, 0); len(r) != 1 {
+		t.Fatalf("replies: %+v; want one", r)
+	}
+	waitFor(t, "the fallback job to be completed", func() bool {
+		return countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn' AND state = 'completed'
+			AND scheduled_at < now()`) == 1
+	})
+	if r := c.waitReplies(t, q, 5*time.Second, time.Second); len(r) != 1 {
+		t.Fatalf("replies after the fallback's time: %+v; want one", r)
+	}
+	if n := model.RequestCount(); n != 1 {
+		t.Fatalf("model calls: %d; want 1", n)
+	}
+}

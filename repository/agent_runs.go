@@ -133,6 +133,58 @@ func (s *Store) NextQueuedRun(ctx context.Context, timelineScope string) (servic
 	return r, nil
 }
 
+// turnJobKind is the kind of the River job that drains a timeline's
+// queued runs (queue.TurnArgs; its args carry "run_id").
+const turnJobKind = "agent_turn"
+
+// ClaimNextRun starts the oldest queued main run of a timeline and
+// completes its waiting job, or returns the timeline's orphans, in one
+// statement: the data-modifying CTEs see the rows as they were before it,
+// so "orphan" never lists the run it claims.
+func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (services.Run, []services.Run, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH orphan AS (
+			SELECT `+runColumns+`, false AS claimed FROM agent_runs
+			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
+			  AND agent_id IS DISTINCT FROM $2
+			ORDER BY id LIMIT 100
+		), claimed AS (
+			UPDATE agent_runs SET status = 'running', heartbeat_at = now()
+			WHERE id = (SELECT id FROM agent_runs WHERE timeline_scope = $1 AND status = 'queued'
+				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
+			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
+			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+			RETURNING `+runColumns+`, true AS claimed
+		), job AS (
+			UPDATE river_job SET state = 'completed', finalized_at = now()
+			WHERE kind = $3 AND state IN ('scheduled', 'available')
+			  AND args @> jsonb_build_object('run_id', (SELECT c.id FROM claimed c))
+		)
+		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`, timelineScope, services.ScheduleAgent, turnJobKind)
+	if err != nil {
+		return services.Run{}, nil, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
+	}
+	defer rows.Close()
+	var run services.Run
+	var orphans []services.Run
+	for rows.Next() {
+		var r services.Run
+		var claimed bool
+		if err := rows.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
+			&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
+			&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
+			&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &claimed); err != nil {
+			return services.Run{}, nil, wrapErr("claim next run", err)
+		}
+		if claimed {
+			run = r
+		} else {
+			orphans = append(orphans, r)
+		}
+	}
+	return run, orphans, wrapErr("claim next run", rows.Err())
+}
+
 // SetRunObservation records a run's prompt budget, estimate and window.
 func (s *Store) SetRunObservation(ctx context.Context, id int64, budget, estimated, window int) error {
 	_, err := s.db.Exec(ctx, `

@@ -158,3 +158,42 @@ func TestStartRunStartsAQueuedRunOnce(t *testing.T) {
 		t.Fatalf("StartRun of a missing run: err = %v, want ENOTFOUND", err)
 	}
 }
+
+// ClaimNextRun starts a timeline's queued main runs oldest first, once
+// each; while a main run of the timeline is still running (its worker
+// died: the caller holds the lock) it starts nothing and returns that run.
+func TestClaimNextRunInOrderAfterOrphans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	var runs []services.Run
+	for range 3 {
+		r, err := s.CreateRun(ctx, services.NewRun{TimelineScope: "tl-claim", Source: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	if _, ok, err := s.StartRun(ctx, runs[0].ID); err != nil || !ok {
+		t.Fatalf("start the first run: %v %v", ok, err)
+	}
+	got, orphans, err := s.ClaimNextRun(ctx, "tl-claim")
+	if err != nil || got.ID != 0 || len(orphans) != 1 || orphans[0].ID != runs[0].ID {
+		t.Fatalf("claim with a run still running = %+v, %+v, %v; want nothing claimed and that run as the orphan", got, orphans, err)
+	}
+	if _, err := s.FinishRun(ctx, runs[0].ID, services.RunFinish{Status: services.RunInterrupted}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range runs[1:] {
+		got, orphans, err := s.ClaimNextRun(ctx, "tl-claim")
+		if err != nil || got.ID != want.ID || got.Status != services.RunRunning || len(orphans) != 0 {
+			t.Fatalf("claim = %+v, %+v, %v; want run %d running", got, orphans, err, want.ID)
+		}
+		if _, err := s.FinishRun(ctx, got.ID, services.RunFinish{Status: services.RunOK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, orphans, err := s.ClaimNextRun(ctx, "tl-claim"); err != nil || got.ID != 0 || len(orphans) != 0 {
+		t.Fatalf("claim with nothing queued = %+v, %+v, %v; want nothing", got, orphans, err)
+	}
+}

@@ -139,6 +139,14 @@ type RunStore interface {
 	// NextQueuedRun returns the oldest queued main run of a timeline;
 	// ENOTFOUND when none is queued.
 	NextQueuedRun(ctx context.Context, timelineScope string) (Run, error)
+	// ClaimNextRun starts the oldest queued main run of a timeline in one
+	// statement (queued → running, committed without waiting for its WAL
+	// flush, as StartRun) and completes the agent_turn job still waiting
+	// for it, whose work this is. The caller holds the timeline's run lock,
+	// so main runs of the timeline still running lost their worker: when
+	// there are any, nothing is started and they are returned as orphans,
+	// to be closed first. A zero run and no orphans: nothing is queued.
+	ClaimNextRun(ctx context.Context, timelineScope string) (run Run, orphans []Run, err error)
 	// SetRunObservation records the prompt budget, estimate and window of a
 	// run as soon as its prompt is built. These are diagnostics: the
 	// transaction it runs in commits without waiting for its WAL flush (a
@@ -158,6 +166,15 @@ type RunQueue interface {
 	// queued run is ever without its job. While a job for the run is
 	// waiting or running, enqueuing it again does nothing.
 	EnqueueRunTx(ctx context.Context, tx Tx, run Run) error
+	// StartRunTx is EnqueueRunTx for a run this process would rather start
+	// itself. When it serves turns and has a worker free, the job is
+	// inserted to wait a little (the durable fallback for a crash before
+	// the start, or a busy process) and start, called once tx commits,
+	// starts the run in this process at once, under the same timeline lock
+	// and claim as the job's worker (trigger: the run's message, so it is
+	// not read again). Otherwise start is nil and the job runs as
+	// EnqueueRunTx's does.
+	StartRunTx(ctx context.Context, tx Tx, run Run) (start func(ctx context.Context, trigger Message), err error)
 }
 
 // CompactionQueue schedules a context scope's compaction as a job of its
@@ -184,9 +201,11 @@ type CompactionExecutor interface {
 
 // RunExecutor executes runs for the queue's workers.
 type RunExecutor interface {
-	// ExecuteRun takes a queued run to its end (ok, error, timeout,
-	// cancelled), recording its steps and answer.
-	ExecuteRun(ctx context.Context, run Run) error
+	// ExecuteClaimed takes a run the queue claimed (RunStore.ClaimNextRun:
+	// it is running) to its end (ok, error, timeout, cancelled), recording
+	// its steps and answer. trigger, when not nil, is the run's message
+	// (the caller holds it), so it is not read again.
+	ExecuteClaimed(ctx context.Context, run Run, trigger *Message) error
 	// InterruptRun closes a run whose worker died mid-run as interrupted and
 	// tells the user.
 	InterruptRun(ctx context.Context, run Run) error

@@ -133,6 +133,9 @@ type PostParams struct {
 	// ReplyTo is the id of the message this one answers; its channel's
 	// ReplyRouter (if any) delivers this message there.
 	ReplyTo int64
+	// ReplyToMessage, when the caller holds it, is the message ReplyTo
+	// names, so routing the reply does not read it again.
+	ReplyToMessage *Message
 	// NotifyOwner delivers the message to the external channels of its
 	// timeline's person (the owner's Telegram chats; a Telegram user's own
 	// chat) although it answers nothing there: a schedule's notification.

@@ -11,7 +11,7 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-// blockingExec marks a run running and holds it until released, like a
+// blockingExec holds a claimed run until released, like a
 // model call in flight; InterruptRun records what a reaper closed.
 type blockingExec struct {
 	store       *repository.Store
@@ -20,10 +20,7 @@ type blockingExec struct {
 	interrupted chan int64
 }
 
-func (e *blockingExec) ExecuteRun(ctx context.Context, run services.Run) error {
-	if _, _, err := e.store.StartRun(ctx, run.ID); err != nil {
-		return err
-	}
+func (e *blockingExec) ExecuteClaimed(ctx context.Context, run services.Run, _ *services.Message) error {
 	e.started <- run.ID
 	select {
 	case <-e.release:

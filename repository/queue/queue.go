@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,10 @@ type Options struct {
 	Fires services.FireExecutor
 	// Compactions runs compaction jobs (nil: this instance runs none).
 	Compactions services.CompactionExecutor
+	// Starts are other Enqueuers (the app's, built before the runtime)
+	// whose StartRunTx starts runs in this queue once it is started; its
+	// own always does.
+	Starts []*Enqueuer
 }
 
 // Queue is the River client with Switchboard's workers.
@@ -77,6 +82,8 @@ type Queue struct {
 	fires    services.FireExecutor
 	// compactions runs compaction jobs.
 	compactions services.CompactionExecutor
+	// local runs turns in this process (inproc.go).
+	local localTurns
 }
 
 // Enqueuer inserts jobs, in the caller's transaction when it has one. It
@@ -85,6 +92,9 @@ type Queue struct {
 type Enqueuer struct {
 	client *river.Client[pgx.Tx]
 	pool   *pgxpool.Pool
+	// local is the started Queue that starts runs in this process
+	// (StartRunTx); nil: none, jobs run them.
+	local atomic.Pointer[Queue]
 }
 
 var (
@@ -187,7 +197,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		opts.ReapEvery = 15 * time.Second
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = 250 * time.Millisecond
+		// River's own default: turns start in the process that took the
+		// message, and jobs inserted available wake the workers at once.
+		opts.PollInterval = time.Second
 	}
 	q := &Queue{pool: pool, store: store, exec: exec, log: opts.Logger, opts: opts, handlers: map[services.Source]services.OutboundHandler{}, fires: opts.Fires, compactions: opts.Compactions}
 	for ch, h := range opts.Outbound {
@@ -221,6 +233,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, store services.Store, exec ser
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	q.Enqueuer = &Enqueuer{client: client, pool: pool}
+	if opts.TurnWorkers > 0 {
+		q.local.slots = make(chan struct{}, opts.TurnWorkers)
+	}
 	return q, nil
 }
 
@@ -238,12 +253,19 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("queue: start: %w", err)
 	}
+	q.startLocal(ctx)
 	go q.reapLoop(ctx)
 	return nil
 }
 
-// Stop finishes jobs in flight (bounded by ctx) and stops.
-func (q *Queue) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
+// Stop finishes jobs and in-process runs in flight (bounded by ctx; runs
+// still in flight then are cut short and left to the reaper) and stops.
+func (q *Queue) Stop(ctx context.Context) error {
+	q.stopLocalIntake()
+	err := q.client.Stop(ctx)
+	q.waitLocal(ctx)
+	return err
+}
 
 type turnWorker struct {
 	river.WorkerDefaults[TurnArgs]
@@ -251,6 +273,16 @@ type turnWorker struct {
 }
 
 func (w *turnWorker) Work(ctx context.Context, job *river.Job[TurnArgs]) error {
+	// A turn worker's slot is shared with the runs started in-process, so
+	// this instance drains at most TurnWorkers timelines at once.
+	if slots := w.q.local.slots; slots != nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-slots }()
+	}
 	return w.q.drainTimeline(ctx, job.Args.Timeline)
 }
 
@@ -393,26 +425,7 @@ func (q *Queue) keepLock(ctx context.Context, h *heldLock, key int32, name strin
 // scheduler's period.
 func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 	for {
-		err := q.withTimelineLock(ctx, timeline, func() error {
-			if _, err := q.interruptOrphans(ctx, timeline); err != nil {
-				return err
-			}
-			for ctx.Err() == nil {
-				run, err := q.store.NextQueuedRun(ctx, timeline)
-				if services.IsKind(err, services.ENOTFOUND) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				if err := q.exec.ExecuteRun(ctx, run); err != nil {
-					// The executor closes the run itself; an error here is about
-					// recording, so stop and let River retry the job.
-					return err
-				}
-			}
-			return ctx.Err()
-		})
+		err := q.withTimelineLock(ctx, timeline, func() error { return q.runQueued(ctx, timeline, nil) })
 		if errors.Is(err, errBusy) {
 			return nil
 		}
@@ -426,6 +439,40 @@ func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 			return err
 		}
 	}
+}
+
+// runQueued executes the timeline's queued runs in order, holding its
+// lock: each claimed in one statement, which also says when runs left
+// running by a dead worker must be closed first. trigger, when not nil, is
+// how a claimed run's message is found when this process holds it (not read again).
+func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message) error {
+	for ctx.Err() == nil {
+		run, orphans, err := q.store.ClaimNextRun(ctx, timeline)
+		if err != nil {
+			return err
+		}
+		for _, r := range orphans {
+			if err := q.exec.InterruptRun(ctx, r); err != nil {
+				return err
+			}
+		}
+		if len(orphans) > 0 {
+			continue
+		}
+		if run.ID == 0 {
+			return nil
+		}
+		var msg *services.Message
+		if trigger != nil {
+			msg = trigger(run)
+		}
+		if err := q.exec.ExecuteClaimed(ctx, run, msg); err != nil {
+			// The executor closes the run itself; an error here is about
+			// recording, so stop and let River retry the job.
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // interruptOrphans closes the timeline's main runs still marked running and

@@ -187,8 +187,10 @@ func New(d Deps, cfg Config) (*Service, error) {
 
 // StartTurn runs in the transaction that stores msg, a new user message:
 // a message for the agent (and /compact) gets a queued run whose row and job
-// commit with the message; after commit the run is announced. Other
-// commands are answered at once after commit.
+// commit with the message; after commit the run is announced and, when
+// this process has a turn worker free, started here at once (the job
+// waits as the fallback: services.RunQueue.StartRunTx). Other commands are
+// answered at once after commit.
 func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
 	if c := msg.Command; c != nil && c.Name != "compact" {
 		return func(ctx context.Context) {
@@ -208,10 +210,16 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 	if err != nil {
 		return nil, err
 	}
-	if err := s.opts.Queue.EnqueueRunTx(ctx, tx, run); err != nil {
+	start, err := s.opts.Queue.StartRunTx(ctx, tx, run)
+	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) { s.publishRun(ctx, run, services.RunQueued) }, nil
+	return func(ctx context.Context) {
+		s.publishRun(ctx, run, services.RunQueued)
+		if start != nil {
+			start(ctx, msg)
+		}
+	}, nil
 }
 
 // mainScope is the context scope main rows are written with: explicit with

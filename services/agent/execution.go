@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -159,7 +160,20 @@ type execution struct {
 	// them. payer, for inline work, is the execution that pays for it.
 	inline inlineUsage
 	payer  *execution
+	// calls, once its main loop started (startCalls), says whether the
+	// loop stored a row with tool calls: with none, its end has no open
+	// call to look for.
+	calls *atomic.Bool
 }
+
+// startCalls starts tracking the rows with tool calls the loop stores.
+func (e *execution) startCalls() *atomic.Bool {
+	e.calls = new(atomic.Bool)
+	return e.calls
+}
+
+// mayHaveOpenCalls says whether its end must look for calls left open.
+func (e *execution) mayHaveOpenCalls() bool { return e.calls == nil || e.calls.Load() }
 
 func (s *Service) newExecution(kind string, run services.Run, trigger services.Message) *execution {
 	pol := runPolicies[kind]
@@ -316,7 +330,7 @@ func (e *execution) close(ctx context.Context, c closing) (done services.Run, ok
 				return err
 			}
 		}
-		if e.pol.closesOpenCalls && !c.keepOpenCalls {
+		if e.pol.closesOpenCalls && !c.keepOpenCalls && e.mayHaveOpenCalls() {
 			if err := s.closeOpenCalls(ctx, tx, e.run, c.fin.Status); err != nil {
 				return err
 			}
@@ -342,6 +356,11 @@ func (e *execution) close(ctx context.Context, c closing) (done services.Run, ok
 	}
 	if err != nil {
 		return services.Run{}, false, err
+	}
+	if out.run.ID != 0 && out.run.ID == e.run.ID {
+		// The observers told at release hear how it ended without reading
+		// it again.
+		e.run = out.run
 	}
 	for i, m := range out.posted {
 		s.opts.Chat.Announce(ctx, m, out.created[i])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
@@ -358,9 +359,15 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 type mainRecorder struct {
 	s   *Service
 	run services.Run
+	// calls is set once a row with tool calls is stored (its execution's
+	// end then looks for calls left open).
+	calls *atomic.Bool
 }
 
 func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
+	if len(resp.ToolCalls) > 0 {
+		r.calls.Store(true)
+	}
 	text := chat.CleanAnswer(resp.Text)
 	_, _, err := r.s.opts.Store.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleAssistant,

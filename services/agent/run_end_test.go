@@ -63,6 +63,10 @@ func (failingQueue) EnqueueRunTx(context.Context, services.Tx, services.Run) err
 	return &services.Error{Kind: services.EUNAVAILABLE, Message: "queue down", Err: errors.New("insert failed")}
 }
 
+func (q failingQueue) StartRunTx(ctx context.Context, tx services.Tx, run services.Run) (func(context.Context, services.Message), error) {
+	return nil, q.EnqueueRunTx(ctx, tx, run)
+}
+
 // TestRunRowAndJobCommitTogether: when the run's job cannot be inserted,
 // the user's message and its run are not stored either (the client gets an
 // error and retries), so no queued run is ever left without a job.

@@ -50,11 +50,25 @@ func (s *Service) ExecuteRun(ctx context.Context, run services.Run) error {
 	if err != nil || !ok {
 		return err
 	}
-	trigger, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
-	if err != nil {
-		return err
+	return s.ExecuteClaimed(ctx, run, nil)
+}
+
+// ExecuteClaimed takes a run the queue claimed (running) to its end;
+// trigger, when not nil, is its message, held by the caller.
+func (s *Service) ExecuteClaimed(ctx context.Context, run services.Run, trigger *services.Message) error {
+	if trigger == nil || trigger.ID != run.TriggerMessageID {
+		msg, err := s.opts.Store.GetMessage(ctx, run.TriggerMessageID)
+		if err != nil {
+			return err
+		}
+		trigger = &msg
 	}
 	s.publishRun(ctx, run, services.RunRunning)
+	return s.execute(ctx, run, *trigger)
+}
+
+// execute runs a started run with its trigger message.
+func (s *Service) execute(ctx context.Context, run services.Run, trigger services.Message) error {
 	if c, ok := compactCommand(trigger); ok {
 		return s.newExecution(kindCompaction, run, trigger).compact(ctx, c.Args)
 	}
@@ -110,6 +124,7 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 	if out.err != nil {
 		post = noticeParams(run, e.trigger, notice, fin.Status)
 		post.Metadata = failureMeta(post.Metadata, out.err)
+		post.ReplyToMessage = &e.trigger
 	}
 	// Compaction, when the last prompt and the next input near the window,
 	// is a job of its own enqueued with the run's end: it runs after the
@@ -164,7 +179,7 @@ func (e *execution) answerParams(out mainOutcome) services.PostParams {
 	return services.PostParams{
 		TimelineScope: run.TimelineScope, Source: services.SourceAgent, Role: services.RoleAssistant,
 		Content: out.answer, DedupeKey: fmt.Sprintf("run:%d:answer", run.ID), ReplyTo: trigger.ID,
-		Metadata: meta.Encode(),
+		ReplyToMessage: &e.trigger, Metadata: meta.Encode(),
 	}
 }
 
@@ -386,7 +401,7 @@ func (e *execution) loop(ctx context.Context) mainOutcome {
 	}
 	req.SystemContext += s.startingNote()
 	text, u, err := s.toolLoop(ctx, loopSpec{
-		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run},
+		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run, calls: e.startCalls()},
 		call: tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
 	})
 	return mainOutcome{answer: text, obs: obs, u: u, err: err}

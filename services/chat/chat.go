@@ -183,7 +183,7 @@ func (s *Service) PostTx(ctx context.Context, tx services.Tx, p services.PostPar
 		}
 	}
 	if p.ReplyTo != 0 {
-		if err := s.routeReplyTx(ctx, tx, p.ReplyTo, msg); err != nil {
+		if err := s.routeReplyTx(ctx, tx, p.ReplyTo, p.ReplyToMessage, msg); err != nil {
 			return services.Message{}, false, err
 		}
 	}
@@ -217,12 +217,18 @@ func (s *Service) Announce(ctx context.Context, msg services.Message, created bo
 // channel, in tx, the reply's transaction, so the reply and its delivery
 // commit together; routers are idempotent per reply, so a retried post
 // schedules nothing twice. A reply the router refuses (EINVALID: the
-// answered message names no chat) is stored all the same.
-func (s *Service) routeReplyTx(ctx context.Context, tx services.Tx, toID int64, reply services.Message) error {
-	to, err := tx.GetMessage(ctx, toID)
-	if err != nil {
-		s.log.Warn("route reply: read answered message", "message_id", toID, "err", err)
-		return nil
+// answered message names no chat) is stored all the same. held, when not
+// nil, is the answered message as the caller holds it (not read again).
+func (s *Service) routeReplyTx(ctx context.Context, tx services.Tx, toID int64, held *services.Message, reply services.Message) error {
+	var to services.Message
+	if held != nil && held.ID == toID {
+		to = *held
+	} else {
+		var err error
+		if to, err = tx.GetMessage(ctx, toID); err != nil {
+			s.log.Warn("route reply: read answered message", "message_id", toID, "err", err)
+			return nil
+		}
 	}
 	if to.TimelineScope != reply.TimelineScope {
 		s.log.Error("route reply: answered message is in another timeline", "message_id", toID)

@@ -177,15 +177,15 @@ func (m *Metrics) RunStarted(ctx context.Context, run services.Run, trigger serv
 }
 
 // RunFinished counts a finished run by status with its duration and token
-// use, and a handoff when it is a sub-agent run. The run passed in is the
-// one that started, so the stored row is read for how it ended; a run that
-// is still open (this process is stopping and leaves it to the reaper) is
-// not counted.
+// use, and a handoff when it is a sub-agent run. A run passed in still
+// open (the runtime passes the closed row when it has it) is read again for
+// how it ended; one that is still open then (this process is stopping and
+// leaves it to the reaper) is not counted.
 func (m *Metrics) RunFinished(ctx context.Context, run services.Run, trigger services.Message) {
 	if _, ok := m.active.LoadAndDelete(run.ID); ok {
 		m.runsActive.Dec()
 	}
-	if m.opts.Runs != nil {
+	if run.FinishedAt == nil && m.opts.Runs != nil {
 		cur, err := m.opts.Runs.GetRun(ctx, run.ID)
 		if err != nil {
 			m.log.Warn("metrics: read finished run", "run_id", run.ID, "err", err)
