@@ -15,11 +15,8 @@ import (
 	"strings"
 	"sync"
 
-	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
-	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
-	highlighting "github.com/yuin/goldmark-highlighting/v2"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
@@ -34,8 +31,6 @@ import (
 // HTML).
 const maxInput = 256 << 10
 
-const style = "github"
-
 // md and policy are built on the first Render (a server that never shows
 // the chat page never needs them; they are ~0.3 MiB and a millisecond of
 // start-up). Only md's renderer is used: the text is parsed by
@@ -43,12 +38,11 @@ const style = "github"
 var (
 	md = sync.OnceValue(func() goldmark.Markdown {
 		return goldmark.New(
-			goldmark.WithExtensions(extension.GFM,
-				highlighting.NewHighlighting(highlighting.WithStyle(style),
-					highlighting.WithFormatOptions(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(false)))),
-			// Raw HTML in the Markdown is shown as text, escaped.
+			goldmark.WithExtensions(extension.GFM),
+			// Raw HTML in the Markdown is shown as text, escaped; code
+			// blocks are highlighted (highlight.go).
 			goldmark.WithRendererOptions(html.WithHardWraps(),
-				renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 100))),
+				renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 100), util.Prioritized(codeBlocks{}, 200))),
 		)
 	})
 	policy = sync.OnceValue(newPolicy)
@@ -130,8 +124,7 @@ var (
 func CSS() string {
 	cssOnce.Do(func() {
 		var buf bytes.Buffer
-		f := chromahtml.New(chromahtml.WithClasses(true))
-		_ = f.WriteCSS(&buf, styles.Get(style))
+		_ = formatter().WriteCSS(&buf, codeStyle())
 		css = buf.String()
 	})
 	return css

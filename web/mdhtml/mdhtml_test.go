@@ -63,3 +63,35 @@ func TestRawHTMLShowsAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeBlockLanguages: the kept languages are highlighted (html's
+// embedded script and css go through the lexers they name), the common
+// aliases find them, and a language without a lexer shows as plain,
+// escaped code.
+func TestCodeBlockLanguages(t *testing.T) {
+	for _, c := range []struct{ lang, code, want string }{
+		{"python", "def f(x):\n    return x", `<span class="k">def</span>`},
+		{"py", "import os", `<span class="kn">import</span>`},
+		{"bash", "echo hi", `<span class="nb">echo</span>`},
+		{"sh", "echo hi", `<span class="nb">echo</span>`},
+		{"js", "const a = 1;", `<span class="kr">const</span>`},
+		{"ts", "let a: number = 1", `<span class="kt">number</span>`},
+		{"json", `{"a": true}`, `<span class="kc">true</span>`},
+		{"sql", "SELECT 1", `<span class="k">SELECT</span>`},
+		{"html", "<script>var a = 1;</script><style>p { color: red }</style>", `<span class="kd">var</span>`},
+		{"dockerfile", "FROM alpine\nRUN echo hi", `<span class="k">FROM</span>`},
+		{"golang", "package main", `<span class="kn">package</span>`},
+		{"rust", "fn main() {}", `<span class="k">fn</span>`},
+		{"yaml", "a: b", `<pre class="chroma">`},
+		{"cobol", "DISPLAY '<x>'.", `<pre><code class="language-cobol">DISPLAY &#39;&lt;x&gt;&#39;.`},
+		{"", "a < b", `<pre><code>a &lt; b`},
+	} {
+		out := Render("```" + c.lang + "\n" + c.code + "\n```")
+		if !strings.Contains(out, c.want) {
+			t.Errorf("%q block: rendered HTML lacks %q:\n%s", c.lang, c.want, out)
+		}
+	}
+	if css := CSS(); !strings.Contains(css, ".chroma .kd") {
+		t.Errorf("code.css lacks the keyword class:\n%.300s", css)
+	}
+}
