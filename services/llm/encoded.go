@@ -90,10 +90,20 @@ func (k *keyer) key() encodedKey { return encodedKey{k.h[0].Sum64(), k.h[1].Sum6
 // messageKey is the key of a message without images; ok is false for one
 // with images (sent as they are, not kept).
 func messageKey(m Message) (encodedKey, bool) {
-	if len(m.Images) > 0 {
+	k := messageKeyer("message", m)
+	if k == nil {
 		return encodedKey{}, false
 	}
-	k := newKeyer("message").str(string(m.Role)).str(m.Content).str(m.ToolCallID)
+	return k.key(), true
+}
+
+// messageKeyer hashes kind and the fields of a message without images
+// (nil for one with images).
+func messageKeyer(kind string, m Message) *keyer {
+	if len(m.Images) > 0 {
+		return nil
+	}
+	k := newKeyer(kind).str(string(m.Role)).str(m.Content).str(m.ToolCallID)
 	if m.IsError {
 		k.str("error")
 	} else {
@@ -103,7 +113,7 @@ func messageKey(m Message) (encodedKey, bool) {
 	for _, tc := range m.ToolCalls {
 		k.str(tc.ID).str(tc.Name).str(string(tc.Arguments))
 	}
-	return k.key(), true
+	return k
 }
 
 // keptJSON is the JSON encode makes, kept under k when keep.
@@ -178,9 +188,18 @@ func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.Requ
 	if !r.splice {
 		return r.params, nil, nil
 	}
-	head, err := r.params.MarshalJSON()
+	body, err := r.body()
 	if err != nil {
 		return r.params, nil, err
+	}
+	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", body)}, nil
+}
+
+// body is the spliced request body.
+func (r *openAIRequest) body() ([]byte, error) {
+	head, err := r.params.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	b.Grow(len(head) + 64*len(r.messages) + 512*len(r.tools))
@@ -210,5 +229,5 @@ func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.Requ
 	}
 	field("tools", r.tools)
 	b.WriteByte('}')
-	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", b.Bytes())}, nil
+	return b.Bytes(), nil
 }
