@@ -63,13 +63,22 @@ func (c *encodedCache) put(k encodedKey, b []byte) {
 	c.bytes += len(b)
 }
 
-// keyer hashes the fields of one part, each length-prefixed.
+// keyer hashes the fields of one part, each length-prefixed. Keyers are
+// pooled (a request makes one per message): key returns it to the pool.
 type keyer struct{ h [2]maphash.Hash }
 
-func newKeyer(kind string) *keyer {
+var keyers = sync.Pool{New: func() any {
 	k := &keyer{}
 	for i := range k.h {
 		k.h[i].SetSeed(encodedSeeds[i])
+	}
+	return k
+}}
+
+func newKeyer(kind string) *keyer {
+	k := keyers.Get().(*keyer)
+	for i := range k.h {
+		k.h[i].Reset()
 	}
 	k.str(kind)
 	return k
@@ -85,7 +94,12 @@ func (k *keyer) str(s string) *keyer {
 	return k
 }
 
-func (k *keyer) key() encodedKey { return encodedKey{k.h[0].Sum64(), k.h[1].Sum64()} }
+// key is the hash of what was written; k goes back to the pool.
+func (k *keyer) key() encodedKey {
+	out := encodedKey{k.h[0].Sum64(), k.h[1].Sum64()}
+	keyers.Put(k)
+	return out
+}
 
 // messageKey is the key of a message without images; ok is false for one
 // with images (sent as they are, not kept).
