@@ -70,19 +70,26 @@ func (p *Anthropic) BaseURL() string { return p.baseURL }
 // Complete implements Provider with one Messages request, streamed when
 // onDelta is non-nil. Errors are as documented on Provider.
 func (p *Anthropic) Complete(ctx context.Context, req Request, onDelta func(string)) (*Response, error) {
-	params, err := p.params(req)
+	var params anthropic.MessageNewParams
+	var opts []option.RequestOption
+	var err error
+	if splicing() {
+		params, opts, err = p.anthropicOptions(req)
+	} else {
+		params, err = p.params(req)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if onDelta == nil {
-		msg, err := p.messages.New(ctx, params)
+		msg, err := p.messages.New(ctx, params, opts...)
 		if err != nil {
 			return nil, p.failure(ctx, err)
 		}
 		return p.response(msg, nil)
 	}
 
-	stream := p.messages.NewStreaming(ctx, params)
+	stream := p.messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var msg anthropic.Message
 	// Tool inputs are gathered here too: the SDK's accumulator quietly
@@ -312,18 +319,22 @@ func markCachePoints(params *anthropic.MessageNewParams, req Request, lastBlock 
 		if i < 0 || i >= len(lastBlock) || lastBlock[i][0] < 0 {
 			continue
 		}
-		b := &params.Messages[lastBlock[i][0]].Content[lastBlock[i][1]]
-		cc := anthropic.NewCacheControlEphemeralParam()
-		switch {
-		case b.OfText != nil:
-			b.OfText.CacheControl = cc
-		case b.OfImage != nil:
-			b.OfImage.CacheControl = cc
-		case b.OfToolUse != nil:
-			b.OfToolUse.CacheControl = cc
-		case b.OfToolResult != nil:
-			b.OfToolResult.CacheControl = cc
-		}
+		setCacheControl(&params.Messages[lastBlock[i][0]].Content[lastBlock[i][1]])
+	}
+}
+
+// setCacheControl puts a cache breakpoint on b.
+func setCacheControl(b *anthropic.ContentBlockParamUnion) {
+	cc := anthropic.NewCacheControlEphemeralParam()
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfImage != nil:
+		b.OfImage.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
 	}
 }
 

@@ -63,13 +63,22 @@ func (c *encodedCache) put(k encodedKey, b []byte) {
 	c.bytes += len(b)
 }
 
-// keyer hashes the fields of one part, each length-prefixed.
+// keyer hashes the fields of one part, each length-prefixed. Keyers are
+// pooled (a request makes one per message): key returns it to the pool.
 type keyer struct{ h [2]maphash.Hash }
 
-func newKeyer(kind string) *keyer {
+var keyers = sync.Pool{New: func() any {
 	k := &keyer{}
 	for i := range k.h {
 		k.h[i].SetSeed(encodedSeeds[i])
+	}
+	return k
+}}
+
+func newKeyer(kind string) *keyer {
+	k := keyers.Get().(*keyer)
+	for i := range k.h {
+		k.h[i].Reset()
 	}
 	k.str(kind)
 	return k
@@ -85,15 +94,30 @@ func (k *keyer) str(s string) *keyer {
 	return k
 }
 
-func (k *keyer) key() encodedKey { return encodedKey{k.h[0].Sum64(), k.h[1].Sum64()} }
+// key is the hash of what was written; k goes back to the pool.
+func (k *keyer) key() encodedKey {
+	out := encodedKey{k.h[0].Sum64(), k.h[1].Sum64()}
+	keyers.Put(k)
+	return out
+}
 
 // messageKey is the key of a message without images; ok is false for one
 // with images (sent as they are, not kept).
 func messageKey(m Message) (encodedKey, bool) {
-	if len(m.Images) > 0 {
+	k := messageKeyer("message", m)
+	if k == nil {
 		return encodedKey{}, false
 	}
-	k := newKeyer("message").str(string(m.Role)).str(m.Content).str(m.ToolCallID)
+	return k.key(), true
+}
+
+// messageKeyer hashes kind and the fields of a message without images
+// (nil for one with images).
+func messageKeyer(kind string, m Message) *keyer {
+	if len(m.Images) > 0 {
+		return nil
+	}
+	k := newKeyer(kind).str(string(m.Role)).str(m.Content).str(m.ToolCallID)
 	if m.IsError {
 		k.str("error")
 	} else {
@@ -103,7 +127,7 @@ func messageKey(m Message) (encodedKey, bool) {
 	for _, tc := range m.ToolCalls {
 		k.str(tc.ID).str(tc.Name).str(string(tc.Arguments))
 	}
-	return k.key(), true
+	return k
 }
 
 // keptJSON is the JSON encode makes, kept under k when keep.
@@ -178,9 +202,18 @@ func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.Requ
 	if !r.splice {
 		return r.params, nil, nil
 	}
-	head, err := r.params.MarshalJSON()
+	body, err := r.body()
 	if err != nil {
 		return r.params, nil, err
+	}
+	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", body)}, nil
+}
+
+// body is the spliced request body.
+func (r *openAIRequest) body() ([]byte, error) {
+	head, err := r.params.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	b.Grow(len(head) + 64*len(r.messages) + 512*len(r.tools))
@@ -210,5 +243,5 @@ func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.Requ
 	}
 	field("tools", r.tools)
 	b.WriteByte('}')
-	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", b.Bytes())}, nil
+	return b.Bytes(), nil
 }

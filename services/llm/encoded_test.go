@@ -3,6 +3,8 @@ package llm_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/switchboard/switchboard/services"
@@ -80,6 +82,146 @@ func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
 	for range 2 {
 		if _, _, err := complete(t, p, bad, false); !services.IsKind(err, services.EINVALID) {
 			t.Fatalf("tool call with array arguments: err = %v, want EINVALID", err)
+		}
+	}
+}
+
+// The Anthropic body made from kept parts is byte for byte the one the SDK
+// makes from scratch: system blocks, tools (the last one the breakpoint
+// when there is no system prompt), messages of one role merged, cache
+// points on the messages CacheAt names (a message without blocks marks
+// the one before it), images, the response format's instruction, and the
+// other settings.
+func TestAnthropicEncodedPartsAreTheSDKsBytes(t *testing.T) {
+	defer llm.SetEncodedCache(true)
+	temp := 0.2
+	history := []llm.Message{
+		{Role: llm.RoleUser, Content: "read <notes.md> & tell me, ünïcode 漢字"},
+		{Role: llm.RoleAssistant, Content: "Reading.", ToolCalls: []services.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(`{"path": "notes.md"}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: "line 1\nline \"2\""},
+		{Role: llm.RoleAssistant, ToolCalls: []services.ToolCall{{ID: "c2", Name: "now", Arguments: json.RawMessage(`{}`)}, {ID: "c3", Name: "now", Arguments: json.RawMessage(`{"tz":"UTC"}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "c2", Content: "no clock", IsError: true},
+		{Role: llm.RoleTool, ToolCallID: "c3", Content: ""},
+		{Role: llm.RoleUser, Content: "and then"},
+		{Role: llm.RoleAssistant, Content: "It says line 1."},
+		{Role: llm.RoleUser, Content: ""},
+		{Role: llm.RoleUser, Content: "thanks"},
+	}
+	tools := []services.ToolSpec{
+		readFileTool,
+		{Name: "now", Description: "The time."},
+		{Name: "search", Description: "Search <things>.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"a & b"}},"required":["q"],"additionalProperties":false}`)},
+	}
+	full := llm.Request{
+		System: "You are Switchboard. <b>Quotes</b> \"and\" & ampersands.", SystemContext: "Summary of the earlier conversation.",
+		CacheSystem: true, CacheAt: []int{2, 5, 8}, Tools: tools, Messages: history,
+	}
+	noSystem := llm.Request{CacheSystem: true, CacheAt: []int{7}, Tools: tools, Messages: history}
+	contextOnly := llm.Request{SystemContext: "Only a summary.", CacheSystem: true, Messages: history[:3]}
+	settings := full
+	settings.CacheSystem, settings.CacheAt = false, nil
+	settings.Messages = append(append([]llm.Message(nil), history...),
+		llm.Message{Role: llm.RoleUser, Content: "and this picture?", Images: []services.Image{{MIMEType: "image/png", Data: []byte("\x89PNG fake")}}})
+	settings.MaxTokens, settings.Temperature, settings.Stop = 300, &temp, []string{"END", "</x>"}
+	settings.ResponseFormat = &services.ResponseFormat{Type: services.ResponseJSONSchema, Name: "answer",
+		Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), Strict: true}
+	afterAssistant := llm.Request{Messages: history[:8], ResponseFormat: &services.ResponseFormat{Type: services.ResponseJSONObject}}
+	for _, c := range []struct {
+		name   string
+		req    llm.Request
+		stream bool
+	}{{"cached", full, false}, {"cached-stream", full, true}, {"no-system", noSystem, true}, {"context-only", contextOnly, false},
+		{"settings-and-image", settings, true}, {"format-after-assistant", afterAssistant, false}, {"empty", llm.Request{}, false}} {
+		req, stream := c.req, c.stream
+		t.Run(c.name, func(t *testing.T) {
+			var bodies [][]byte
+			for i, on := range []bool{false, true, true} {
+				if i < 2 {
+					llm.SetEncodedCache(on)
+				}
+				p, srv := setup(t, llm.ProviderAnthropic, 0)
+				srv.Enqueue(llmtest.Reply{Text: "ok"})
+				if _, _, err := complete(t, p, req, stream); err != nil {
+					t.Fatal(err)
+				}
+				bodies = append(bodies, srv.Requests()[0].Body)
+			}
+			if len(req.Messages) > 0 && llm.EncodedCacheLen() == 0 {
+				t.Error("no parts kept")
+			}
+			for i, b := range bodies[1:] {
+				if !bytes.Equal(b, bodies[0]) {
+					t.Fatalf("body %d with kept parts differs from the SDK's:\n%s\n%s", i+1, b, bodies[0])
+				}
+			}
+		})
+	}
+	// A part that cannot be encoded is still refused, kept or not.
+	for _, bad := range []llm.Request{
+		{Messages: []llm.Message{{Role: llm.RoleAssistant, ToolCalls: []services.ToolCall{{ID: "x", Name: "f", Arguments: json.RawMessage(`[1]`)}}}}},
+		{Messages: []llm.Message{{Role: llm.RoleTool, Content: "no call id"}}},
+		{Messages: []llm.Message{{Role: "narrator", Content: "who?"}}},
+	} {
+		p, _ := setup(t, llm.ProviderAnthropic, 0)
+		for range 2 {
+			if _, _, err := complete(t, p, bad, false); !services.IsKind(err, services.EINVALID) {
+				t.Fatalf("%+v: err = %v, want EINVALID", bad.Messages[0], err)
+			}
+		}
+	}
+}
+
+// BenchmarkRequestBody measures encoding one turn's request body (a 4 KB
+// system prompt, 20 tools, 60 history messages with tool calls, a new
+// input each time), spliced from kept parts and (sdk) by the SDK alone.
+// Run on purpose:
+//
+//	go test -run '^$' -bench RequestBody -benchmem ./services/llm/
+func BenchmarkRequestBody(b *testing.B) {
+	req := llm.Request{System: strings.Repeat("You are Switchboard, a helpful agent. ", 110), SystemContext: "Summary of the earlier conversation.", CacheSystem: true}
+	for i := range 20 {
+		req.Tools = append(req.Tools, services.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "Does a thing with a path.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"the path"},"limit":{"type":"integer"}},"required":["path"]}`)})
+	}
+	for i := range 15 {
+		id := fmt.Sprintf("call_%d", i)
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("question %d: please read the notes and tell me what they say about the plan", i)},
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []services.ToolCall{{ID: id, Name: "tool_1", Arguments: json.RawMessage(`{"path":"notes.md"}`)}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: strings.Repeat("a line of the notes file, ", 20)},
+			llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("answer %d: the notes say the plan is on track, with two open items.", i)})
+	}
+	req.CacheAt = []int{len(req.Messages) - 5, len(req.Messages) - 1}
+	for _, api := range apis {
+		for _, splice := range []bool{true, false} {
+			name := api
+			if !splice {
+				name += "-sdk"
+			}
+			b.Run(name, func(b *testing.B) {
+				defer llm.SetEncodedCache(true)
+				llm.SetEncodedCache(splice)
+				cfg := llm.Config{Model: "bench", APIKey: "k", BaseURL: "http://127.0.0.1:1"}
+				var p llm.Provider
+				var err error
+				if api == llm.ProviderAnthropic {
+					p, err = llm.NewAnthropic(cfg)
+				} else {
+					p, err = llm.NewOpenAI(cfg)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for b.Loop() {
+					n++
+					r := req
+					r.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("new input %d", n)})
+					if _, err := llm.RequestBody(p, r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package llm
 
+import "fmt"
+
 // SetEncodedCache turns the cache of encoded request parts on or off and
 // empties it.
 func SetEncodedCache(on bool) {
@@ -14,4 +16,31 @@ func EncodedCacheLen() int {
 	encoded.mu.Lock()
 	defer encoded.mu.Unlock()
 	return len(encoded.m)
+}
+
+// RequestBody is the body p's Complete sends for req (not streamed): the
+// spliced one when the cache is on, the SDK's own when it is off.
+func RequestBody(p Provider, req Request) ([]byte, error) {
+	switch p := p.(type) {
+	case *OpenAI:
+		r, err := p.request(req)
+		if err != nil {
+			return nil, err
+		}
+		if !r.splice {
+			return r.params.MarshalJSON()
+		}
+		return r.body()
+	case *Anthropic:
+		if !splicing() {
+			params, err := p.params(req)
+			if err != nil {
+				return nil, err
+			}
+			return params.MarshalJSON()
+		}
+		_, body, err := p.anthropicBody(req)
+		return body, err
+	}
+	return nil, fmt.Errorf("RequestBody: %T is not a provider of this package", p)
 }
