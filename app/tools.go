@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 
-	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/fetch"
 	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/tools"
@@ -25,7 +24,7 @@ func (a *App) toolList() []toolSet {
 		{"read_file, write_file, edit_file, read_block, replace_block, list_files, search", true,
 			func(r *tools.Registry) error { return tools.RegisterWorkspaceTools(r, a.spaces.For) }},
 		{tools.TodoName, true, func(r *tools.Registry) error { return r.Register(tools.Todo(a.spaces.For)) }},
-		{"remember", true, func(r *tools.Registry) error { return agent.RegisterMemoryTool(r, a.store) }},
+		{"remember", true, func(r *tools.Registry) error { return tools.RegisterRemember(r, a.store) }},
 		{"fetch_url", true, func(r *tools.Registry) error {
 			if err := fetch.Register(r, cfg.Fetch); err != nil {
 				return fmt.Errorf("FETCH_ALLOW: %w", err)
@@ -37,10 +36,12 @@ func (a *App) toolList() []toolSet {
 		{"exec", a.execStatus.Offered(),
 			func(r *tools.Registry) error { return r.Register(sandbox.Tool(a.sandbox, a.spaces.For)) }},
 		{"delegate", true, a.agent.RegisterDelegate},
-		{"schedule, update_schedule, cancel_schedule, list_schedules", true, a.agent.RegisterScheduleTools},
-		{"send_file", true, a.agent.RegisterSendFile},
-		{"recall_search, recall_timeline, recall_detail", true, a.agent.RegisterRecallTools},
-		{"propose_rule", true, a.agent.RegisterProposeRule},
+		{"schedule, update_schedule, cancel_schedule, list_schedules", true,
+			tools.ScheduleTools{Schedules: a.scheduler, Zones: a.scheduler}.Register},
+		{"send_file", true, tools.SendFile{Media: a.media, Chat: a.chat, Runs: a.store}.Register},
+		{"recall_search, recall_timeline, recall_detail", true,
+			tools.Recall{Archive: a.store, Runs: a.store, Window: a.context, Tokens: a.tokenizer}.Register},
+		{"propose_rule", true, tools.ProposeRule{Proposals: a.store, Chat: a.chat, Runs: a.store}.Register},
 		// Deferred tools are found through it (TOOLS_DEFER_OVER).
 		{tools.FindToolsName, cfg.Agent.ToolsDeferOver > 0, func(r *tools.Registry) error { return r.Register(tools.FindTools()) }},
 	}

@@ -90,16 +90,17 @@ type Deps struct {
 	// Manifests hold each timeline's context manifest (/pin, /unpin,
 	// /pins; nil: the commands say it is not configured).
 	Manifests services.ContextManifests
-	// Recall is the archive the recall tools and handoffs read (nil: no
-	// recall). Proposals keep rule proposals (nil: no propose_rule, no
-	// /rules approve).
+	// Recall is the archive a sub-agent's observations are recalled from
+	// (nil: none; the recall tools are given it by the app). Proposals
+	// keep the agent's rule proposals for /rules (nil: /rules approve says
+	// they are not available).
 	Recall    services.RecallStore
 	Proposals services.RuleProposals
 	Tokenizer prompt.Tokenizer
 	Observers []services.RunObserver
 	Logger    *slog.Logger
-	// Schedules are the owner's schedules (their tools and /schedules) and
-	// Fires their ledger; nil: no schedules. FireObserved counts fires by
+	// Schedules are the owner's schedules (/schedules; the schedule tools
+	// are given them by the app) and Fires their ledger; nil: no schedules. FireObserved counts fires by
 	// result (ok, notified, error, interrupted, unchanged, skipped).
 	// Watcher reads a watch schedule's content before its model runs (nil:
 	// watch fires fail, saying so).
@@ -152,7 +153,8 @@ var (
 )
 
 // New returns the runtime. Its tools are registered by the app
-// (app/tools.go), from the Register methods of tools.go.
+// (app/tools.go): delegate from RegisterDelegate (tools.go), the others
+// from services/tools.
 func New(d Deps, cfg Config) (*Service, error) {
 	if d.Store == nil || d.Chat == nil || d.LLM == nil {
 		return nil, errors.New("agent: Store, Chat and LLM are required")

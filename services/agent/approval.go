@@ -313,7 +313,7 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 	s.publishUse(ctx, run, use)
 	started := time.Now()
 	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
-		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID})
+		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	if t, ok := s.opts.Tools.Get(a.Tool); ok {
 		if a.Tool == "fetch_url" {
@@ -393,7 +393,7 @@ func (s *Service) executeDetached(ctx context.Context, a services.Approval) {
 	}
 	g := s.newGate(services.StarterOwner, 0, a.TaintedBy)
 	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
-		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID})
+		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	s.auditCall(ctx, a, res)
 	status := "ok"

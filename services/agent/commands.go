@@ -312,23 +312,11 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	}
 	p := services.PostParams{TimelineScope: msg.TimelineScope, Source: msg.Source, Role: services.RoleUser, Content: q.Content,
 		Attachments: files[q.ID], DedupeKey: fmt.Sprintf("retry:%d", msg.ID)}
-	var posted services.Message
-	var created bool
-	var after func(context.Context)
-	err = s.opts.Store.Transact(ctx, func(tx services.Tx) error {
-		var err error
-		if posted, created, err = s.opts.Chat.PostTx(ctx, tx, p); err != nil || !created {
-			return err
-		}
-		after, err = s.StartTurn(ctx, tx, posted)
-		return err
-	})
-	if err != nil {
+	// The question goes the way every user message goes (chat's Post:
+	// stored, its run queued in the same transaction, announced, the run
+	// started), through a ChatService whose turns are this runtime's.
+	if _, _, err := s.opts.Chat.WithTurns(s).Post(ctx, p); err != nil {
 		return "", err
-	}
-	s.opts.Chat.Announce(ctx, posted, created)
-	if after != nil {
-		after(ctx)
 	}
 	return fmt.Sprintf("Asking again (the answer %s): %s", last.Status, firstLine(truncateText(q.Content, 80))), nil
 }

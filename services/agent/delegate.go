@@ -285,7 +285,7 @@ func (s *Service) runChild(ctx context.Context, parent services.Run, profile Pro
 	if !c.pol.ownRun {
 		h.Mode = "inline"
 	} else {
-		h.RunID, h.RecallID = c.run.ID, handoffRef(c.run.ID)
+		h.RunID, h.RecallID = c.run.ID, tools.HandoffRef(c.run.ID)
 	}
 	cctx, release := c.begin(ctx)
 	text, refs, u, transcript, runErr := s.childLoop(cctx, c)
@@ -479,12 +479,20 @@ func (s *Service) taskPayload(ctx context.Context, parent services.Run, profile 
 	return p, nil
 }
 
+// recallView is what a scope may recall, as the recall tools read it.
+func (s *Service) recallView(call tools.Call) services.RecallView {
+	if s.opts.Context == nil {
+		return tools.RecallView(nil, call)
+	}
+	return tools.RecallView(s.opts.Context, call)
+}
+
 // observations recalls what the parent's scope holds about the task: its
 // visible messages (the owner's conversation, not the parent's tool steps)
 // and summaries, and the handoffs of earlier sub-agents (ranked among the
 // newest), by full-text relevance to the task; best first.
 func (s *Service) observations(ctx context.Context, parent services.Run, task string) ([]Observation, error) {
-	store := s.recallStore()
+	store := s.opts.Recall
 	terms := services.RecallTerms(task)
 	if store == nil || len(terms) == 0 {
 		return nil, nil
@@ -527,7 +535,7 @@ func (s *Service) observations(ctx context.Context, parent services.Run, task st
 	var out []Observation
 	for _, m := range msgs {
 		h := best[services.RecallRef(services.RecallMessage, m.ID)]
-		o := Observation{Source: h.Ref(), Kind: services.RecallMessage, Role: string(m.Role), Date: recallDate(m.CreatedAt),
+		o := Observation{Source: h.Ref(), Kind: services.RecallMessage, Role: string(m.Role), Date: tools.RecallDate(m.CreatedAt),
 			Score: roundScore(h.Score), Text: m.Content}
 		meta := m.Meta
 		if !m.Visible && meta.Kind != services.MetaHandoff {
@@ -548,7 +556,7 @@ func (s *Service) observations(ctx context.Context, parent services.Run, task st
 	}
 	for _, g := range segs {
 		h := best[services.RecallRef(services.RecallSummary, g.ID)]
-		out = append(out, Observation{Source: h.Ref(), Kind: services.RecallSummary, Date: recallDate(g.CreatedAt),
+		out = append(out, Observation{Source: h.Ref(), Kind: services.RecallSummary, Date: tools.RecallDate(g.CreatedAt),
 			Score: roundScore(h.Score), Text: truncateText(g.SummaryText, observationRunes)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })

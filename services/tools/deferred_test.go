@@ -9,8 +9,6 @@ import (
 	"github.com/switchboard/switchboard/services"
 )
 
-type noArgs struct{}
-
 func tool(name, source, desc string) Tool {
 	t := Func(name, services.EffectRead, desc, func(context.Context, Call, noArgs) (Result, error) { return Result{Content: "ok"}, nil })
 	t.Source = source

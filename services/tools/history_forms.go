@@ -277,26 +277,45 @@ func ReadForm() HistoryForm {
 	}
 }
 
+// formPath is the path argument of the calls EditForm and WriteForm keep.
+type formPath struct {
+	Path string `json:"path"`
+}
+
+func (p formPath) path() string { return p.Path }
+
+// writtenFile reads what EditForm and WriteForm share: the result object,
+// the call's arguments into a (a struct embedding formPath), and the file's
+// path (the result's, else the argument's); ok is false when either is not
+// the JSON object expected.
+func writtenFile(args, result string, a interface{ path() string }) (map[string]any, string, bool) {
+	m, ok := decodeObject(result)
+	if !ok {
+		return nil, "", false
+	}
+	if json.Unmarshal([]byte(args), a) != nil {
+		return nil, "", false
+	}
+	path := fieldText(m, "path")
+	if path == "" {
+		path = a.path()
+	}
+	return m, path, true
+}
+
 // EditForm keeps an edit as its file, the range the new text took and
 // the first FormSnippetLines lines of that text (the key snippet), from
 // edit_file's arguments (path, new_text) and result (replacements,
 // first_line).
 func EditForm() HistoryForm {
 	return func(args, result string) (string, bool) {
-		m, ok := decodeObject(result)
-		if !ok {
-			return "", false
-		}
 		var a struct {
-			Path    string `json:"path"`
+			formPath
 			NewText string `json:"new_text"`
 		}
-		if json.Unmarshal([]byte(args), &a) != nil {
+		m, path, ok := writtenFile(args, result, &a)
+		if !ok {
 			return "", false
-		}
-		path := fieldText(m, "path")
-		if path == "" {
-			path = a.Path
 		}
 		first := fieldInt(m, "first_line")
 		snippet, kept, total := headLines(a.NewText, FormSnippetLines, formSnippetBytes)
@@ -323,20 +342,13 @@ func EditForm() HistoryForm {
 // (path, content) and result (created, appended, size).
 func WriteForm() HistoryForm {
 	return func(args, result string) (string, bool) {
-		m, ok := decodeObject(result)
-		if !ok {
-			return "", false
-		}
 		var a struct {
-			Path    string `json:"path"`
+			formPath
 			Content string `json:"content"`
 		}
-		if json.Unmarshal([]byte(args), &a) != nil {
+		m, path, ok := writtenFile(args, result, &a)
+		if !ok {
 			return "", false
-		}
-		path := fieldText(m, "path")
-		if path == "" {
-			path = a.Path
 		}
 		how := "overwrote"
 		switch {

@@ -63,6 +63,10 @@ type Call struct {
 	CallID string
 	// Depth is how deep the calling agent is in a delegation tree (0: main).
 	Depth int
+	// TaintedBy is the untrusted origin that had tainted the calling loop
+	// when the call ran ("" while clean); a tainted loop's lasting call
+	// runs only once the owner approved it.
+	TaintedBy string
 }
 
 // Result is what the model sees after a tool call.

@@ -1,14 +1,15 @@
-package agent
+package tools
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/switchboard/switchboard/services"
-	"github.com/switchboard/switchboard/services/tools"
 )
 
 // The recall tools disclose the archive in three steps (docs/CONTEXT.md,
@@ -18,46 +19,81 @@ import (
 // that follows the model's window, and reads only what the calling scope
 // may (services.RecallView).
 
-// recallStore is the archive the recall tools read (Deps.Recall; nil: no
-// recall tools).
-func (s *Service) recallStore() services.RecallStore { return s.opts.Recall }
+// RecallWindow is what the recall tools read of the prompt's context
+// manager: the scope a context scope reads (ReadScope) and the prompt's
+// budget in tokens, which their answers' budgets follow.
+type RecallWindow interface {
+	ReadScope(contextScope string) string
+	Budget() int
+}
 
-// recallView is what the calling scope may recall.
-func (s *Service) recallView(call tools.Call) services.RecallView {
+// RecallHistory is what the recall tools read of the runs and their rows:
+// the question a run answers (the archive is what came before it) and the
+// row of main that carries a sub-agent's handoff.
+type RecallHistory interface {
+	RunReader
+	ListContext(ctx context.Context, q services.ContextQuery) ([]services.Message, error)
+}
+
+// Counter counts the tokens of a text (the prompt's tokenizer).
+type Counter interface {
+	Count(text string) int
+}
+
+// Recall are the recall tools: recall_search, recall_timeline and
+// recall_detail over Archive.
+type Recall struct {
+	Archive services.RecallStore
+	Runs    RecallHistory
+	// Window gives the scope read and the budgets (nil: main's rows, and
+	// each budget at its ceiling).
+	Window RecallWindow
+	Tokens Counter
+}
+
+// RecallView is what the calling scope may recall: its own rows and what
+// main reads (window: the context manager; nil reads main).
+func RecallView(window RecallWindow, call Call) services.RecallView {
 	read := services.MainScope
-	if s.opts.Context != nil {
-		read = s.opts.Context.ReadScope(services.MainScope)
+	if window != nil {
+		read = window.ReadScope(services.MainScope)
 	}
 	return services.NewRecallView(call.TimelineScope, call.ContextScope, read)
 }
 
-// recallBudget is a recall tool's answer budget: a share of the prompt
-// budget, between floor and ceiling tokens.
-func (s *Service) recallBudget(share, floor, ceiling int) int {
+func (r Recall) view(call Call) services.RecallView { return RecallView(r.Window, call) }
+
+// budget is a recall tool's answer budget: a share of the prompt budget,
+// between floor and ceiling tokens.
+func (r Recall) budget(share, floor, ceiling int) int {
 	b := ceiling
-	if s.opts.Context != nil {
-		b = s.opts.Context.Budget() / share
+	if r.Window != nil {
+		b = r.Window.Budget() / share
 	}
 	return max(floor, min(b, ceiling))
 }
 
-func (s *Service) searchBudget() int   { return s.recallBudget(10, 120, 1000) }
-func (s *Service) timelineBudget() int { return s.recallBudget(8, 200, 2000) }
-func (s *Service) detailBudget() int   { return s.recallBudget(5, 300, 6000) }
+func (r Recall) searchBudget() int   { return r.budget(10, 120, 1000) }
+func (r Recall) timelineBudget() int { return r.budget(8, 200, 2000) }
+func (r Recall) detailBudget() int   { return r.budget(5, 300, 6000) }
 
-func (s *Service) registerRecallTools(reg *tools.Registry) error {
-	for _, t := range []tools.Tool{
-		tools.Func("recall_search", services.EffectRead,
+// Register adds recall_search, recall_timeline and recall_detail.
+func (r Recall) Register(reg *Registry) error {
+	if r.Archive == nil || r.Runs == nil || r.Tokens == nil {
+		return errors.New("recall tools: Archive, Runs and Tokens are required")
+	}
+	for _, t := range []Tool{
+		Func("recall_search", services.EffectRead,
 			"Search this conversation's whole archive, summarised turns included. Returns an index: id, date, role, "+
 				"one line, tokens to read the item. Use a few distinctive words; all must match (else any). "+
 				"Then recall_timeline or recall_detail.",
-			s.recallSearch).WithHistory(tools.HistoryRule{MaxChars: 800, Form: tools.SearchForm(recallSearchFields)}),
-		tools.Func("recall_timeline", services.EffectRead,
+			r.search).WithHistory(HistoryRule{MaxChars: 800, Form: SearchForm(recallSearchFields)}),
+		Func("recall_timeline", services.EffectRead,
 			"The messages around an archive id, one line each.",
-			s.recallTimeline).WithHistory(tools.HistoryRule{MaxChars: 800}),
-		tools.Func("recall_detail", services.EffectRead,
+			r.timeline).WithHistory(HistoryRule{MaxChars: 800}),
+		Func("recall_detail", services.EffectRead,
 			"Read archived messages or summaries whole, by id.",
-			s.recallDetail).WithHistory(tools.HistoryRule{MaxChars: 1200}),
+			r.detail).WithHistory(HistoryRule{MaxChars: 1200}),
 	} {
 		if err := reg.Register(t); err != nil {
 			return err
@@ -69,7 +105,7 @@ func (s *Service) registerRecallTools(reg *tools.Registry) error {
 // recallSearchFields is where recall_search's index keeps its matches,
 // for its history form: each entry's id (what recall_detail reads it by)
 // and its line.
-var recallSearchFields = tools.SearchFields{Query: "query", Matches: "results", Where: []string{"id"}, Text: "text"}
+var recallSearchFields = SearchFields{Query: "query", Matches: "results", Where: []string{"id"}, Text: "text"}
 
 type recallSearchArgs struct {
 	Query  string `json:"query" jsonschema:"Words to find."`
@@ -100,7 +136,8 @@ type recallIndex struct {
 	Note   string `json:"note,omitempty"`
 }
 
-func recallDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }
+// RecallDate is how recall answers and observations date an item.
+func RecallDate(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") }
 
 // parseRecallDate reads YYYY-MM-DD (UTC midnight) or RFC 3339.
 func parseRecallDate(arg, v string) (time.Time, error) {
@@ -127,57 +164,57 @@ func hitRole(h services.RecallHit) string {
 	return string(h.Role)
 }
 
-func (s *Service) recallSearch(ctx context.Context, call tools.Call, a recallSearchArgs) (tools.Result, error) {
+func (r Recall) search(ctx context.Context, call Call, a recallSearchArgs) (Result, error) {
 	limit := a.Limit
 	if limit == 0 {
 		limit = 10
 	}
 	if limit < 1 || limit > 30 {
-		return tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("argument \"limit\": %d is not between 1 and 30", a.Limit)), nil
+		return ErrorResult(CodeBadArguments, fmt.Sprintf("argument \"limit\": %d is not between 1 and 30", a.Limit)), nil
 	}
 	after, err := parseRecallDate("after", a.After)
 	if err != nil {
-		return tools.ErrorResult(tools.CodeBadArguments, services.ErrorMessage(err)), nil
+		return ErrorResult(CodeBadArguments, services.ErrorMessage(err)), nil
 	}
 	before, err := parseRecallDate("before", a.Before)
 	if err != nil {
-		return tools.ErrorResult(tools.CodeBadArguments, services.ErrorMessage(err)), nil
+		return ErrorResult(CodeBadArguments, services.ErrorMessage(err)), nil
 	}
 	terms := services.RecallTerms(a.Query)
 	if len(terms) == 0 {
-		return tools.ErrorResult(tools.CodeBadArguments, "argument \"query\": no words to look for"), nil
+		return ErrorResult(CodeBadArguments, "argument \"query\": no words to look for"), nil
 	}
-	q := services.RecallQuery{View: s.recallView(call), Terms: terms, After: after, Before: before, Limit: limit}
+	q := services.RecallQuery{View: r.view(call), Terms: terms, After: after, Before: before, Limit: limit}
 	// The question being answered (and what came after it) is in the
 	// prompt already: the archive is what came before.
 	if call.RunID != 0 {
-		if run, err := s.opts.Store.GetRun(ctx, call.RunID); err == nil && run.TriggerMessageID > 0 {
+		if run, err := r.Runs.GetRun(ctx, call.RunID); err == nil && run.TriggerMessageID > 0 {
 			q.MaxID = run.TriggerMessageID - 1
 		}
 	}
-	hits, err := s.recallStore().SearchRecall(ctx, q)
+	hits, err := r.Archive.SearchRecall(ctx, q)
 	if err != nil {
-		return tools.Result{}, err
+		return Result{}, err
 	}
-	out := recallIndex{Query: strings.Join(terms, " "), Match: "all words", Budget: s.searchBudget(), Results: []recallEntry{}}
+	out := recallIndex{Query: strings.Join(terms, " "), Match: "all words", Budget: r.searchBudget(), Results: []recallEntry{}}
 	if len(hits) == 0 && len(terms) > 1 {
 		q.AnyTerm = true
-		if hits, err = s.recallStore().SearchRecall(ctx, q); err != nil {
-			return tools.Result{}, err
+		if hits, err = r.Archive.SearchRecall(ctx, q); err != nil {
+			return Result{}, err
 		}
 		out.Match = "any word"
 	}
 	if len(hits) == 0 {
 		out.Match, out.Note = "", "nothing in the archive has these words; try other or fewer words"
 	}
-	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	used := r.Tokens.Count(string(mustJSON(out)))
 	for _, h := range hits {
-		e := recallEntry{ID: h.Ref(), Date: recallDate(h.CreatedAt), Role: hitRole(h), Tokens: h.Tokens,
+		e := recallEntry{ID: h.Ref(), Date: RecallDate(h.CreatedAt), Role: hitRole(h), Tokens: h.Tokens,
 			Score: float64(int(h.Score*1000)) / 1000, Text: truncateText(h.Snippet, 160)}
 		if h.Kind == services.RecallSummary {
 			e.Text = fmt.Sprintf("(summary of m%d-m%d) %s", h.FromID, h.UntilID, e.Text)
 		}
-		n := s.opts.Tokenizer.Count(string(mustJSON(e))) + 1
+		n := r.Tokens.Count(string(mustJSON(e))) + 1
 		if used+n > out.Budget {
 			out.More = len(hits) - len(out.Results)
 			break
@@ -185,7 +222,7 @@ func (s *Service) recallSearch(ctx context.Context, call tools.Call, a recallSea
 		used += n
 		out.Results = append(out.Results, e)
 	}
-	return tools.JSONResult(out)
+	return JSONResult(out)
 }
 
 type recallTimelineArgs struct {
@@ -194,42 +231,42 @@ type recallTimelineArgs struct {
 	After  int    `json:"after,omitempty" jsonschema:"0-20, default 4."`
 }
 
-func (s *Service) recallTimeline(ctx context.Context, call tools.Call, a recallTimelineArgs) (tools.Result, error) {
+func (r Recall) timeline(ctx context.Context, call Call, a recallTimelineArgs) (Result, error) {
 	kind, id, err := services.ParseRecallRef(a.ID)
 	if err != nil {
-		return tools.ErrorResult(tools.CodeBadArguments, "argument \"id\": "+services.ErrorMessage(err)), nil
+		return ErrorResult(CodeBadArguments, "argument \"id\": "+services.ErrorMessage(err)), nil
 	}
 	before, after := a.Before, a.After
 	if before == 0 && after == 0 {
 		before, after = 4, 4
 	}
 	if before < 0 || before > 20 || after < 0 || after > 20 {
-		return tools.ErrorResult(tools.CodeBadArguments, "arguments \"before\" and \"after\" are between 0 and 20"), nil
+		return ErrorResult(CodeBadArguments, "arguments \"before\" and \"after\" are between 0 and 20"), nil
 	}
-	view := s.recallView(call)
+	view := r.view(call)
 	center := id
 	if kind == services.RecallSummary {
-		segs, err := s.recallStore().RecallSegments(ctx, view, []int64{id})
+		segs, err := r.Archive.RecallSegments(ctx, view, []int64{id})
 		if err != nil {
-			return tools.Result{}, err
+			return Result{}, err
 		}
 		if len(segs) == 0 {
-			return tools.Result{}, services.Errorf(services.ENOTFOUND, "summary %s is not in this conversation's archive", a.ID)
+			return Result{}, services.Errorf(services.ENOTFOUND, "summary %s is not in this conversation's archive", a.ID)
 		}
 		center, before = segs[0].FromMessageID, 0
 	}
-	rows, err := s.recallStore().RecallAround(ctx, view, center, before, after)
+	rows, err := r.Archive.RecallAround(ctx, view, center, before, after)
 	if services.IsKind(err, services.ENOTFOUND) && kind == services.RecallSummary {
-		return tools.Result{}, services.Errorf(services.ENOTFOUND, "the messages summary %s covers are not readable here", a.ID)
+		return Result{}, services.Errorf(services.ENOTFOUND, "the messages summary %s covers are not readable here", a.ID)
 	}
 	if err != nil {
-		return tools.Result{}, err
+		return Result{}, err
 	}
-	out := recallIndex{Budget: s.timelineBudget(), Results: []recallEntry{}}
-	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	out := recallIndex{Budget: r.timelineBudget(), Results: []recallEntry{}}
+	used := r.Tokens.Count(string(mustJSON(out)))
 	entries := make([]recallEntry, len(rows))
 	for i, m := range rows {
-		entries[i] = messageEntry(m, s.opts.Tokenizer.Count)
+		entries[i] = messageEntry(m, r.Tokens.Count)
 		entries[i].Center = m.ID == center
 	}
 	// Keep the center, then grow outwards while the budget lasts.
@@ -240,23 +277,23 @@ func (s *Service) recallTimeline(ctx context.Context, call tools.Call, a recallT
 		}
 	}
 	lo, hi := ci, ci+1
-	used += s.opts.Tokenizer.Count(string(mustJSON(entries[ci])))
+	used += r.Tokens.Count(string(mustJSON(entries[ci])))
 	for grew := true; grew; {
 		grew = false
 		if lo > 0 {
-			if n := s.opts.Tokenizer.Count(string(mustJSON(entries[lo-1]))) + 1; used+n <= out.Budget {
+			if n := r.Tokens.Count(string(mustJSON(entries[lo-1]))) + 1; used+n <= out.Budget {
 				lo, used, grew = lo-1, used+n, true
 			}
 		}
 		if hi < len(entries) {
-			if n := s.opts.Tokenizer.Count(string(mustJSON(entries[hi]))) + 1; used+n <= out.Budget {
+			if n := r.Tokens.Count(string(mustJSON(entries[hi]))) + 1; used+n <= out.Budget {
 				hi, used, grew = hi+1, used+n, true
 			}
 		}
 	}
 	out.Results = entries[lo:hi]
 	out.More = len(entries) - (hi - lo)
-	return tools.JSONResult(out)
+	return JSONResult(out)
 }
 
 // messageEntry is a row as one line of an index.
@@ -277,10 +314,10 @@ func messageEntry(m services.Message, count func(string) int) recallEntry {
 		for _, c := range meta.ToolCalls {
 			names = append(names, c.Name)
 		}
-		return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: recallDate(m.CreatedAt), Role: "assistant",
+		return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: RecallDate(m.CreatedAt), Role: "assistant",
 			Tokens: tokens, Text: "(calls " + strings.Join(names, ", ") + ")"}
 	}
-	return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: recallDate(m.CreatedAt), Role: role,
+	return recallEntry{ID: services.RecallRef(services.RecallMessage, m.ID), Date: RecallDate(m.CreatedAt), Role: role,
 		Tokens: tokens, Text: truncateText(strings.Join(strings.Fields(m.Content), " "), 160)}
 }
 
@@ -309,13 +346,13 @@ type recallDetailOut struct {
 	Budget  int      `json:"budget_tokens"`
 }
 
-func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDetailArgs) (tools.Result, error) {
+func (r Recall) detail(ctx context.Context, call Call, a recallDetailArgs) (Result, error) {
 	if len(a.IDs) == 0 || len(a.IDs) > 20 {
-		return tools.ErrorResult(tools.CodeBadArguments, fmt.Sprintf("argument \"ids\": %d ids; give 1 to 20", len(a.IDs))), nil
+		return ErrorResult(CodeBadArguments, fmt.Sprintf("argument \"ids\": %d ids; give 1 to 20", len(a.IDs))), nil
 	}
-	budget := s.detailBudget()
+	budget := r.detailBudget()
 	if a.MaxTokens < 0 {
-		return tools.ErrorResult(tools.CodeBadArguments, "argument \"max_tokens\" is negative"), nil
+		return ErrorResult(CodeBadArguments, "argument \"max_tokens\" is negative"), nil
 	}
 	if a.MaxTokens > 0 {
 		budget = min(budget, max(a.MaxTokens, 50))
@@ -331,9 +368,9 @@ func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDet
 		if child, ok := parseHandoffRef(raw); ok {
 			// A handoff's recall id names its sub-agent run: read the row
 			// that carries it, under the caller's view like any message.
-			id, err := s.handoffMessage(ctx, call.TimelineScope, child)
+			id, err := r.handoffMessage(ctx, call.TimelineScope, child)
 			if err != nil {
-				return tools.Result{}, err
+				return Result{}, err
 			}
 			refs = append(refs, ref{services.RecallMessage, id, raw})
 			msgIDs = append(msgIDs, id)
@@ -341,7 +378,7 @@ func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDet
 		}
 		kind, id, err := services.ParseRecallRef(raw)
 		if err != nil {
-			return tools.ErrorResult(tools.CodeBadArguments, "argument \"ids\": "+services.ErrorMessage(err)), nil
+			return ErrorResult(CodeBadArguments, "argument \"ids\": "+services.ErrorMessage(err)), nil
 		}
 		refs = append(refs, ref{kind, id, raw})
 		if kind == services.RecallSummary {
@@ -350,40 +387,40 @@ func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDet
 			msgIDs = append(msgIDs, id)
 		}
 	}
-	view := s.recallView(call)
-	msgs, err := s.recallStore().RecallMessages(ctx, view, msgIDs)
+	view := r.view(call)
+	msgs, err := r.Archive.RecallMessages(ctx, view, msgIDs)
 	if err != nil {
-		return tools.Result{}, err
+		return Result{}, err
 	}
-	segs, err := s.recallStore().RecallSegments(ctx, view, segIDs)
+	segs, err := r.Archive.RecallSegments(ctx, view, segIDs)
 	if err != nil {
-		return tools.Result{}, err
+		return Result{}, err
 	}
 	items := map[string]recallItem{}
 	for _, m := range msgs {
-		e := messageEntry(m, s.opts.Tokenizer.Count)
+		e := messageEntry(m, r.Tokens.Count)
 		items[e.ID] = recallItem{ID: e.ID, Date: e.Date, Role: e.Role, Source: string(m.Source), Text: m.Content}
 	}
 	for _, g := range segs {
 		id := services.RecallRef(services.RecallSummary, g.ID)
-		items[id] = recallItem{ID: id, Date: recallDate(g.CreatedAt), Role: "summary",
+		items[id] = recallItem{ID: id, Date: RecallDate(g.CreatedAt), Role: "summary",
 			Covers: fmt.Sprintf("m%d-m%d", g.FromMessageID, g.UntilMessageID), Text: g.SummaryText}
 	}
 	out := recallDetailOut{Items: []recallItem{}, Budget: budget}
-	used := s.opts.Tokenizer.Count(string(mustJSON(out)))
+	used := r.Tokens.Count(string(mustJSON(out)))
 	seen := map[string]bool{}
-	for _, r := range refs {
-		id := services.RecallRef(r.kind, r.id)
+	for _, f := range refs {
+		id := services.RecallRef(f.kind, f.id)
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
 		it, ok := items[id]
 		if !ok {
-			out.Missing = append(out.Missing, r.raw)
+			out.Missing = append(out.Missing, f.raw)
 			continue
 		}
-		n := s.opts.Tokenizer.Count(string(mustJSON(it))) + 1
+		n := r.Tokens.Count(string(mustJSON(it))) + 1
 		if used+n <= budget {
 			out.Items = append(out.Items, it)
 			used += n
@@ -391,18 +428,18 @@ func (s *Service) recallDetail(ctx context.Context, call tools.Call, a recallDet
 		}
 		// The first item that does not fit whole is cut to what is left
 		// (saying so); later ones are skipped.
-		left := budget - used - s.opts.Tokenizer.Count(string(mustJSON(recallItem{ID: it.ID, Date: it.Date, Role: it.Role, Source: it.Source, Covers: it.Covers, Cut: "0000000 of 0000000 tokens left out"}))) - 2
+		left := budget - used - r.Tokens.Count(string(mustJSON(recallItem{ID: it.ID, Date: it.Date, Role: it.Role, Source: it.Source, Covers: it.Covers, Cut: "0000000 of 0000000 tokens left out"}))) - 2
 		if left >= 40 && len(out.Skipped) == 0 {
-			full := s.opts.Tokenizer.Count(it.Text)
-			it.Text = cutToTokens(it.Text, left, s.opts.Tokenizer.Count)
-			it.Cut = fmt.Sprintf("%d of %d tokens left out", full-s.opts.Tokenizer.Count(it.Text), full)
+			full := r.Tokens.Count(it.Text)
+			it.Text = cutToTokens(it.Text, left, r.Tokens.Count)
+			it.Cut = fmt.Sprintf("%d of %d tokens left out", full-r.Tokens.Count(it.Text), full)
 			out.Items = append(out.Items, it)
 			used = budget
 			continue
 		}
-		out.Skipped = append(out.Skipped, r.raw)
+		out.Skipped = append(out.Skipped, f.raw)
 	}
-	return tools.JSONResult(out)
+	return JSONResult(out)
 }
 
 // cutToTokens keeps the longest prefix of text (by runes) within n tokens.
@@ -420,8 +457,8 @@ func cutToTokens(text string, n int, count func(string) int) string {
 	return string(r[:lo]) + "…"
 }
 
-// handoffRef is a handoff's recall id: h<child run id>.
-func handoffRef(child int64) string { return fmt.Sprintf("h%d", child) }
+// HandoffRef is a handoff's recall id: h<child run id>.
+func HandoffRef(child int64) string { return fmt.Sprintf("h%d", child) }
 
 // parseHandoffRef reads a handoff's recall id ("h12"); ok is false for
 // any other id.
@@ -437,8 +474,8 @@ func parseHandoffRef(ref string) (int64, bool) {
 // handoffMessage is the id of the row of main that carries the handoff of
 // sub-agent run child (its delegate call's result), 0 when timeline holds
 // none. The row follows its parent's trigger message.
-func (s *Service) handoffMessage(ctx context.Context, timeline string, child int64) (int64, error) {
-	run, err := s.opts.Store.GetRun(ctx, child)
+func (r Recall) handoffMessage(ctx context.Context, timeline string, child int64) (int64, error) {
+	run, err := r.Runs.GetRun(ctx, child)
 	if services.IsKind(err, services.ENOTFOUND) {
 		return 0, nil
 	}
@@ -448,11 +485,11 @@ func (s *Service) handoffMessage(ctx context.Context, timeline string, child int
 	if run.ParentRunID == 0 || run.TimelineScope != timeline {
 		return 0, nil
 	}
-	parent, err := s.opts.Store.GetRun(ctx, run.ParentRunID)
+	parent, err := r.Runs.GetRun(ctx, run.ParentRunID)
 	if err != nil {
 		return 0, err
 	}
-	rows, err := s.opts.Store.ListContext(ctx, services.ContextQuery{TimelineScope: timeline, ContextScope: services.MainScope,
+	rows, err := r.Runs.ListContext(ctx, services.ContextQuery{TimelineScope: timeline, ContextScope: services.MainScope,
 		AfterID: parent.TriggerMessageID, Limit: 500})
 	if err != nil {
 		return 0, err
@@ -466,4 +503,20 @@ func (s *Service) handoffMessage(ctx context.Context, timeline string, child int
 		}
 	}
 	return 0, nil
+}
+
+func truncateText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
