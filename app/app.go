@@ -341,11 +341,24 @@ func (a *App) buildContext(context.Context) error {
 	}
 	po.Compaction.Provider, po.Compaction.OnResult = a.summariser, a.meter.CompactionObserved
 	a.context = prompt.New(po)
-	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces, Known: a.knownProfile})
+	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces, Known: a.knownProfile,
+		Profiles: payloadProfiles(a.cfg.Agent.Profiles)})
 	return nil
 }
 
 // knownProfile says whether a sub-agent profile is configured.
+// payloadProfiles are the context payload's budget profiles the
+// sub-agent profiles name ("context"); the others get the default.
+func payloadProfiles(profiles map[string]agent.Profile) map[string]payload.Profile {
+	out := map[string]payload.Profile{}
+	for id, p := range profiles {
+		if p.Context != nil {
+			out[id] = *p.Context
+		}
+	}
+	return out
+}
+
 func (a *App) knownProfile(name string) bool { _, ok := a.cfg.Agent.Profiles[name]; return ok }
 
 // buildChat builds the queue's insert-only client (jobs are inserted in

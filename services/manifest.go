@@ -43,16 +43,22 @@ type ContextManifest struct {
 // Pin is one entry of a manifest: a whole file (Path alone), a Markdown
 // section (Block: its heading path, "Goals/This week") or a line range
 // (Lines: [first, last], 1-based, inclusive).
+// ID names a Markdown section by its stable block id instead ("b3", as
+// GET /api/workspace/blocks gives it in block_id): the id keeps naming the
+// same section when its heading is renamed.
 type Pin struct {
 	Path  string `json:"path"`
 	Block string `json:"block,omitempty"`
 	Lines []int  `json:"lines,omitempty"`
+	ID    string `json:"id,omitempty"`
 }
 
 // String writes the pin as /pin takes it: "notes.md", "notes.md#Goals/This
 // week", "plan.md:12-30".
 func (p Pin) String() string {
 	switch {
+	case p.ID != "":
+		return p.Path + "#@" + p.ID
 	case p.Block != "":
 		return p.Path + "#" + p.Block
 	case len(p.Lines) == 2:
@@ -64,7 +70,7 @@ func (p Pin) String() string {
 // Same reports whether two pins name the same thing (section names compare
 // case-insensitively, as sections are found).
 func (p Pin) Same(q Pin) bool {
-	return p.Path == q.Path && strings.EqualFold(strings.TrimSpace(p.Block), strings.TrimSpace(q.Block)) &&
+	return p.Path == q.Path && p.ID == q.ID && strings.EqualFold(strings.TrimSpace(p.Block), strings.TrimSpace(q.Block)) &&
 		len(p.Lines) == len(q.Lines) && (len(p.Lines) == 0 || p.Lines[0] == q.Lines[0] && p.Lines[1] == q.Lines[1])
 }
 
@@ -92,6 +98,12 @@ func (p Pin) Validate() error {
 	}
 	if p.Block != "" && p.Lines != nil {
 		return bad("give \"block\" or \"lines\", not both")
+	}
+	if p.ID != "" && (p.Block != "" || p.Lines != nil) {
+		return bad("give \"id\" alone, without \"block\" or \"lines\"")
+	}
+	if p.ID != "" && !IsBlockID(p.ID) {
+		return bad("\"id\" %q is not a block id (b and a number, e.g. b3)", p.ID)
 	}
 	if p.Block != "" && strings.Trim(p.Block, "/ \t") == "" {
 		return bad("\"block\" is an empty heading path")
@@ -171,14 +183,17 @@ func jsonProblem(err error) string {
 }
 
 // ParsePin reads a pin as /pin and /unpin take it: "PATH" (the whole
-// file), "PATH#Heading/Sub" (a Markdown section) or "PATH:FIRST-LAST" (a
-// line range).
+// file), "PATH#Heading/Sub" (a Markdown section), "PATH#@b3" (a section by
+// its block id) or "PATH:FIRST-LAST" (a line range).
 func ParsePin(s string) (Pin, error) {
 	s = strings.TrimSpace(s)
 	var p Pin
 	if path, block, ok := strings.Cut(s, "#"); ok {
 		p = Pin{Path: strings.TrimSpace(path), Block: strings.TrimSpace(block)}
-		if p.Block == "" {
+		if id, isID := strings.CutPrefix(p.Block, "@"); isID {
+			p.Block, p.ID = "", id
+		}
+		if p.Block == "" && p.ID == "" {
 			return Pin{}, CodedErrorf(EINVALID, CodeManifestInvalid, "pin %q: the section after # is empty", s)
 		}
 	} else if i := strings.LastIndexByte(s, ':'); i > 0 {
@@ -211,4 +226,26 @@ type ContextManifests interface {
 	// workspace has (EINVALID naming the pin otherwise). It returns the
 	// stored manifest, whose version is one more.
 	PutContextManifest(ctx context.Context, timelineScope string, m ContextManifest) (ContextManifest, error)
+}
+
+// IsBlockID reports whether s is a stable block id: "b" and a number
+// from 1 ("b3").
+func IsBlockID(s string) bool {
+	n, ok := strings.CutPrefix(s, "b")
+	if !ok || n == "" || n[0] == '0' || len(n) > 9 {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// PinBlocks find the section a pin by block id names now (tools.Workspaces).
+type PinBlocks interface {
+	// PinBlock returns p (a pin by ID) as a pin by the heading path its
+	// block has now; ENOTFOUND when the file or the block is gone.
+	PinBlock(timelineScope string, p Pin) (Pin, error)
 }

@@ -71,3 +71,28 @@ func FormatTodo(items []TodoItem) string {
 	}
 	return b.String()
 }
+
+// TodoTaintFile records which files of the todo recap (a scope's task
+// list under TodoDir, TODO.md at the workspace root) a tainted run wrote
+// last, and the untrusted sources behind it: JSON {"files": {path:
+// tainted_by}}. The service writes it; the agent's write tools may not.
+const TodoTaintFile = TodoDir + "/taint.json"
+
+// TodoTaint is TodoTaintFile's content.
+type TodoTaint struct {
+	Files map[string]string `json:"files"`
+}
+
+// TodoTaintKey is the key TodoTaint gives a recap file (a workspace path,
+// slash-separated): ".todo/<scope>.md" as it is, TODO.md at the root in
+// lower case (it is found in any case); "" for a file of no recap.
+func TodoTaintKey(p string) string {
+	p = strings.TrimPrefix(strings.ReplaceAll(p, `\`, "/"), "./")
+	switch {
+	case strings.EqualFold(p, "todo.md"):
+		return "todo.md"
+	case strings.HasPrefix(p, TodoDir+"/") && strings.HasSuffix(p, ".md") && !strings.Contains(p[len(TodoDir)+1:], "/"):
+		return p
+	}
+	return ""
+}

@@ -7,8 +7,13 @@ import "context"
 // names it) or a top-level key of a JSON object ("$.key"), with its
 // heading, level, 1-based inclusive line range, tokens, the pin that
 // selects it and the blocks nested in it.
+//
+// BlockID is a Markdown section's stable short id ("b3"): kept in the
+// workspace (.blocks/<path>.json), it stays with the section when its
+// heading is renamed, and is never given to another section.
 type WorkspaceBlock struct {
 	ID       string           `json:"id"`
+	BlockID  string           `json:"block_id,omitempty"`
 	Heading  string           `json:"heading"`
 	Level    int              `json:"level"`
 	Lines    [2]int           `json:"lines"`

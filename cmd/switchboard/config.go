@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -329,20 +331,25 @@ func envTable() []envVar {
 				c.SearxngURL = v
 				return nil
 			}},
-		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}; "tools" may name a whole MCP server as "<server>__*". Empty: one general sub-agent.`,
+		{Name: "AGENT_PROFILES", Help: `Named sub-agent profiles as JSON: {"researcher":{"system":"…","tools":["read_file","search"],"model":"gpt-4o-mini"}}; "tools" may name a whole MCP server as "<server>__*"; "context" is the profile's context payload budgets ({"budgets":{"index_tokens":800},"top_k":{"index":10},"downgrade_order":["index","timeline","detail"]}, the rest default; docs/CONTEXT.md). Empty: one general sub-agent.`,
 			set: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
-				dec := json.NewDecoder(strings.NewReader(v))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&c.AgentProfiles); err != nil {
+				var raw map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(v), &raw); err != nil {
 					return fmt.Errorf("want a JSON object of profiles {\"name\":{\"system\":…,\"tools\":[…],\"model\":…}}: %v", err)
 				}
-				for id := range c.AgentProfiles {
+				c.AgentProfiles = make(map[string]agent.Profile, len(raw))
+				for _, id := range slices.Sorted(maps.Keys(raw)) {
 					if id == "" || strings.ContainsAny(id, ": ") {
 						return fmt.Errorf("profile name %q: use letters, digits, - or _", id)
 					}
+					p, err := decodeProfile(raw[id])
+					if err != nil {
+						return fmt.Errorf("profile %q: %v", id, err)
+					}
+					c.AgentProfiles[id] = p
 				}
 				return nil
 			}},

@@ -43,10 +43,11 @@ func TestContextPayloadCLI(t *testing.T) {
 		}
 	}
 	dbURL := apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema))
+	profiles := ""
 	runCLI := func(args ...string) (payload.Payload, string, error) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"context"}, args...)...)
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "DATA_DIR="+dataDir, "LOG_LEVEL=info")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "DATA_DIR="+dataDir, "LOG_LEVEL=info", "AGENT_PROFILES="+profiles)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -110,6 +111,38 @@ func TestContextPayloadCLI(t *testing.T) {
 	if syms["notes.md Goals/This week"] != "heading" || syms["tool.go Run"] != "function" || syms["tool.go Job"] != "class" {
 		t.Fatalf("map: %+v", p.RepoMap)
 	}
+
+	// A sub-agent profile's budgets: its caps and its downgrade order
+	// apply; a profile that names none has the defaults.
+	profiles = `{"tight":{"context":{"budgets":{"index_tokens":400,"detail_tokens":2000},` +
+		`"max_per_source_tokens":{"observations":1000},"top_k":{"index":1},"downgrade_order":["index","detail"]}},"plain":{}}`
+	if p, _, err = runCLI("--profile", "tight", "--mode", "detail", "--ids", "m1,m3,m4"); err != nil || p.SubagentType != "tight" ||
+		p.Budget.BudgetTokens != 2000 || len(p.Observations.Items) != 1 || p.Observations.Items[0].Ref != "m1" ||
+		p.Observations.Items[0].Detail != "" || strings.Join(p.Budget.DowngradeApplied, ",") != "detail→index" {
+		t.Fatalf("tight detail over budget: %v %.600v", err, p)
+	}
+	if p, _, err = runCLI("--profile", "tight", "--mode", "detail", "--ids", "m3"); err != nil || len(p.Observations.Items) != 1 ||
+		len([]rune(p.Observations.Items[0].Detail)) > 1000*4+100 || len([]rune(p.Observations.Items[0].Detail)) < 1000*4-100 ||
+		len(p.Budget.DowngradeApplied) != 0 {
+		t.Fatalf("tight detail, one long row cut to the observations' cap: %v %.300v", err, p)
+	}
+	if p, _, err = runCLI("--profile", "tight", "--mode", "index"); err != nil || p.Budget.BudgetTokens != 400 || len(p.Observations.Items) != 1 {
+		t.Fatalf("tight index: %v %+v", err, p)
+	}
+	if p, _, err = runCLI("--profile", "plain", "--mode", "detail", "--ids", "m1,m3,m4"); err != nil || p.Budget.BudgetTokens != 6000 ||
+		len(p.Observations.Items) != 3 || p.Budget.DowngradeApplied[0] != "detail→timeline" {
+		t.Fatalf("a profile without budgets has the defaults: %v %.300v", err, p)
+	}
+	profiles = `{"bad":{"context":{"top_k":{"index":0}}}}`
+	if _, out, err := runCLI("--profile", "bad", "--mode", "index"); err == nil || !strings.HasPrefix(out, "|") ||
+		!strings.Contains(out, `profile "bad": context: top_k.index 0: want 1 to 1000`) {
+		t.Fatalf("an invalid profile: %v %q", err, out)
+	}
+	profiles = `{"bad":{"context":{"downgrade_order":["index","summary"]}}}`
+	if _, out, err := runCLI("--mode", "index"); err == nil || !strings.Contains(out, `context: downgrade_order[1] "summary"`) {
+		t.Fatalf("an invalid downgrade order: %v %q", err, out)
+	}
+	profiles = ""
 
 	if _, out, err := runCLI("--mode", "everything"); err == nil || !strings.HasPrefix(out, "|") || !strings.Contains(out, `mode "everything"`) {
 		t.Fatalf("bad mode: %v %q", err, out)

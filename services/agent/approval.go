@@ -227,7 +227,7 @@ func (s *Service) resumeTx(ctx context.Context, tx services.Tx, a services.Appro
 // one gets a result saying so. interrupted (the run's worker died) runs
 // nothing.
 func (s *Service) settleApprovals(ctx context.Context, run services.Run, g *gate, interrupted bool) error {
-	ctx = context.WithValue(ctx, gateKey{}, g)
+	ctx = withGate(ctx, g)
 	as, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{ResumeRunID: run.ID})
 	if err != nil {
 		return err
@@ -312,7 +312,7 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 	}
 	s.publishUse(ctx, run, use)
 	started := time.Now()
-	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
+	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
 		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	if t, ok := s.opts.Tools.Get(a.Tool); ok {
@@ -392,7 +392,7 @@ func (s *Service) executeDetached(ctx context.Context, a services.Approval) {
 		return
 	}
 	g := s.newGate(services.StarterOwner, 0, a.TaintedBy)
-	res := s.opts.Tools.Execute(context.WithValue(ctx, gateKey{}, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
+	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
 		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	s.auditCall(ctx, a, res)

@@ -25,6 +25,9 @@ type Profile struct {
 	Model        string   `json:"model"`
 	// LLM is the provider for Model (set by the wiring); nil: the main one.
 	LLM llm.Provider `json:"-"`
+	// Context is the budget profile of the profile's context payload
+	// (`switchboard context --profile`); nil: the default one.
+	Context *services.PayloadProfile `json:"context,omitempty"`
 }
 
 // SubAgentLimits bound delegation.

@@ -63,6 +63,13 @@ type heldCall struct {
 
 type gateKey struct{}
 
+// withGate runs ctx's tool calls under g: gateOf finds it, and the tools
+// that record taint with what they write (services.TaintOf) see its
+// sources.
+func withGate(ctx context.Context, g *gate) context.Context {
+	return services.WithTaintSource(context.WithValue(ctx, gateKey{}, g), g.rootsText)
+}
+
 func gateOf(ctx context.Context) *gate {
 	g, _ := ctx.Value(gateKey{}).(*gate)
 	return g

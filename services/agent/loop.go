@@ -90,7 +90,7 @@ func (e *stepLimitError) Error() string {
 func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, error) {
 	var u usage
 	e := l.e
-	ctx = context.WithValue(ctx, gateKey{}, e.gate)
+	ctx = withGate(ctx, e.gate)
 	// Inline work is paid for by the run it runs in.
 	defer func() { e.pay(u) }()
 	req := l.req

@@ -33,10 +33,10 @@ const (
 
 // Modes of a payload.
 const (
-	ModeIndex    = "index"
-	ModeTimeline = "timeline"
-	ModeDetail   = "detail"
-	ModeMap      = "map"
+	ModeIndex    = services.PayloadIndex
+	ModeTimeline = services.PayloadTimeline
+	ModeDetail   = services.PayloadDetail
+	ModeMap      = services.PayloadMap
 )
 
 // Modes lists them.
@@ -119,36 +119,12 @@ type Symbol struct {
 }
 
 // Profile is a budget profile of spec 000: tokens per mode, per-source
-// caps, top_k per mode and the order detail downgrades in.
-type Profile struct {
-	Budgets struct {
-		Index    int `json:"index_tokens"`
-		Timeline int `json:"timeline_tokens"`
-		Detail   int `json:"detail_tokens"`
-		Map      int `json:"map_tokens"`
-	} `json:"budgets"`
-	MaxPerSource struct {
-		Observations int `json:"observations"`
-		RepoMap      int `json:"repo_map"`
-		TaskJSON     int `json:"task_json"`
-	} `json:"max_per_source_tokens"`
-	TopK struct {
-		Index    int `json:"index"`
-		Timeline int `json:"timeline"`
-		Detail   int `json:"detail"`
-	} `json:"top_k"`
-	DowngradeOrder []string `json:"downgrade_order"`
-}
+// caps, top_k per mode and the order detail downgrades in
+// (services.PayloadProfile, which AGENT_PROFILES' "context" holds).
+type Profile = services.PayloadProfile
 
-// DefaultProfile is the profile of every sub-agent type.
-func DefaultProfile() Profile {
-	var p Profile
-	p.Budgets.Index, p.Budgets.Timeline, p.Budgets.Detail, p.Budgets.Map = 1500, 3000, 6000, 2000
-	p.MaxPerSource.Observations, p.MaxPerSource.RepoMap, p.MaxPerSource.TaskJSON = 5000, 2000, 500
-	p.TopK.Index, p.TopK.Timeline, p.TopK.Detail = 20, 30, 10
-	p.DowngradeOrder = []string{ModeIndex, ModeMap, ModeTimeline, ModeDetail}
-	return p
-}
+// DefaultProfile is the profile of every sub-agent type that names none.
+func DefaultProfile() Profile { return services.DefaultPayloadProfile() }
 
 // Runs reads a run (the task of --task-id).
 type Runs interface {
@@ -284,19 +260,31 @@ func size(p *Payload) int {
 	return n + 2
 }
 
-// fit brings the payload within its budget: detail downgrades first (its
-// texts dropped: detail→timeline; then the index's number of items:
-// timeline→index), then the last items go (truncated).
+// fit brings the payload within its budget: detail downgrades first,
+// down the profile's downgrade order (to timeline: its texts dropped; to
+// index: also the items beyond the index's top_k), each step recorded,
+// then the last items go (truncated).
 func fit(p *Payload, prof Profile) {
 	over := func() bool { p.Budget.TokensApprox = size(p); return p.Budget.TokensApprox > p.Budget.BudgetTokens }
-	if over() && p.Mode == ModeDetail {
+	from := p.Mode
+	for _, to := range prof.Downgrades(p.Mode) {
+		if !over() {
+			break
+		}
+		// Down to timeline or index, the details go; down to index, the
+		// items beyond its top_k too.
+		// A step that changes nothing is not taken.
+		changed := false
 		for i := range p.Observations.Items {
+			changed = changed || p.Observations.Items[i].Detail != ""
 			p.Observations.Items[i].Detail = ""
 		}
-		p.Budget.DowngradeApplied = append(p.Budget.DowngradeApplied, "detail→timeline")
-		if over() && len(p.Observations.Items) > prof.TopK.Index {
-			p.Observations.Items = p.Observations.Items[:prof.TopK.Index]
-			p.Budget.DowngradeApplied = append(p.Budget.DowngradeApplied, "timeline→index")
+		if to == ModeIndex && len(p.Observations.Items) > prof.TopK.Index {
+			p.Observations.Items, changed = p.Observations.Items[:prof.TopK.Index], true
+		}
+		if changed {
+			p.Budget.DowngradeApplied = append(p.Budget.DowngradeApplied, from+"→"+to)
+			from = to
 		}
 	}
 	for over() {

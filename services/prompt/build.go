@@ -253,7 +253,10 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	b.turns, b.turnTrim, b.turnUsed = m.stepCut(p.TimelineScope+"/"+p.ContextScope, hist.turns, hist.trimmed, hist.used, hist.limit, p.TriggerID != 0)
 	b.ins.WorkingSet, b.ins.HistoryTurnTokens, b.ins.HistoryTrimmed = hist.limit, b.turnUsed, b.turnTrim
 	b.ins.HistoryTurns = max(len(b.turns)-btoi(p.TriggerID != 0), 0)
-	b.ins.TaintedBy, b.ins.TaintSources = historyTaint(b.segKept, b.turns, p.TriggerID, b.retrieved.taint)
+	// The taint of what the prompt carries: the retrieved items and recap
+	// lines the budget kept, not every one gathered.
+	b.ins.TaintedBy, b.ins.TaintSources = historyTaint(b.segKept, b.turns, p.TriggerID,
+		b.retrieved.taintOf(len(b.retrieved.items)-b.retrievedTrim), b.todo.taintOf(len(b.todo.items)-b.todoTrim))
 	return nil
 }
 

@@ -32,9 +32,10 @@ type textLayer struct {
 	// cuttable: when even the first item does not fit, its text is cut
 	// (rules); otherwise whole items are dropped.
 	cuttable bool
-	// taint: the sources of the first item written under taint (a
-	// retrieved handoff), "" when none was.
-	taint string
+	// taints: the sources each item was written under ("" for none: a
+	// retrieved handoff, the todo recap's files), parallel to items when
+	// set (addTainted); taintOf reads them for the items kept.
+	taints []string
 	// proposed marks the rules that came from the agent's approved
 	// proposals (rules only; fitRules keeps the owner's own first).
 	proposed []bool
@@ -43,6 +44,27 @@ type textLayer struct {
 func (l *textLayer) add(item, source string) {
 	l.items = append(l.items, item)
 	l.sources = append(l.sources, source)
+}
+
+// addTainted adds an item written under taint (taintedBy its sources,
+// "" for none).
+func (l *textLayer) addTainted(item, source, taintedBy string) {
+	for len(l.taints) < len(l.items) {
+		l.taints = append(l.taints, "")
+	}
+	l.add(item, source)
+	l.taints = append(l.taints, taintedBy)
+}
+
+// taintOf is the taint of the first n items (those a fit kept): the
+// sources of the first of them written under taint, "" when none was.
+func (l textLayer) taintOf(n int) string {
+	for i := 0; i < n && i < len(l.taints); i++ {
+		if l.taints[i] != "" {
+			return l.taints[i]
+		}
+	}
+	return ""
 }
 
 func (l textLayer) text(n int) string {
@@ -263,10 +285,9 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 			warns.add(CodeScopeViolation, "a %s of another conversation was refused", it.Kind)
 			continue
 		}
-		l.add(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title)
-		if l.taint == "" {
-			l.taint = it.TaintedBy
-		}
+		// The layer's taint is taken from the items the budget keeps
+		// (taintOf, after fit), not from every item gathered.
+		l.addTainted(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title, it.TaintedBy)
 	}
 	return l, nil
 }
@@ -302,7 +323,12 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 		// an I/O error) is a failing source; a file, section or lines
 		// that are not there is a missing pin.
 		var readErr error
-		res, err := markdown.ResolvePin(pin, func(path string) ([]byte, error) {
+		target, err := m.pinTarget(p.TimelineScope, pin)
+		if err != nil {
+			warns.add(CodePinMissing, "pin %s skipped: %s", pin, services.ErrorMessage(err))
+			continue
+		}
+		res, err := markdown.ResolvePin(target, func(path string) ([]byte, error) {
 			data, err := m.opts.Workspace.ReadFile(p.TimelineScope, path)
 			if err != nil && !services.IsKind(err, services.ENOTFOUND) {
 				readErr = err
@@ -322,6 +348,20 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6})
 	}
 	return out
+}
+
+// pinTarget is what a pin includes: a pin by block id as a pin by the
+// heading path its section has now (services.PinBlocks), any other pin
+// as it is.
+func (m *Manager) pinTarget(timeline string, pin services.Pin) (services.Pin, error) {
+	if pin.ID == "" {
+		return pin, nil
+	}
+	pb, ok := m.opts.Manifests.(services.PinBlocks)
+	if !ok {
+		return services.Pin{}, services.Errorf(services.ENOTFOUND, "block ids cannot be read here")
+	}
+	return pb.PinBlock(timeline, pin)
 }
 
 // maxRetrievedHandoffs bounds the handoffs one prompt retrieves.
@@ -394,57 +434,6 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
-}
-
-// TodoListHeading opens the scope's task list (the todo tool's) in the
-// todo recap.
-const TodoListHeading = "Your task list (set with the todo tool; call it again to tick items off or change them):"
-
-// todoLayer: the scope's task list (the todo tool's, services.TodoPath),
-// then the first lines of TODO.md in the workspace, when present.
-func (m *Manager) todoLayer(timeline, contextScope string) textLayer {
-	l := textLayer{heading: "[Todo recap]"}
-	if m.opts.Workspace == nil {
-		return l
-	}
-	if data, err := m.opts.Workspace.ReadFile(timeline, services.TodoPath(contextScope)); err == nil {
-		var items []string
-		for _, ln := range strings.Split(string(data), "\n") {
-			if strings.TrimSpace(ln) != "" && len(items) < services.MaxTodoItems {
-				items = append(items, ln)
-			}
-		}
-		if len(items) > 0 {
-			src := services.TodoPath(contextScope)
-			l.add(TodoListHeading, src)
-			for _, it := range items {
-				l.add(it, src)
-			}
-		}
-	}
-	names, err := m.opts.Workspace.RootFiles(timeline)
-	if err != nil {
-		return l
-	}
-	for _, n := range names {
-		if strings.EqualFold(n, "todo.md") {
-			data, err := m.opts.Workspace.ReadFile(timeline, n)
-			if err != nil {
-				return l
-			}
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			if len(lines) > 30 {
-				lines = lines[:30]
-			}
-			for _, ln := range lines {
-				if strings.TrimSpace(ln) != "" {
-					l.add(ln, n)
-				}
-			}
-			return l
-		}
-	}
-	return l
 }
 
 // segments returns the archived summaries of (timeline, scope) after the

@@ -97,6 +97,7 @@ type Manager struct {
 	lastHash  map[string]string // timeline/scope -> prefix hash of the previous build
 	lastCut   map[string]int64  // timeline/scope -> first history turn kept when history was trimmed
 	history   historyCache      // rows of recent builds, per timeline and read scope
+	recap     recapFiles        // the todo recap's files, by size and modification time
 	compactMu sync.Mutex
 }
 
@@ -469,11 +470,12 @@ func (t turn) render(current bool, rule func(tool string) CompressionRule) []llm
 
 // historyTaint finds the first text of a prompt written under taint: an
 // archived summary of tainted turns, a row of history a tainted run (or
-// fire, or sub-agent) wrote, or a retrieved handoff. It returns what the
+// fire, or sub-agent) wrote, a retrieved handoff, or a todo recap file a
+// tainted run wrote last. It returns what the
 // owner is shown and the sources behind it; "" when the prompt carries
 // none. The metadata was decoded to place the rows (metaOf remembers it):
 // no query and no second decode.
-func historyTaint(segs []services.Segment, turns []turn, triggerID int64, retrieved string) (string, string) {
+func historyTaint(segs []services.Segment, turns []turn, triggerID int64, retrieved, todo string) (string, string) {
 	for _, s := range segs {
 		if s.TaintedBy != "" {
 			return services.HistoryOrigin("the summary of earlier turns", s.TaintedBy).String(), s.TaintedBy
@@ -514,6 +516,9 @@ func historyTaint(segs []services.Segment, turns []turn, triggerID int64, retrie
 	}
 	if retrieved != "" {
 		return services.HistoryOrigin("a retrieved sub-agent handoff", retrieved).String(), retrieved
+	}
+	if todo != "" {
+		return services.HistoryOrigin("the todo recap", todo).String(), todo
 	}
 	return "", ""
 }

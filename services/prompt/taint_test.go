@@ -32,18 +32,21 @@ func TestHistoryTaint(t *testing.T) {
 		segs      []services.Segment
 		turns     []turn
 		retrieved string
+		todo      string
 		want      string
 		roots     string
 	}{
-		{"clean", []services.Segment{{SummaryText: "s"}}, []turn{clean, current}, "", "", ""},
-		{"summary", []services.Segment{{TaintedBy: page}}, []turn{clean, current}, "", "after reading the summary of earlier turns written " + page, page},
-		{"answer", nil, []turn{clean, tainted, current}, "", "after reading an earlier answer written " + page, page},
-		{"retrieved", nil, []turn{clean, current}, page, "after reading a retrieved sub-agent handoff written " + page, page},
-		{"handoff", nil, []turn{clean, handoff, current}, "", "after reading an earlier sub-agent handoff written after reading the handoff of sub-agent r; " + page, "after reading the handoff of sub-agent r; " + page},
-		{"transcript", nil, []turn{voice, current}, "", "after reading a voice transcript", "after reading a voice transcript"},
+		{"clean", []services.Segment{{SummaryText: "s"}}, []turn{clean, current}, "", "", "", ""},
+		{"summary", []services.Segment{{TaintedBy: page}}, []turn{clean, current}, "", "", "after reading the summary of earlier turns written " + page, page},
+		{"answer", nil, []turn{clean, tainted, current}, "", "", "after reading an earlier answer written " + page, page},
+		{"retrieved", nil, []turn{clean, current}, page, "", "after reading a retrieved sub-agent handoff written " + page, page},
+		{"handoff", nil, []turn{clean, handoff, current}, "", "", "after reading an earlier sub-agent handoff written after reading the handoff of sub-agent r; " + page, "after reading the handoff of sub-agent r; " + page},
+		{"todo recap", nil, []turn{clean, current}, "", page, "after reading the todo recap written " + page, page},
+		{"answer before todo", nil, []turn{clean, tainted, current}, "", "after reading x", "after reading an earlier answer written " + page, page},
+		{"transcript", nil, []turn{voice, current}, "", "", "after reading a voice transcript", "after reading a voice transcript"},
 	}
 	for _, c := range cases {
-		got, roots := historyTaint(c.segs, c.turns, 5, c.retrieved)
+		got, roots := historyTaint(c.segs, c.turns, 5, c.retrieved, c.todo)
 		if got != c.want || roots != c.roots {
 			t.Errorf("%s: got %q (sources %q), want %q (%q)", c.name, got, roots, c.want, c.roots)
 		}

@@ -84,6 +84,9 @@ func (t workspaceTools) replaceBlock(ctx context.Context, call Call, a replaceBl
 		return Result{}, err
 	}
 	w.noteWrite(call.ContextScope, rel, nil, after, false)
+	if err := w.noteRecapWrite(ctx, rel, false); err != nil {
+		return Result{}, err
+	}
 	return JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: newEnd,
 		Size: after.Size(), Mtime: formatTime(after.ModTime())})
 }

@@ -56,7 +56,15 @@ func (s *Workspaces) PutContextManifest(ctx context.Context, timelineScope strin
 		if stored.Find(p) >= 0 {
 			continue
 		}
-		if _, err := markdown.ResolvePin(p, func(path string) ([]byte, error) { return s.ReadFile(timelineScope, path) }); err != nil {
+		target := p
+		var err error
+		if p.ID != "" {
+			target, err = s.PinBlock(timelineScope, p)
+		}
+		if err == nil {
+			_, err = markdown.ResolvePin(target, func(path string) ([]byte, error) { return s.ReadFile(timelineScope, path) })
+		}
+		if err != nil {
 			return services.ContextManifest{}, services.CodedErrorf(services.EINVALID, services.CodeManifestInvalid, "pin %q: %s", p.String(), services.ErrorMessage(err))
 		}
 	}

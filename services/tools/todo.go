@@ -39,6 +39,10 @@ func Todo(ws WorkspaceFor) Tool {
 			if _, _, err := w.WriteFile(services.TodoPath(call.ContextScope), []byte(services.FormatTodo(a.Items)), false); err != nil {
 				return Result{}, err
 			}
+			// A list set by a tainted run carries its taint into the recap.
+			if err := w.noteRecapWrite(ctx, services.TodoPath(call.ContextScope), true); err != nil {
+				return Result{}, err
+			}
 			done := 0
 			for _, it := range a.Items {
 				if it.Done {

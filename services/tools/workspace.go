@@ -375,6 +375,9 @@ func (w *Workspace) resolveWrite(name string) (string, error) {
 	if !w.limits.RulesWritable && services.IsRulesFile(filepath.ToSlash(rel)) {
 		return "", refuseRules(name, rel)
 	}
+	if isServiceFile(rel) {
+		return "", refuseServiceFile(name)
+	}
 	return rel, nil
 }
 

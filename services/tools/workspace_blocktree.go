@@ -14,11 +14,22 @@ import (
 // Markdown sections by heading, nested by level; a JSON object's top-level
 // keys; otherwise the whole file as one block. count counts tokens.
 func (s *Workspaces) Blocks(timelineScope, name string, count func(string) int) (services.FileBlocks, error) {
-	data, err := s.ReadFile(timelineScope, name)
+	w, rel, doc, err := s.markdownFile(timelineScope, name)
 	if err != nil {
 		return services.FileBlocks{}, err
 	}
-	return FileBlockTree(name, string(data), count), nil
+	out := FileBlockTree(name, doc, count)
+	if out.Kind == "markdown" {
+		// Each section's stable id (BlockIDsDir), matched anew to the
+		// file as it is now.
+		ids, err := w.sectionIDs(rel, doc)
+		if err != nil {
+			return services.FileBlocks{}, err
+		}
+		n := 0
+		withBlockIDs(out.Blocks, ids, &n)
+	}
+	return out, nil
 }
 
 // FileBlockTree splits doc (the file name's) into its block tree.

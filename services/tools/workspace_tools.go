@@ -280,6 +280,9 @@ func (t workspaceTools) writeFile(ctx context.Context, call Call, a writeFileArg
 		return Result{}, err
 	}
 	w.noteWrite(call.ContextScope, rel, before, after, a.Append)
+	if err := w.noteRecapWrite(ctx, rel, !a.Append || before == nil); err != nil {
+		return Result{}, err
+	}
 	return JSONResult(writeFileResult{
 		Path:         shownPath(a.Path),
 		BytesWritten: len(a.Content),
