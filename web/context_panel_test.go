@@ -27,9 +27,10 @@ const panelVisibleJS = `((sel) => { const e = document.querySelector(sel); if (!
 // TestContextPanelPinsASectionTheModelGets: in Chromium, the owner opens
 // the chat page's context panel (visible, not merely in the DOM), sees the
 // next prompt's layers, lists notes.md's blocks, ticks "This week": the
-// manifest gets the pin, the panel lists it and its retrieved layer shows
-// the section; the next message's request to the fake model carries the
-// pinned text; unticking removes the pin.
+// manifest gets the pin (by the section's stable id), the panel lists it
+// and its retrieved layer shows the section; the owner renames the
+// heading and the next message's request to the fake model still carries
+// the pinned text; unticking removes the pin.
 func TestContextPanelPinsASectionTheModelGets(t *testing.T) {
 	url, model, dir := ctxInstance(t)
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte(blocksDoc), 0o600); err != nil {
@@ -62,13 +63,28 @@ func TestContextPanelPinsASectionTheModelGets(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(box)); err != nil {
 		t.Fatal(err)
 	}
-	poll("the pin is listed, visibly", visible(`#ctx-pins li[data-pin="notes.md#Goals/This week"]`))
+	// The box pins the section by its stable id (block_id), so the pin
+	// outlives a renamed heading; the list names the section.
+	_, body := do(t, "GET", url+"/api/workspace/blocks?path=notes.md", testToken, "")
+	var fb services.FileBlocks
+	if err := json.Unmarshal([]byte(body), &fb); err != nil || len(fb.Blocks) == 0 || len(fb.Blocks[0].Children) == 0 || fb.Blocks[0].Children[0].BlockID == "" {
+		t.Fatalf("blocks of notes.md: %v %s", err, body)
+	}
+	want := "notes.md#@" + fb.Blocks[0].Children[0].BlockID
+	pin := `#ctx-pins li[data-pin="` + want + `"]`
+	poll("the pin is listed, visibly, with its section", visible(pin)+` && document.querySelector(`+jsString(pin)+`).textContent.includes("Goals/This week")`)
 	poll("the preview's retrieved layer has the section", `(document.querySelector('#ctx-layers li[data-layer="retrieved"] pre') || {}).textContent?.includes("The pinned-section feature.") === true`)
 
-	_, body := do(t, "GET", url+"/api/context/manifest", testToken, "")
+	_, body = do(t, "GET", url+"/api/context/manifest", testToken, "")
 	var man services.ContextManifest
-	if err := json.Unmarshal([]byte(body), &man); err != nil || len(man.Pins) != 1 || man.Pins[0].String() != "notes.md#Goals/This week" {
-		t.Fatalf("manifest after the tick: %v %s", err, body)
+	if err := json.Unmarshal([]byte(body), &man); err != nil || len(man.Pins) != 1 || man.Pins[0].String() != want {
+		t.Fatalf("manifest after the tick (want %s): %v %s", want, err, body)
+	}
+
+	// The owner renames the heading in the file: the pin still selects it.
+	renamed := strings.Replace(blocksDoc, "## This week", "## This sprint", 1)
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte(renamed), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	// The agent gets it: the next request to the model carries the text
@@ -88,9 +104,9 @@ func TestContextPanelPinsASectionTheModelGets(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(box)); err != nil {
 		t.Fatal(err)
 	}
-	poll("the pin is gone", `!document.querySelector('#ctx-pins li[data-pin="notes.md#Goals/This week"]')`)
+	poll("the pin is gone", `!document.querySelector(`+jsString(pin)+`)`)
 	_, body = do(t, "GET", url+"/api/context/manifest", testToken, "")
-	if strings.Contains(body, "This week") {
+	if strings.Contains(body, `"path"`) {
 		t.Fatalf("manifest after the untick: %s", body)
 	}
 }

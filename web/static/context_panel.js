@@ -27,9 +27,16 @@ document.body.append(panel);
 
 let manifest = { version: 0, pins: [] };
 
-const same = (a, b) => a.path === b.path && (a.block || "").toLowerCase() === (b.block || "").toLowerCase() &&
+const same = (a, b) => a.path === b.path && (a.id || "") === (b.id || "") &&
+  (a.block || "").toLowerCase() === (b.block || "").toLowerCase() &&
   JSON.stringify(a.lines || []) === JSON.stringify(b.lines || []);
-const pinText = (p) => p.block ? p.path + "#" + p.block : p.lines ? `${p.path}:${p.lines[0]}-${p.lines[1]}` : p.path;
+// A box's pin is by the section's stable id when it has one (it survives a
+// renamed heading); a pin stored by heading ticks the same box.
+const pinned = (box) => manifest.pins.some((p) => same(p, box.pin) || (box.alias && same(p, box.alias)));
+const pinText = (p) => p.id ? p.path + "#@" + p.id : p.block ? p.path + "#" + p.block : p.lines ? `${p.path}:${p.lines[0]}-${p.lines[1]}` : p.path;
+// Headings of the listed sections by id, so a pin by id reads as its section.
+const headings = new Map();
+const pinLabel = (p) => p.id && headings.has(p.path + "#@" + p.id) ? `${pinText(p)} (${headings.get(p.path + "#@" + p.id)})` : pinText(p);
 
 async function loadPreview() {
   const pv = await getJSON("/api/context/preview");
@@ -41,14 +48,14 @@ async function loadPreview() {
 
 async function loadManifest() {
   manifest = await getJSON("/api/context/manifest");
-  pins.replaceChildren(...manifest.pins.map((p) => el("li", { class: "ctx-pin", "data-pin": pinText(p) }, pinText(p),
+  pins.replaceChildren(...manifest.pins.map((p) => el("li", { class: "ctx-pin", "data-pin": pinText(p) }, pinLabel(p),
     el("button", { type: "button", onclick: () => setPin(p, false) }, "Unpin"))));
   if (!manifest.pins.length) pins.append(el("li", {}, "Nothing pinned."));
-  for (const box of blocks.querySelectorAll("input[type=checkbox]")) box.checked = manifest.pins.some((p) => same(p, box.pin));
+  for (const box of blocks.querySelectorAll("input[type=checkbox]")) box.checked = pinned(box);
 }
 
-async function setPin(pin, on) {
-  const next = manifest.pins.filter((p) => !same(p, pin));
+async function setPin(pin, on, alias) {
+  const next = manifest.pins.filter((p) => !same(p, pin) && !(alias && same(p, alias)));
   if (on) next.push(pin);
   const r = await request("PUT", "/api/context/manifest", { version: manifest.version, pins: next });
   status.textContent = r.ok ? (on ? "Pinned " : "Unpinned ") + pinText(pin) : (r.body.error || "HTTP " + r.status);
@@ -59,9 +66,11 @@ function blockRows(list) {
   const out = [];
   for (const b of list) {
     const box = el("input", { type: "checkbox", "data-id": b.id });
-    box.pin = b.pin;
-    box.checked = manifest.pins.some((p) => same(p, b.pin));
-    box.addEventListener("change", () => setPin(b.pin, box.checked));
+    box.pin = b.block_id ? { path: b.pin.path, id: b.block_id } : b.pin;
+    box.alias = b.block_id ? b.pin : null;
+    if (b.block_id) headings.set(b.pin.path + "#@" + b.block_id, b.pin.block || b.heading);
+    box.checked = pinned(box);
+    box.addEventListener("change", () => setPin(box.pin, box.checked, box.alias));
     out.push(el("label", { class: "ctx-level-" + b.level }, box, ` ${b.heading} (lines ${b.lines[0]}-${b.lines[1]}, ${b.tokens} tokens)`));
     out.push(...blockRows(b.children || []));
   }
