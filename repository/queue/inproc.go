@@ -219,3 +219,26 @@ func (q *Queue) leave(timeline string) bool {
 	delete(q.local.held, timeline)
 	return false
 }
+
+// startQueued starts here, at once, the queued main runs a dead process
+// left (killed between a question's commit and its in-process start):
+// their fallback jobs are scheduled, and moving a scheduled job to
+// available is River's leader's work, which waits for the dead leader's
+// lease to run out. The timeline lock and the claim keep each run once
+// (a claimed run's job is completed; a timeline a live worker holds is
+// left to it).
+func (q *Queue) startQueued(ctx context.Context) {
+	queued, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunQueued, Limit: 200})
+	if err != nil {
+		q.log.Warn("start queued runs", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range queued {
+		if !r.IsMain() || seen[r.TimelineScope] {
+			continue
+		}
+		seen[r.TimelineScope] = true
+		q.startTurn(r.TimelineScope, services.Message{})
+	}
+}

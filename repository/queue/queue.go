@@ -254,6 +254,9 @@ func (q *Queue) Start(ctx context.Context) error {
 		return fmt.Errorf("queue: start: %w", err)
 	}
 	q.startLocal(ctx)
+	if q.opts.TurnWorkers > 0 {
+		q.startQueued(ctx)
+	}
 	go q.reapLoop(ctx)
 	return nil
 }
