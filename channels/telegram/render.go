@@ -93,6 +93,12 @@ type builder struct {
 	// quote markers starting its lines are hidden.
 	quoteEnd int
 	inLink   bool
+	// plain is set in a cell of a <pre> table, which can hold no tags:
+	// the markers of emphasis, strikethrough and code are hidden, links
+	// stay text.
+	plain bool
+	// cell is set in a table cell, where "\|" is a pipe even in code.
+	cell bool
 }
 
 // parse splits src into units; see unit.
@@ -116,7 +122,7 @@ func (b *builder) flush(to int) {
 	src := b.src
 	for b.at < to {
 		i := b.at
-		if src[i] == '\\' && !b.raw && i+1 < to && isASCIIPunct(src[i+1]) {
+		if src[i] == '\\' && i+1 < to && isASCIIPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
 			b.atom(i, i+2, escapeByte(src[i+1]))
 			continue
 		}
@@ -173,6 +179,11 @@ func (b *builder) atom(start, end int, html string) {
 
 // openTag adds an opening tag standing for the marker src[start:end].
 func (b *builder) openTag(start, end int, open, close string, block bool) {
+	if b.plain {
+		b.open = append(b.open, -1)
+		b.atom(start, end, "")
+		return
+	}
 	start, end = b.span(start, end)
 	b.open = append(b.open, len(b.units))
 	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close, block: block})
@@ -180,9 +191,14 @@ func (b *builder) openTag(start, end int, open, close string, block bool) {
 
 // closeTag closes the innermost open tag; src[start:end] is its marker.
 func (b *builder) closeTag(start, end int) {
-	start, end = b.span(start, end)
-	o := b.units[b.open[len(b.open)-1]]
+	i := b.open[len(b.open)-1]
 	b.open = b.open[:len(b.open)-1]
+	if i < 0 {
+		b.atom(start, end, "")
+		return
+	}
+	start, end = b.span(start, end)
+	o := b.units[i]
 	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML, block: o.block})
 }
 
@@ -273,38 +289,27 @@ func (b *builder) quote(q *ast.Blockquote) {
 	b.quoteEnd = 0
 }
 
-// item renders a bullet list item's marker as "• ", or as its box when it
-// is a task ("- [ ] ", "- [x] "); ordered items keep their numbers.
+// item renders a bullet list item's marker as "• ", or as its box when
+// goldmark read a task's box right after it and a space or the line's end
+// follows the box ("- [ ] ", "- [x] ", not "- [ ]x"); ordered items keep
+// their numbers.
 func (b *builder) item(it *ast.ListItem) {
 	src, pos := b.src, it.Pos()
 	if l, ok := it.Parent().(*ast.List); ok && !l.IsOrdered() && pos >= 0 && pos+1 < len(src) && (src[pos+1] == ' ' || src[pos+1] == '\t') {
 		end, html := pos+2, "• "
 		if first := it.FirstChild(); first != nil {
-			if _, ok := first.FirstChild().(*east.TaskCheckBox); ok {
-				if box, n := taskBox(src[pos+2 : lineEnd(src, pos)]); n > 0 {
-					end, html = pos+2+n, box
+			if box, ok := first.FirstChild().(*east.TaskCheckBox); ok && box.Pos() == end {
+				if rest := src[end+3 : lineEnd(src, pos)]; rest == "" || rest[0] == ' ' || rest[0] == '\t' {
+					end, html = end+3+min(len(rest), 1), "☐ "
+					if box.IsChecked {
+						html = "☑ "
+					}
 				}
 			}
 		}
 		b.atom(pos, end, html)
 	}
 	b.blocks(it)
-}
-
-// taskBox reads the "[ ] " or "[x] " that starts a task list item's text
-// and returns the box it shows as and the marker's length (0: none).
-func taskBox(s string) (string, int) {
-	if len(s) < 3 || s[0] != '[' || s[2] != ']' || (len(s) > 3 && s[3] != ' ' && s[3] != '\t') {
-		return "", 0
-	}
-	n := min(len(s), 4)
-	switch s[1] {
-	case ' ':
-		return "☐ ", n
-	case 'x', 'X':
-		return "☑ ", n
-	}
-	return "", 0
 }
 
 // fence renders a fenced code block with content as <pre>, its fence lines
@@ -557,7 +562,7 @@ func (b *builder) codeSpan(n *ast.CodeSpan) {
 func (b *builder) link(l *ast.Link, dest []byte) {
 	s, ok := b.d.Inline(l)
 	url := string(dest)
-	if b.inLink || l.FirstChild() == nil || !ok || !linkURL(url) {
+	if b.inLink || b.plain || l.FirstChild() == nil || !ok || !linkURL(url) {
 		b.inlines(l)
 		return
 	}
