@@ -126,9 +126,9 @@ func (b *builder) flush(to int) {
 			b.atom(i, i+2, escapeByte(src[i+1]))
 			continue
 		}
-		if i > 0 && src[i-1] == '\n' && i < b.quoteEnd {
-			if m := quoteMarker(src[i:lineEnd(src, i)]); m > 0 {
-				b.atom(i, min(i+m, to), "")
+		if i < b.quoteEnd {
+			if m := b.d.QuoteMarker(i); m > i {
+				b.atom(i, min(m, to), "")
 				continue
 			}
 		}
@@ -249,27 +249,9 @@ func (b *builder) heading(h *ast.Heading) {
 	b.closeTag(seg.Stop, b.lineEndAt(seg.Stop))
 }
 
-// quoteMarker returns the length of the quote marker that starts line ("> ",
-// ">", "  >> "), or -1. Telegram cannot nest quotes, so ">>" is one level.
-func quoteMarker(line string) int {
-	i := 0
-	for i < len(line) && i < 3 && line[i] == ' ' {
-		i++
-	}
-	if i == len(line) || line[i] != '>' {
-		return -1
-	}
-	for i < len(line) && line[i] == '>' {
-		i++
-		if i < len(line) && line[i] == ' ' {
-			i++
-		}
-	}
-	return i
-}
-
-// quote renders a blockquote with content as one <blockquote>, the quote
-// markers of its lines hidden; one inside it is flattened into it.
+// quote renders a blockquote with content as one <blockquote>, the
+// markers goldmark read on its lines hidden; one inside it is flattened
+// into it (Telegram cannot nest quotes).
 func (b *builder) quote(q *ast.Blockquote) {
 	pos := q.Pos()
 	if b.quoteEnd > 0 || q.FirstChild() == nil || pos < 0 {
@@ -277,7 +259,7 @@ func (b *builder) quote(q *ast.Blockquote) {
 		return
 	}
 	end := b.lineEndAt(b.d.LineStart(b.d.EndLine(q)))
-	m := pos + max(quoteMarker(b.src[pos:lineEnd(b.src, pos)]), 0)
+	m := max(b.d.QuoteMarker(pos), pos)
 	if m >= end || strings.Trim(b.src[m:end], " \t\r\n>") == "" {
 		return // markers alone make no quote
 	}

@@ -91,6 +91,8 @@ var renderTests = []struct {
 	{"greater than", "a > b", "a &gt; b"},
 	{"quote fence is literal", "> ```\n> x", "<blockquote>```\nx</blockquote>"},
 
+	{"quote marker in a quoted fence is code", "> ```\n> > x\n> ```", "<blockquote>```\n&gt; x\n```</blockquote>"},
+
 	{"bullets", "- a\n* b\n+ c", "• a\n• b\n• c"},
 	{"nested bullet", "- a\n  - b", "• a\n  • b"},
 	{"bullet with bold", "* **k**: v", "• <b>k</b>: v"},
