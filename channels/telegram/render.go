@@ -61,7 +61,7 @@ type unit struct {
 	start, end int    // the source bytes the unit stands for
 	html       string // what the unit renders to
 	closeHTML  string // for unitOpen: the matching closing tag
-	block      bool   // for unitOpen and unitClose: a block construct (pre, blockquote)
+	blockStart bool   // it starts the first line of a block of the tree: a cut before it is a paragraph break
 	runes      int    // utf8.RuneCountInString(html)
 	vis        int    // UTF-16 length of the visible text; 0 for tags
 }
@@ -93,6 +93,8 @@ type builder struct {
 	// quote markers starting its lines are hidden.
 	quoteEnd int
 	inLink   bool
+	// starts holds where the first lines of the blocks start.
+	starts map[int]bool
 	// plain is set in a cell of a <pre> table, which can hold no tags:
 	// the markers of emphasis, strikethrough and code are hidden, links
 	// stay text.
@@ -103,9 +105,12 @@ type builder struct {
 
 // parse splits src into units; see unit.
 func parse(src string) []unit {
-	b := &builder{d: markdown.Parse(src), src: src, units: make([]unit, 0, len(src))}
+	b := &builder{d: markdown.Parse(src), src: src, units: make([]unit, 0, len(src)), starts: map[int]bool{}}
 	b.blocks(b.d.Root)
 	b.flush(len(src))
+	for i := range b.units {
+		b.units[i].blockStart = b.starts[b.units[i].start]
+	}
 	return b.units
 }
 
@@ -178,7 +183,7 @@ func (b *builder) atom(start, end int, html string) {
 }
 
 // openTag adds an opening tag standing for the marker src[start:end].
-func (b *builder) openTag(start, end int, open, close string, block bool) {
+func (b *builder) openTag(start, end int, open, close string) {
 	if b.plain {
 		b.open = append(b.open, -1)
 		b.atom(start, end, "")
@@ -186,7 +191,7 @@ func (b *builder) openTag(start, end int, open, close string, block bool) {
 	}
 	start, end = b.span(start, end)
 	b.open = append(b.open, len(b.units))
-	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close, block: block})
+	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close})
 }
 
 // closeTag closes the innermost open tag; src[start:end] is its marker.
@@ -199,7 +204,7 @@ func (b *builder) closeTag(start, end int) {
 	}
 	start, end = b.span(start, end)
 	o := b.units[i]
-	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML, block: o.block})
+	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML})
 }
 
 // lineEndAt returns where the line holding offset off ends, before its
@@ -215,6 +220,9 @@ func (b *builder) lineEndAt(off int) int {
 // blocks renders the block children of n.
 func (b *builder) blocks(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if p := c.Pos(); p >= 0 {
+			b.starts[b.d.LineStart(b.d.Line(p))] = true
+		}
 		switch c := c.(type) {
 		case *ast.Heading:
 			b.heading(c)
@@ -244,7 +252,7 @@ func (b *builder) heading(h *ast.Heading) {
 		return
 	}
 	seg := h.Lines().At(0)
-	b.openTag(pos, seg.Start, "<b>", "</b>", false)
+	b.openTag(pos, seg.Start, "<b>", "</b>")
 	b.inlines(h)
 	b.closeTag(seg.Stop, b.lineEndAt(seg.Stop))
 }
@@ -263,7 +271,7 @@ func (b *builder) quote(q *ast.Blockquote) {
 	if m >= end || strings.Trim(b.src[m:end], " \t\r\n>") == "" {
 		return // markers alone make no quote
 	}
-	b.openTag(pos, m, "<blockquote>", "</blockquote>", true)
+	b.openTag(pos, m, "<blockquote>", "</blockquote>")
 	b.quoteEnd = end
 	b.blocks(q)
 	b.flush(end)
@@ -324,7 +332,7 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 			openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
 		}
 	}
-	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML, true)
+	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML)
 	b.raw = true
 	b.flush(bodyEnd)
 	b.raw = false
@@ -473,7 +481,7 @@ func (b *builder) emphasis(e *ast.Emphasis) {
 	}
 	at := os
 	for _, t := range tags {
-		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">", false)
+		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">")
 		at += t.width
 	}
 	b.inlines(inner)
@@ -520,7 +528,7 @@ func (b *builder) strike(s *east.Strikethrough) {
 		b.inlines(s)
 		return
 	}
-	b.openTag(os, cs, "<s>", "</s>", false)
+	b.openTag(os, cs, "<s>", "</s>")
 	b.inlines(s)
 	b.closeTag(ce, oe)
 }
@@ -532,7 +540,7 @@ func (b *builder) codeSpan(n *ast.CodeSpan) {
 	if b.inLink || close < 0 {
 		return
 	}
-	b.openTag(open, open+k, "<code>", "</code>", false)
+	b.openTag(open, open+k, "<code>", "</code>")
 	b.raw = true
 	b.flush(close)
 	b.raw = false
@@ -548,7 +556,7 @@ func (b *builder) link(l *ast.Link, dest []byte) {
 		b.inlines(l)
 		return
 	}
-	b.openTag(l.Pos(), l.Pos()+1, `<a href="`+attrEscaper.Replace(url)+`">`, "</a>", false)
+	b.openTag(l.Pos(), l.Pos()+1, `<a href="`+attrEscaper.Replace(url)+`">`, "</a>")
 	b.inLink = true
 	b.inlines(l)
 	b.inLink = false

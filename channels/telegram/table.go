@@ -178,7 +178,7 @@ func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []by
 			return false
 		}
 	}
-	b.openTag(rows[0].line.start, rows[0].line.start, "<pre>", "</pre>", true)
+	b.openTag(rows[0].line.start, rows[0].line.start, "<pre>", "</pre>")
 	b.flush(rows[0].line.start)
 	for _, p := range ps {
 		if !p.cell {
@@ -230,7 +230,7 @@ func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []byte) []p
 // header's bold: "a · b · c".
 func (b *builder) rowTable(rows []tableRow, delim span) {
 	head := rows[0]
-	b.openTag(head.line.start, head.line.start, "<b>", "</b>", false)
+	b.openTag(head.line.start, head.line.start, "<b>", "</b>")
 	b.rowLine(head, len(head.cells))
 	b.closeTag(head.line.end, head.line.end)
 	b.flush(head.line.end + 1)
