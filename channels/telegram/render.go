@@ -156,15 +156,6 @@ func (b *builder) flush(to int) {
 	}
 }
 
-// lineEnd returns the index of the '\n' ending the line that starts at i, or
-// len(src).
-func lineEnd(src string, i int) int {
-	if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
-		return i + j
-	}
-	return len(src)
-}
-
 // span clamps [start, end) to the source not yet covered, after adding the
 // text before it.
 func (b *builder) span(start, end int) (int, int) {
@@ -289,7 +280,7 @@ func (b *builder) item(it *ast.ListItem) {
 		end, html := pos+2, "• "
 		if first := it.FirstChild(); first != nil {
 			if box, ok := first.FirstChild().(*east.TaskCheckBox); ok && box.Pos() == end {
-				if rest := src[end+3 : lineEnd(src, pos)]; rest == "" || rest[0] == ' ' || rest[0] == '\t' {
+				if rest := src[end+3 : b.d.LineEnd(b.d.Line(pos))]; rest == "" || rest[0] == ' ' || rest[0] == '\t' {
 					end, html = end+3+min(len(rest), 1), "☐ "
 					if box.IsChecked {
 						html = "☑ "
@@ -327,10 +318,8 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 		return
 	}
 	openHTML, closeHTML := "<pre>", "</pre>"
-	if f.Info != nil {
-		if lang := language(string(f.Info.Value(d.Source))); lang != "" {
-			openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
-		}
+	if lang := language(string(f.Language(d.Source))); lang != "" {
+		openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
 	}
 	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML)
 	b.raw = true
@@ -339,11 +328,9 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 	b.closeTag(bodyEnd, markEnd)
 }
 
-// language returns the language named by a fence's info string, or "" when
-// there is none or it is not a plain identifier.
-func language(info string) string {
-	lang, _, _ := strings.Cut(strings.TrimSpace(info), " ")
-	lang, _, _ = strings.Cut(lang, "\t")
+// language returns lang, goldmark's language of a fence (its info
+// string's first word), or "" when it is not a plain identifier.
+func language(lang string) string {
 	if len(lang) > maxLangLen {
 		return ""
 	}
