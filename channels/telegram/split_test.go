@@ -350,6 +350,8 @@ var fuzzSeeds = []string{
 	"| Product | Description | Price |\n|---|---|---|\n| W | " + strings.Repeat("long ", 20) + "| 1 |\n|  | | |",
 	"- [ ] todo\n- [x] done\n* [X] x\n- [y] no\n- [ ]",
 	"x|y\n-|-\n|\n| |\n|---|",
+	"- > a\n  > b\n>\t> c\n> ```\n> > d\n   > e\n-\t[x]\tf\n- [ ]x",
+	"| *a* | a**b |\n|---|---|\n| `x\\|y` | [l](http://a.b) \\* |",
 }
 
 func FuzzRenderSplit(f *testing.F) {

@@ -71,31 +71,27 @@ func (p fenceRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Con
 }
 
 // quoteRecorder is goldmark's blockquote parser, recording the marker it
-// reads on each line.
+// reads on each line: what it advances the reader over.
 type quoteRecorder struct{ parser.BlockParser }
 
 func (p quoteRecorder) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
-	_, before := reader.Position()
-	n, st := p.BlockParser.Open(parent, reader, pc)
-	if n != nil {
-		recordQuoteMark(pc, before, reader)
-	}
-	return n, st
+	defer recordQuoteMark(pc, reader)()
+	return p.BlockParser.Open(parent, reader, pc)
 }
 
 func (p quoteRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
-	_, before := reader.Position()
-	st := p.BlockParser.Continue(node, reader, pc)
-	if st != parser.Close {
-		recordQuoteMark(pc, before, reader)
-	}
-	return st
+	defer recordQuoteMark(pc, reader)()
+	return p.BlockParser.Continue(node, reader, pc)
 }
 
-func recordQuoteMark(pc parser.Context, before text.Segment, reader text.Reader) {
-	_, after := reader.Position()
-	marks, _ := pc.Get(quoteKey).([]InlineSpan)
-	pc.Set(quoteKey, append(marks, InlineSpan{Start: before.Start, End: after.Start}))
+func recordQuoteMark(pc parser.Context, reader text.Reader) func() {
+	_, before := reader.Position()
+	return func() {
+		if _, after := reader.Position(); after.Start > before.Start {
+			marks, _ := pc.Get(quoteKey).([]InlineSpan)
+			pc.Set(quoteKey, append(marks, InlineSpan{Start: before.Start, End: after.Start}))
+		}
+	}
 }
 
 // QuoteMarker returns where the blockquote marker goldmark read that holds
