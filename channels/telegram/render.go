@@ -2,12 +2,12 @@ package telegram
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/switchboard/switchboard/services/markdown"
 )
@@ -127,8 +127,8 @@ func (b *builder) flush(to int) {
 	src := b.src
 	for b.at < to {
 		i := b.at
-		if src[i] == '\\' && i+1 < to && isASCIIPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
-			b.atom(i, i+2, escapeByte(src[i+1]))
+		if src[i] == '\\' && i+1 < to && util.IsPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
+			b.atom(i, i+2, escapeText(src[i+1:i+2]))
 			continue
 		}
 		if i < b.quoteEnd {
@@ -139,18 +139,10 @@ func (b *builder) flush(to int) {
 		}
 		r, size := utf8.DecodeRuneInString(src[i:to])
 		u := unit{kind: unitText, start: i, end: i + size, vis: 1}
-		switch {
-		case r == '&':
-			u.html = "&amp;"
-		case r == '<':
-			u.html = "&lt;"
-		case r == '>':
-			u.html = "&gt;"
-		case r == utf8.RuneError && size == 1:
+		if r == utf8.RuneError && size == 1 {
 			u.html = "\uFFFD"
-		default:
-			u.html = src[i : i+size]
-			u.vis = utf16.RuneLen(r)
+		} else {
+			u.html, u.vis = escapeText(src[i:i+size]), utf16.RuneLen(r)
 		}
 		b.add(u)
 	}
@@ -570,21 +562,17 @@ func linkURL(url string) bool {
 	return false
 }
 
-func isASCIIPunct(c byte) bool {
-	return c < utf8.RuneSelf && (unicode.IsPunct(rune(c)) || unicode.IsSymbol(rune(c)))
-}
-
-// escapeByte renders one ASCII character as HTML text.
-func escapeByte(c byte) string {
+// escapeText escapes one character of text for Telegram's HTML.
+func escapeText(c string) string {
 	switch c {
-	case '&':
+	case "&":
 		return "&amp;"
-	case '<':
+	case "<":
 		return "&lt;"
-	case '>':
+	case ">":
 		return "&gt;"
 	}
-	return string(rune(c))
+	return c
 }
 
 // runLen returns how many c characters start at src[i], up to hi.
