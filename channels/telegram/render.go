@@ -2,12 +2,12 @@ package telegram
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/switchboard/switchboard/services/markdown"
 )
@@ -61,7 +61,7 @@ type unit struct {
 	start, end int    // the source bytes the unit stands for
 	html       string // what the unit renders to
 	closeHTML  string // for unitOpen: the matching closing tag
-	block      bool   // for unitOpen and unitClose: a block construct (pre, blockquote)
+	blockStart bool   // it starts the first line of a block of the tree: a cut before it is a paragraph break
 	runes      int    // utf8.RuneCountInString(html)
 	vis        int    // UTF-16 length of the visible text; 0 for tags
 }
@@ -93,13 +93,24 @@ type builder struct {
 	// quote markers starting its lines are hidden.
 	quoteEnd int
 	inLink   bool
+	// starts holds where the first lines of the blocks start.
+	starts map[int]bool
+	// plain is set in a cell of a <pre> table, which can hold no tags:
+	// the markers of emphasis, strikethrough and code are hidden, links
+	// stay text.
+	plain bool
+	// cell is set in a table cell, where "\|" is a pipe even in code.
+	cell bool
 }
 
 // parse splits src into units; see unit.
 func parse(src string) []unit {
-	b := &builder{d: markdown.Parse(src), src: src, units: make([]unit, 0, len(src))}
+	b := &builder{d: markdown.Parse(src), src: src, units: make([]unit, 0, len(src)), starts: map[int]bool{}}
 	b.blocks(b.d.Root)
 	b.flush(len(src))
+	for i := range b.units {
+		b.units[i].blockStart = b.starts[b.units[i].start]
+	}
 	return b.units
 }
 
@@ -116,42 +127,25 @@ func (b *builder) flush(to int) {
 	src := b.src
 	for b.at < to {
 		i := b.at
-		if src[i] == '\\' && !b.raw && i+1 < to && isASCIIPunct(src[i+1]) {
-			b.atom(i, i+2, escapeByte(src[i+1]))
+		if src[i] == '\\' && i+1 < to && util.IsPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
+			b.atom(i, i+2, escapeText(src[i+1:i+2]))
 			continue
 		}
-		if i > 0 && src[i-1] == '\n' && i < b.quoteEnd {
-			if m := quoteMarker(src[i:lineEnd(src, i)]); m > 0 {
-				b.atom(i, min(i+m, to), "")
+		if i < b.quoteEnd {
+			if m := b.d.QuoteMarker(i); m > i {
+				b.atom(i, min(m, to), "")
 				continue
 			}
 		}
 		r, size := utf8.DecodeRuneInString(src[i:to])
 		u := unit{kind: unitText, start: i, end: i + size, vis: 1}
-		switch {
-		case r == '&':
-			u.html = "&amp;"
-		case r == '<':
-			u.html = "&lt;"
-		case r == '>':
-			u.html = "&gt;"
-		case r == utf8.RuneError && size == 1:
+		if r == utf8.RuneError && size == 1 {
 			u.html = "\uFFFD"
-		default:
-			u.html = src[i : i+size]
-			u.vis = utf16.RuneLen(r)
+		} else {
+			u.html, u.vis = escapeText(src[i:i+size]), utf16.RuneLen(r)
 		}
 		b.add(u)
 	}
-}
-
-// lineEnd returns the index of the '\n' ending the line that starts at i, or
-// len(src).
-func lineEnd(src string, i int) int {
-	if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
-		return i + j
-	}
-	return len(src)
 }
 
 // span clamps [start, end) to the source not yet covered, after adding the
@@ -172,18 +166,28 @@ func (b *builder) atom(start, end int, html string) {
 }
 
 // openTag adds an opening tag standing for the marker src[start:end].
-func (b *builder) openTag(start, end int, open, close string, block bool) {
+func (b *builder) openTag(start, end int, open, close string) {
+	if b.plain {
+		b.open = append(b.open, -1)
+		b.atom(start, end, "")
+		return
+	}
 	start, end = b.span(start, end)
 	b.open = append(b.open, len(b.units))
-	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close, block: block})
+	b.add(unit{kind: unitOpen, start: start, end: end, html: open, closeHTML: close})
 }
 
 // closeTag closes the innermost open tag; src[start:end] is its marker.
 func (b *builder) closeTag(start, end int) {
-	start, end = b.span(start, end)
-	o := b.units[b.open[len(b.open)-1]]
+	i := b.open[len(b.open)-1]
 	b.open = b.open[:len(b.open)-1]
-	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML, block: o.block})
+	if i < 0 {
+		b.atom(start, end, "")
+		return
+	}
+	start, end = b.span(start, end)
+	o := b.units[i]
+	b.add(unit{kind: unitClose, start: start, end: end, html: o.closeHTML})
 }
 
 // lineEndAt returns where the line holding offset off ends, before its
@@ -199,6 +203,9 @@ func (b *builder) lineEndAt(off int) int {
 // blocks renders the block children of n.
 func (b *builder) blocks(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if p := c.Pos(); p >= 0 {
+			b.starts[b.d.LineStart(b.d.Line(p))] = true
+		}
 		switch c := c.(type) {
 		case *ast.Heading:
 			b.heading(c)
@@ -228,32 +235,14 @@ func (b *builder) heading(h *ast.Heading) {
 		return
 	}
 	seg := h.Lines().At(0)
-	b.openTag(pos, seg.Start, "<b>", "</b>", false)
+	b.openTag(pos, seg.Start, "<b>", "</b>")
 	b.inlines(h)
 	b.closeTag(seg.Stop, b.lineEndAt(seg.Stop))
 }
 
-// quoteMarker returns the length of the quote marker that starts line ("> ",
-// ">", "  >> "), or -1. Telegram cannot nest quotes, so ">>" is one level.
-func quoteMarker(line string) int {
-	i := 0
-	for i < len(line) && i < 3 && line[i] == ' ' {
-		i++
-	}
-	if i == len(line) || line[i] != '>' {
-		return -1
-	}
-	for i < len(line) && line[i] == '>' {
-		i++
-		if i < len(line) && line[i] == ' ' {
-			i++
-		}
-	}
-	return i
-}
-
-// quote renders a blockquote with content as one <blockquote>, the quote
-// markers of its lines hidden; one inside it is flattened into it.
+// quote renders a blockquote with content as one <blockquote>, the
+// markers goldmark read on its lines hidden; one inside it is flattened
+// into it (Telegram cannot nest quotes).
 func (b *builder) quote(q *ast.Blockquote) {
 	pos := q.Pos()
 	if b.quoteEnd > 0 || q.FirstChild() == nil || pos < 0 {
@@ -261,11 +250,11 @@ func (b *builder) quote(q *ast.Blockquote) {
 		return
 	}
 	end := b.lineEndAt(b.d.LineStart(b.d.EndLine(q)))
-	m := pos + max(quoteMarker(b.src[pos:lineEnd(b.src, pos)]), 0)
+	m := max(b.d.QuoteMarker(pos), pos)
 	if m >= end || strings.Trim(b.src[m:end], " \t\r\n>") == "" {
 		return // markers alone make no quote
 	}
-	b.openTag(pos, m, "<blockquote>", "</blockquote>", true)
+	b.openTag(pos, m, "<blockquote>", "</blockquote>")
 	b.quoteEnd = end
 	b.blocks(q)
 	b.flush(end)
@@ -273,38 +262,27 @@ func (b *builder) quote(q *ast.Blockquote) {
 	b.quoteEnd = 0
 }
 
-// item renders a bullet list item's marker as "• ", or as its box when it
-// is a task ("- [ ] ", "- [x] "); ordered items keep their numbers.
+// item renders a bullet list item's marker as "• ", or as its box when
+// goldmark read a task's box right after it and a space or the line's end
+// follows the box ("- [ ] ", "- [x] ", not "- [ ]x"); ordered items keep
+// their numbers.
 func (b *builder) item(it *ast.ListItem) {
 	src, pos := b.src, it.Pos()
 	if l, ok := it.Parent().(*ast.List); ok && !l.IsOrdered() && pos >= 0 && pos+1 < len(src) && (src[pos+1] == ' ' || src[pos+1] == '\t') {
 		end, html := pos+2, "• "
 		if first := it.FirstChild(); first != nil {
-			if _, ok := first.FirstChild().(*east.TaskCheckBox); ok {
-				if box, n := taskBox(src[pos+2 : lineEnd(src, pos)]); n > 0 {
-					end, html = pos+2+n, box
+			if box, ok := first.FirstChild().(*east.TaskCheckBox); ok && box.Pos() == end {
+				if rest := src[end+3 : b.d.LineEnd(b.d.Line(pos))]; rest == "" || rest[0] == ' ' || rest[0] == '\t' {
+					end, html = end+3+min(len(rest), 1), "☐ "
+					if box.IsChecked {
+						html = "☑ "
+					}
 				}
 			}
 		}
 		b.atom(pos, end, html)
 	}
 	b.blocks(it)
-}
-
-// taskBox reads the "[ ] " or "[x] " that starts a task list item's text
-// and returns the box it shows as and the marker's length (0: none).
-func taskBox(s string) (string, int) {
-	if len(s) < 3 || s[0] != '[' || s[2] != ']' || (len(s) > 3 && s[3] != ' ' && s[3] != '\t') {
-		return "", 0
-	}
-	n := min(len(s), 4)
-	switch s[1] {
-	case ' ':
-		return "☐ ", n
-	case 'x', 'X':
-		return "☑ ", n
-	}
-	return "", 0
 }
 
 // fence renders a fenced code block with content as <pre>, its fence lines
@@ -332,23 +310,19 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 		return
 	}
 	openHTML, closeHTML := "<pre>", "</pre>"
-	if f.Info != nil {
-		if lang := language(string(f.Info.Value(d.Source))); lang != "" {
-			openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
-		}
+	if lang := language(string(f.Language(d.Source))); lang != "" {
+		openHTML, closeHTML = `<pre><code class="language-`+lang+`">`, "</code></pre>"
 	}
-	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML, true)
+	b.openTag(d.LineStart(open), bodyStart, openHTML, closeHTML)
 	b.raw = true
 	b.flush(bodyEnd)
 	b.raw = false
 	b.closeTag(bodyEnd, markEnd)
 }
 
-// language returns the language named by a fence's info string, or "" when
-// there is none or it is not a plain identifier.
-func language(info string) string {
-	lang, _, _ := strings.Cut(strings.TrimSpace(info), " ")
-	lang, _, _ = strings.Cut(lang, "\t")
+// language returns lang, goldmark's language of a fence (its info
+// string's first word), or "" when it is not a plain identifier.
+func language(lang string) string {
 	if len(lang) > maxLangLen {
 		return ""
 	}
@@ -486,7 +460,7 @@ func (b *builder) emphasis(e *ast.Emphasis) {
 	}
 	at := os
 	for _, t := range tags {
-		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">", false)
+		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">")
 		at += t.width
 	}
 	b.inlines(inner)
@@ -533,7 +507,7 @@ func (b *builder) strike(s *east.Strikethrough) {
 		b.inlines(s)
 		return
 	}
-	b.openTag(os, cs, "<s>", "</s>", false)
+	b.openTag(os, cs, "<s>", "</s>")
 	b.inlines(s)
 	b.closeTag(ce, oe)
 }
@@ -545,7 +519,7 @@ func (b *builder) codeSpan(n *ast.CodeSpan) {
 	if b.inLink || close < 0 {
 		return
 	}
-	b.openTag(open, open+k, "<code>", "</code>", false)
+	b.openTag(open, open+k, "<code>", "</code>")
 	b.raw = true
 	b.flush(close)
 	b.raw = false
@@ -557,11 +531,11 @@ func (b *builder) codeSpan(n *ast.CodeSpan) {
 func (b *builder) link(l *ast.Link, dest []byte) {
 	s, ok := b.d.Inline(l)
 	url := string(dest)
-	if b.inLink || l.FirstChild() == nil || !ok || !linkURL(url) {
+	if b.inLink || b.plain || l.FirstChild() == nil || !ok || !linkURL(url) {
 		b.inlines(l)
 		return
 	}
-	b.openTag(l.Pos(), l.Pos()+1, `<a href="`+attrEscaper.Replace(url)+`">`, "</a>", false)
+	b.openTag(l.Pos(), l.Pos()+1, `<a href="`+attrEscaper.Replace(url)+`">`, "</a>")
 	b.inLink = true
 	b.inlines(l)
 	b.inLink = false
@@ -588,21 +562,17 @@ func linkURL(url string) bool {
 	return false
 }
 
-func isASCIIPunct(c byte) bool {
-	return c < utf8.RuneSelf && (unicode.IsPunct(rune(c)) || unicode.IsSymbol(rune(c)))
-}
-
-// escapeByte renders one ASCII character as HTML text.
-func escapeByte(c byte) string {
+// escapeText escapes one character of text for Telegram's HTML.
+func escapeText(c string) string {
 	switch c {
-	case '&':
+	case "&":
 		return "&amp;"
-	case '<':
+	case "<":
 		return "&lt;"
-	case '>':
+	case ">":
 		return "&gt;"
 	}
-	return string(rune(c))
+	return c
 }
 
 // runLen returns how many c characters start at src[i], up to hi.

@@ -91,6 +91,8 @@ var renderTests = []struct {
 	{"greater than", "a > b", "a &gt; b"},
 	{"quote fence is literal", "> ```\n> x", "<blockquote>```\nx</blockquote>"},
 
+	{"quote marker in a quoted fence is code", "> ```\n> > x\n> ```", "<blockquote>```\n&gt; x\n```</blockquote>"},
+
 	{"bullets", "- a\n* b\n+ c", "• a\n• b\n• c"},
 	{"nested bullet", "- a\n  - b", "• a\n  • b"},
 	{"bullet with bold", "* **k**: v", "• <b>k</b>: v"},
@@ -132,6 +134,8 @@ var renderTests = []struct {
 		"<pre>a     │ b\n──────┼──\nx | y │ 1\nz</pre>"},
 	{"wide table one line per row", "| Product | Description | Price |\n|---|---|---|\n| Widget | A small widget for the kitchen | **$4.99** |\n| Gadget | | $10 |",
 		"<b>Product · Description · Price</b>\nWidget · A small widget for the kitchen · <b>$4.99</b>\nGadget · — · $10"},
+	{"pre table cells as parsed", "| *it* | ~~x~~ | a**b |\n|---|---|---|\n| `x\\|y` | [l](http://a.b) | \\* |",
+		"<pre>it  │ x               │ a**b\n────┼─────────────────┼─────\nx|y │ [l](http://a.b) │ *</pre>"},
 	{"no delimiter row", "| a | b |\n| c | d |", "| a | b |\n| c | d |"},
 	{"delimiter row only", "| a |\n|---|", "| a |\n|---|"},
 	{"cell counts differ", "| a | b |\n|---|\n| c | d |", "| a | b |\n|---|\n| c | d |"},

@@ -34,11 +34,12 @@ type Chunk struct {
 // size too and needs no knowledge of Telegram's parser. Use MaxMessageLen as
 // the limit for sendMessage; limits below 16 are raised to 16.
 //
-// Split cuts only between runes, never inside a tag or an entity, and prefers,
-// in this order, a paragraph break (a blank line or the edge of a code block
-// or quote), a line break, the end of a sentence, a space, and any other
-// place, except inside a grapheme cluster (a combining mark, an emoji
-// sequence) unless it has to. A preferred cut is taken if it keeps the chunk
+// Split cuts only between runes, never inside a tag or an entity, and
+// prefers, in this order, a paragraph break (the first line of a block of
+// goldmark's tree: a paragraph, heading, list item, code block, quote or
+// table), a line break, the end of a sentence, a space, and any other place,
+// except inside a grapheme cluster (a combining mark, an emoji sequence)
+// unless it has to. A preferred cut is taken if it keeps the chunk
 // at least half as long as the longest possible chunk; among cuts of one kind
 // it takes the last.
 //
@@ -181,9 +182,7 @@ func (s *splitter) kind(j int) int {
 	u := &s.units[j]
 	before := s.src[:u.start]
 	if strings.HasSuffix(before, "\n") {
-		if strings.HasSuffix(before, "\n\n") ||
-			(u.kind == unitOpen && u.block) ||
-			(j >= 2 && s.units[j-2].kind == unitClose && s.units[j-2].block) {
+		if u.blockStart {
 			return cutParagraph
 		}
 		return cutLine

@@ -111,6 +111,23 @@ func TestSplitPrefersLinesThenSentencesThenSpaces(t *testing.T) {
 	}
 }
 
+// TestSplitAtBlocksOfTheTree: the blocks of goldmark's tree are paragraph
+// breaks, so a list is cut between its items rather than between the
+// lines of one (when that keeps the chunk at least half full).
+func TestSplitAtBlocksOfTheTree(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "- item %d begins here\n  and item %d goes on\n", i, i)
+	}
+	chunks := checkChunks(t, b.String(), 200)
+	for i, c := range chunks[1:] {
+		if !strings.HasPrefix(c.Source, "- item") {
+			t.Errorf("chunk %d starts inside an item: %q", i+1, c.Source)
+		}
+	}
+}
+
 func TestSplitCodeBlock(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -333,6 +350,8 @@ var fuzzSeeds = []string{
 	"| Product | Description | Price |\n|---|---|---|\n| W | " + strings.Repeat("long ", 20) + "| 1 |\n|  | | |",
 	"- [ ] todo\n- [x] done\n* [X] x\n- [y] no\n- [ ]",
 	"x|y\n-|-\n|\n| |\n|---|",
+	"- > a\n  > b\n>\t> c\n> ```\n> > d\n   > e\n-\t[x]\tf\n- [ ]x",
+	"| *a* | a**b |\n|---|---|\n| `x\\|y` | [l](http://a.b) \\* |",
 }
 
 func FuzzRenderSplit(f *testing.F) {

@@ -30,7 +30,10 @@ type tableRow struct {
 // table renders a GitHub-flavoured table at the top level with at least
 // one data row: when it fits in maxTableWidth, a <pre> block with aligned
 // columns; when wider, a line per row, the header's bold, the cells
-// separated by " · " (an empty one "—"). Other tables stay text.
+// separated by " · " (an empty one "—"). In a <pre> table, which holds no
+// tags, the cells show what goldmark parsed with the markers of emphasis,
+// strikethrough and code hidden and links as written. Other tables stay
+// text.
 func (b *builder) table(t *east.Table) {
 	head, ok := t.FirstChild().(*east.TableHeader)
 	if !ok || b.quoteEnd > 0 || t.Parent() != b.d.Root || !b.d.IsTable(t) {
@@ -50,8 +53,8 @@ func (b *builder) table(t *east.Table) {
 	n := len(rows[0].cells)
 	widths := make([]int, n)
 	for _, r := range rows {
-		for k, c := range r.cells[:min(n, len(r.cells))] {
-			widths[k] = max(widths[k], b.cellWidth(c))
+		for k := range r.cells[:min(n, len(r.cells))] {
+			widths[k] = max(widths[k], b.cellWidth(r, k))
 		}
 	}
 	total := 3 * (n - 1)
@@ -87,41 +90,17 @@ func (b *builder) tableRow(r ast.Node) (tableRow, bool) {
 	return row, strings.IndexByte(b.src[row.line.start:row.line.end], '|') >= 0
 }
 
-// scanCell walks the cell c as it shows in a <pre> table: "\|" is a pipe,
-// "**", "__" and backticks are hidden, other runes are text. f gets each
-// piece: its source, and for a piece that is not text its HTML.
-func (b *builder) scanCell(c span, f func(i, j int, html string, text bool)) {
-	src := b.src
-	for i := c.start; i < c.end; {
-		switch {
-		case strings.HasPrefix(src[i:c.end], `\|`):
-			f(i, i+2, "|", false)
-			i += 2
-		case strings.HasPrefix(src[i:c.end], "**"), strings.HasPrefix(src[i:c.end], "__"):
-			f(i, i+2, "", false)
-			i += 2
-		case src[i] == '`':
-			f(i, i+1, "", false)
-			i++
-		default:
-			_, size := utf8.DecodeRuneInString(src[i:c.end])
-			f(i, i+size, "", true)
-			i += size
-		}
+// cellWidth is the number of characters cell r.cells[k] shows in a <pre>
+// table: rendered plain (see builder.plain) by a scratch builder.
+func (b *builder) cellWidth(r tableRow, k int) int {
+	s := &builder{d: b.d, src: b.src, at: r.cells[k].start, plain: true, cell: true}
+	s.inlines(r.nodes[k])
+	s.flush(r.cells[k].end)
+	var html strings.Builder
+	for _, u := range s.units {
+		html.WriteString(u.html)
 	}
-}
-
-// cellWidth is the number of characters c shows in a <pre> table.
-func (b *builder) cellWidth(c span) int {
-	w := 0
-	b.scanCell(c, func(_, _ int, html string, text bool) {
-		if text {
-			w++
-		} else {
-			w += utf8.RuneCountInString(html)
-		}
-	})
-	return w
+	return utf8.RuneCountInString(visibleText(html.String()))
 }
 
 // maxShare bounds the fixed text (padding, column separators, the rule)
@@ -136,6 +115,7 @@ type piece struct {
 	lo, hi int
 	fill   string
 	cell   bool
+	node   ast.Node // the cell's
 }
 
 // fits reports whether fill can be spread over src[lo:hi] (see spread).
@@ -198,20 +178,17 @@ func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []by
 			return false
 		}
 	}
-	b.openTag(rows[0].line.start, rows[0].line.start, "<pre>", "</pre>", true)
+	b.openTag(rows[0].line.start, rows[0].line.start, "<pre>", "</pre>")
 	b.flush(rows[0].line.start)
 	for _, p := range ps {
 		if !p.cell {
 			b.spread(p.lo, p.hi, p.fill)
 			continue
 		}
-		b.scanCell(span{p.lo, p.hi}, func(i, j int, html string, text bool) {
-			if text {
-				b.flush(j)
-			} else {
-				b.atom(i, j, html)
-			}
-		})
+		b.plain, b.cell = true, true
+		b.inlines(p.node)
+		b.flush(p.hi)
+		b.plain, b.cell = false, false
 	}
 	end := rows[len(rows)-1].line.end
 	b.closeTag(end, end)
@@ -238,12 +215,12 @@ func alignments(t *east.Table) []byte {
 func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []byte) []piece {
 	at, owed := r.line.start, ""
 	for k, c := range r.cells[:min(len(r.cells), len(widths), len(align))] {
-		pad := widths[k] - b.cellWidth(c)
+		pad := widths[k] - b.cellWidth(r, k)
 		before := map[byte]int{'r': pad, 'c': pad / 2}[align[k]]
 		if k > 0 {
 			owed += " │ "
 		}
-		ps = append(ps, piece{lo: at, hi: c.start, fill: owed + strings.Repeat(" ", before)}, piece{lo: c.start, hi: c.end, cell: true})
+		ps = append(ps, piece{lo: at, hi: c.start, fill: owed + strings.Repeat(" ", before)}, piece{lo: c.start, hi: c.end, cell: true, node: r.nodes[k]})
 		owed, at = strings.Repeat(" ", pad-before), c.end
 	}
 	return append(ps, piece{lo: at, hi: r.line.end})
@@ -253,7 +230,7 @@ func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []byte) []p
 // header's bold: "a · b · c".
 func (b *builder) rowTable(rows []tableRow, delim span) {
 	head := rows[0]
-	b.openTag(head.line.start, head.line.start, "<b>", "</b>", false)
+	b.openTag(head.line.start, head.line.start, "<b>", "</b>")
 	b.rowLine(head, len(head.cells))
 	b.closeTag(head.line.end, head.line.end)
 	b.flush(head.line.end + 1)
@@ -279,8 +256,10 @@ func (b *builder) rowLine(r tableRow, n int) {
 		if !b.spread(at, c.start, sep) { // the '|' and spaces stand for it
 			b.atom(at, c.start, "") // an empty first cell without a leading '|'
 		}
+		b.cell = true
 		b.inlines(r.nodes[k])
 		b.flush(c.end)
+		b.cell = false
 		at = c.end
 	}
 	b.spread(at, r.line.end, "")

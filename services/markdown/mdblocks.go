@@ -227,9 +227,7 @@ func topBlocks(d *Doc) ([]Block, []ast.Node) {
 			}
 		case *ast.FencedCodeBlock:
 			b.Kind = BlockCode
-			if n.Info != nil {
-				b.Lang, _, _ = strings.Cut(string(n.Info.Value(d.Source)), " ")
-			}
+			b.Lang = string(n.Language(d.Source))
 		case *ast.CodeBlock:
 			b.Kind = BlockCode
 		case *ast.List:

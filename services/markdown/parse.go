@@ -33,6 +33,10 @@ type Doc struct {
 	// fenceClose maps each closed fenced code block to the byte offset
 	// where its closing fence's line starts.
 	fenceClose map[ast.Node]int
+	// quoteMarks are the blockquote markers goldmark read, in source
+	// order: [Start, End) is a line's indentation, ">" and the space after
+	// it (TextEnd unused).
+	quoteMarks []InlineSpan
 }
 
 // InlineSpan is the source of a code span, link or image: [Start, End),
@@ -41,7 +45,7 @@ type InlineSpan struct{ Start, TextEnd, End int }
 
 // inlineKey and fenceKey hold a parse's maps of InlineSpans and closing
 // fences in its parser.Context.
-var inlineKey, fenceKey = parser.NewContextKey(), parser.NewContextKey()
+var inlineKey, fenceKey, quoteKey = parser.NewContextKey(), parser.NewContextKey(), parser.NewContextKey()
 
 // contextMap returns the map under key in pc, making it when there is none.
 func contextMap[V any](pc parser.Context, key parser.ContextKey) map[ast.Node]V {
@@ -64,6 +68,42 @@ func (p fenceRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Con
 		contextMap[int](pc, fenceKey)[node] = seg.Start
 	}
 	return st
+}
+
+// quoteRecorder is goldmark's blockquote parser, recording the marker it
+// reads on each line: what it advances the reader over.
+type quoteRecorder struct{ parser.BlockParser }
+
+func (p quoteRecorder) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	defer recordQuoteMark(pc, reader)()
+	return p.BlockParser.Open(parent, reader, pc)
+}
+
+func (p quoteRecorder) Continue(node ast.Node, reader text.Reader, pc parser.Context) parser.State {
+	defer recordQuoteMark(pc, reader)()
+	return p.BlockParser.Continue(node, reader, pc)
+}
+
+func recordQuoteMark(pc parser.Context, reader text.Reader) func() {
+	_, before := reader.Position()
+	return func() {
+		if _, after := reader.Position(); after.Start > before.Start {
+			marks, _ := pc.Get(quoteKey).([]InlineSpan)
+			pc.Set(quoteKey, append(marks, InlineSpan{Start: before.Start, End: after.Start}))
+		}
+	}
+}
+
+// QuoteMarker returns where the blockquote marker goldmark read that holds
+// byte offset off (a line's indentation, ">" and the space after it) ends,
+// or -1 when off is in none.
+func (d *Doc) QuoteMarker(off int) int {
+	m := d.quoteMarks
+	i := sort.Search(len(m), func(i int) bool { return m[i].End > off })
+	if i < len(m) && m[i].Start <= off {
+		return m[i].End
+	}
+	return -1
 }
 
 // recorder is one of goldmark's inline parsers, recording where each code
@@ -100,13 +140,15 @@ func (d *Doc) Inline(n ast.Node) (InlineSpan, bool) {
 // parserOnce is the shared goldmark parser; goldmark parsers are safe for
 // concurrent use.
 var parserOnce = sync.OnceValue(func() parser.Parser {
-	htmlBlock, fence := reflect.TypeOf(parser.NewHTMLBlockParser()), reflect.TypeOf(parser.NewFencedCodeBlockParser())
+	htmlBlock, fence, quote := reflect.TypeOf(parser.NewHTMLBlockParser()), reflect.TypeOf(parser.NewFencedCodeBlockParser()), reflect.TypeOf(parser.NewBlockquoteParser())
 	var blocks []util.PrioritizedValue
 	for _, v := range parser.DefaultBlockParsers() {
 		switch reflect.TypeOf(v.Value) {
 		case htmlBlock:
 		case fence:
 			blocks = append(blocks, util.Prioritized(fenceRecorder{v.Value.(parser.BlockParser)}, v.Priority))
+		case quote:
+			blocks = append(blocks, util.Prioritized(quoteRecorder{v.Value.(parser.BlockParser)}, v.Priority))
 		default:
 			blocks = append(blocks, v)
 		}
@@ -164,6 +206,8 @@ func Parse(src string) *Doc {
 	d := &Doc{Source: b, Root: parserOnce().Parse(text.NewReader(b), parser.WithContext(pc))}
 	d.inline, _ = pc.Get(inlineKey).(map[ast.Node]InlineSpan)
 	d.fenceClose, _ = pc.Get(fenceKey).(map[ast.Node]int)
+	d.quoteMarks, _ = pc.Get(quoteKey).([]InlineSpan)
+	sort.Slice(d.quoteMarks, func(i, j int) bool { return d.quoteMarks[i].Start < d.quoteMarks[j].Start })
 	d.lineStarts = append(d.lineStarts, 0)
 	for i, c := range b {
 		if c == '\n' && i+1 < len(b) {

@@ -48,3 +48,25 @@ func TestMentionsAndRefsOutsideFencesAndSpans(t *testing.T) {
 		t.Errorf("ParseRefs = %+v", refs)
 	}
 }
+
+// TestQuoteMarker: the markers are what goldmark's blockquote parser read
+// on each line (indentation, ">" and one space), nested ones included; a
+// ">" inside a quoted fence is code, not a marker.
+func TestQuoteMarker(t *testing.T) {
+	t.Parallel()
+	src := "  > a\n>> b\n> ```\n> > c\n> ```\n"
+	d := Parse(src)
+	var got []string
+	for i := 0; i < len(src); {
+		if m := d.QuoteMarker(i); m > i {
+			got = append(got, src[i:m])
+			i = m
+			continue
+		}
+		i++
+	}
+	want := []string{"  > ", ">", "> ", "> ", "> ", "> "}
+	if !slices.Equal(got, want) {
+		t.Errorf("markers of %q = %q, want %q", src, got, want)
+	}
+}

@@ -48,8 +48,9 @@ var (
 	policy = sync.OnceValue(newPolicy)
 )
 
-// rawHTMLAsText renders raw HTML (inline tags, and any HTML block) as the
-// escaped text the model wrote: visible, inert, never dropped.
+// rawHTMLAsText renders raw HTML as the escaped text the model wrote:
+// visible, inert, never dropped. (markdown.Parse makes no HTML blocks: a
+// "<div>" line is a paragraph holding raw HTML.)
 type rawHTMLAsText struct{}
 
 func (rawHTMLAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
@@ -61,29 +62,6 @@ func (rawHTMLAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 				_, _ = w.Write(util.EscapeHTML(seg.Value(source)))
 			}
 		}
-		return ast.WalkSkipChildren, nil
-	})
-	r.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		b := n.(*ast.HTMLBlock)
-		var lines [][]byte
-		for i := range b.Lines().Len() {
-			line := b.Lines().At(i)
-			lines = append(lines, line.Value(source))
-		}
-		if b.HasClosure() {
-			lines = append(lines, b.ClosureLine.Value(source))
-		}
-		_, _ = w.WriteString("<p>")
-		for i, l := range lines {
-			if i > 0 {
-				_, _ = w.WriteString("<br>\n")
-			}
-			_, _ = w.Write(util.EscapeHTML(bytes.TrimRight(l, "\r\n")))
-		}
-		_, _ = w.WriteString("</p>\n")
 		return ast.WalkSkipChildren, nil
 	})
 }
