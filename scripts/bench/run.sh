@@ -6,6 +6,7 @@
 #   scripts/bench/run.sh turns coldstart # some of them
 #
 # Workloads: build delivery turns coldstart flags flagsab wsdelta tokens cache subagents plots
+# rssturns (not in the default list: RSS after every 1,000 sequential turns)
 # (every figure of docs/BENCHMARKS.md's round-2 table; OpenClaw side by side:
 # scripts/bench/openclaw.sh).
 #
@@ -13,12 +14,18 @@
 #                                  # client (wsdelta.txt); BENCH_SB_BIN=… for another build
 #   scripts/bench/run.sh flagsab   # flags 1/0 and 1/1 vs 0/0, three servers, turns
 #                                  # interleaved round by round (flags_ab.txt)
+#   BENCH_ALT_BIN=/path/switchboard.old scripts/bench/run.sh coldstart
+#                                  # starts alternate between the build and
+#                                  # this one, BENCH_COLD_N of each (a_…, b_…)
+#   BENCH_RSS_TURNS=3000 scripts/bench/run.sh rssturns
+#                                  # RSS after every 1,000 sequential turns
+#                                  # (rss_turns.txt); BENCH_SB_BIN=… for another build
 #
 # Needs: Go, psql, a PostgreSQL superuser URL in BENCH_PG (default
 # postgres://postgres@127.0.0.1:5432, the local server); ports 19082 (the
 # server; flagsab also 19083 and 19084) and 19900 (the fake model) free.
-# Traffic goes to 127.0.0.1 only. Databases named sbbench_* are dropped and
-# created.
+# Traffic goes to 127.0.0.1 only. Databases named sbbench_* (BENCH_DB_PREFIX_*)
+# are dropped and created.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -30,20 +37,46 @@ SB_PORT=${BENCH_SB_PORT:-19082}
 FAKE_PORT=${BENCH_FAKE_PORT:-19900}
 TOKEN=bench-token-0123456789
 TURNS=${BENCH_TURNS:-200}
+DBP=${BENCH_DB_PREFIX:-sbbench}
 mkdir -p "$OUT" "$BIN" "$WORK"
 
 log() { printf '\n=== %s\n' "$*" >&2; }
 
+# The server is built as the Dockerfile builds it (CGO_ENABLED=0,
+# -trimpath: a static binary without libc; with the Dockerfile's flags it
+# measured 1.5 MiB less idle RSS than a default cgo build here), keeping
+# the symbol table that rsspages reads (-s -w drop only sections that are
+# never loaded).
 build_bins() {
 	log "building binaries into $BIN"
-	go build -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns \
+	CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns \
 		./scripts/bench/coldstart ./scripts/bench/plot ./scripts/bench/wsdelta
 }
 
-# newdb NAME: an empty database.
+# fresh_bins copies the server binaries under test (BENCH_SB_BIN or the
+# build, BENCH_ALT_BIN) to new files in WORK, SB_BIN and ALT_BIN: the same
+# bytes, read by nothing yet. How a binary's file pages sit in the page
+# cache changes its RSS: after a whole-file read (go tool nm, rsspages,
+# readelf, a copy from it) the kernel can keep it in large folios and map
+# 2 MiB of them at a touch, and the same binary measured ~8 MiB more idle
+# RSS (45.1 against 37.2 MiB, alternating starts, 2026-11-26).
+fresh_bins() {
+	SB_BIN=$WORK/switchboard.fresh
+	rm -f "$SB_BIN" "$WORK/switchboard_alt.fresh"
+	cp "${BENCH_SB_BIN:-$BIN/switchboard}" "$SB_BIN"
+	ALT_BIN=
+	if [ -n "${BENCH_ALT_BIN:-}" ]; then
+		ALT_BIN=$WORK/switchboard_alt.fresh
+		cp "$BENCH_ALT_BIN" "$ALT_BIN"
+	fi
+}
+
+# newdb NAME: an empty database (NAME's sbbench prefix replaced by
+# BENCH_DB_PREFIX).
 newdb() {
-	psql "$PG/postgres" -qX -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null 2>&1
-	echo "$PG/$1?sslmode=disable"
+	local name=$DBP${1#sbbench}
+	psql "$PG/postgres" -qX -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name" >/dev/null 2>&1
+	echo "$PG/$name?sslmode=disable"
 }
 
 PIDS=()
@@ -75,7 +108,7 @@ start_sb() {
 	if [ "$port" != "$SB_PORT" ]; then data=$WORK/data_$port out=$WORK/switchboard_$port.out; fi
 	env DATABASE_URL="$db" DATA_DIR="$data" HTTP_ADDR="127.0.0.1:$port" WEB_AUTH_TOKEN=$TOKEN \
 		RATE_LIMIT_PER_MINUTE=0 LOG_LEVEL=warn LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" \
-		LLM_MODEL=gpt-4o-mini "$@" "${BENCH_SB_BIN:-$BIN/switchboard}" serve >"$out" 2>&1 &
+		LLM_MODEL=gpt-4o-mini "$@" "$SB_BIN" serve >"$out" 2>&1 &
 	SB_PID=$!
 	PIDS+=("$SB_PID")
 	for _ in $(seq 600); do
@@ -145,8 +178,32 @@ w_coldstart() {
 	stop "$SB_PID"
 	env DATABASE_URL="$db" DATA_DIR="$WORK/data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN LOG_LEVEL=warn \
 		LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" LLM_MODEL=gpt-4o-mini \
-		"$BIN/coldstart" -n "${BENCH_COLD_N:-10}" -settle 3s -health "http://127.0.0.1:$SB_PORT/healthz" -- "$BIN/switchboard" serve |
+		"$BIN/coldstart" -n "${BENCH_COLD_N:-10}" -settle 3s ${ALT_BIN:+-alt "$ALT_BIN"} \
+		-health "http://127.0.0.1:$SB_PORT/healthz" -- "$SB_BIN" serve |
 		tee "$OUT/coldstart.txt"
+	stop "$FAKE_PID"
+}
+
+# RSS after every 1,000 sequential turns (one conversation, 0 ms model),
+# up to BENCH_RSS_TURNS (3,000): whether memory levels off as the bounded
+# caches fill. The load average is recorded with each reading.
+w_rssturns() {
+	local total=${BENCH_RSS_TURNS:-3000} db k
+	log "RSS after every 1,000 of $total sequential turns"
+	db=$(newdb sbbench_rss)
+	start_fake "$WORK/fake_rss.log"
+	start_sb "$db"
+	{
+		echo "rssturns_date $(date -u +%FT%TZ)"
+		echo "rssturns_server ${BENCH_SB_BIN:-$BIN/switchboard}"
+		for k in $(seq $((total / 1000))); do
+			apiturns -n 1000 -warmup 0 -sessions 0 -user bench-rss -pid "$SB_PID" -label "rssturns_${k}000_" |
+				grep -E 'rss_after|seq_p50|cpu_ms_per_turn'
+			echo "rssturns_${k}000_anon_file_kib $(awk '/^RssAnon|^RssFile/ {printf "%s ", $2}' "/proc/$SB_PID/status")"
+			echo "rssturns_${k}000_loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+		done
+	} | tee "$OUT/rss_turns.txt"
+	stop "$SB_PID"
 	stop "$FAKE_PID"
 }
 
@@ -343,6 +400,7 @@ for w in "${todo[@]}"; do
 	fi
 done
 build_bins
+fresh_bins
 machine
 # Each workload runs in a subshell of its own with errexit: a failing
 # command (a benchmark that fails, a server that does not start) ends that

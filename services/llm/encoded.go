@@ -25,15 +25,27 @@ import (
 // encodedMaxBytes bounds the JSON kept; the table starts over when full.
 const encodedMaxBytes = 2 << 20
 
+// encodedRotate is how many lookups a generation of the table lasts. A
+// part is kept while requests use it: one used in the current or the
+// previous generation (the last 4,096 to 8,192 lookups, some fifty to a
+// hundred requests of a long conversation with twenty tools) stays, and
+// the rest (messages that left every conversation's window, the parts of
+// conversations that went quiet) go when the generation after the one
+// that last used them ends, instead of filling the table to its bound.
+const encodedRotate = 4096
+
 type encodedKey struct{ a, b uint64 }
 
 var encodedSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-// encodedCache maps a part's key to its JSON.
+// encodedCache maps a part's key to its JSON, in two generations: cur
+// (parts put or used since the last rotation) and old (the generation
+// before).
 type encodedCache struct {
-	mu    sync.Mutex
-	m     map[encodedKey][]byte
-	bytes int
+	mu                 sync.Mutex
+	cur, old           map[encodedKey][]byte
+	curBytes, oldBytes int
+	lookups            int
 	// off disables the cache (tests compare with and without it).
 	off bool
 }
@@ -46,7 +58,21 @@ func (c *encodedCache) get(k encodedKey) ([]byte, bool) {
 	if c.off {
 		return nil, false
 	}
-	b, ok := c.m[k]
+	c.lookups++
+	if c.lookups >= encodedRotate {
+		c.old, c.oldBytes = c.cur, c.curBytes
+		c.cur, c.curBytes, c.lookups = nil, 0, 0
+	}
+	if b, ok := c.cur[k]; ok {
+		return b, true
+	}
+	b, ok := c.old[k]
+	if ok {
+		// Used again: into the current generation.
+		delete(c.old, k)
+		c.oldBytes -= len(b)
+		c.add(k, b)
+	}
 	return b, ok
 }
 
@@ -56,11 +82,18 @@ func (c *encodedCache) put(k encodedKey, b []byte) {
 	if c.off || len(b) > encodedMaxBytes/8 {
 		return
 	}
-	if c.m == nil || c.bytes+len(b) > encodedMaxBytes {
-		c.m, c.bytes = make(map[encodedKey][]byte), 0
+	if c.curBytes+c.oldBytes+len(b) > encodedMaxBytes {
+		c.cur, c.old, c.curBytes, c.oldBytes = nil, nil, 0, 0
 	}
-	c.m[k] = b
-	c.bytes += len(b)
+	c.add(k, b)
+}
+
+func (c *encodedCache) add(k encodedKey, b []byte) {
+	if c.cur == nil {
+		c.cur = make(map[encodedKey][]byte)
+	}
+	c.cur[k] = b
+	c.curBytes += len(b)
 }
 
 // keyer hashes the fields of one part, each length-prefixed. Keyers are

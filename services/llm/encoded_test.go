@@ -225,3 +225,53 @@ func BenchmarkRequestBody(b *testing.B) {
 		}
 	}
 }
+
+// The kept parts are those requests still use: a conversation's parts go
+// once other requests have made two generations of lookups without them,
+// well before the byte bound, and the conversation's next request is
+// made again from scratch, byte for byte the SDK's.
+func TestEncodedPartsOfQuietConversationsGo(t *testing.T) {
+	defer llm.SetEncodedCache(true)
+	llm.SetEncodedCache(true)
+	p, err := llm.NewOpenAI(llm.Config{BaseURL: "http://127.0.0.1:1/v1", Model: "gpt-4o-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conversation := func(name string, turns int) llm.Request {
+		req := llm.Request{System: "You are Switchboard.", Tools: []services.ToolSpec{readFileTool}}
+		for i := range turns {
+			req.Messages = append(req.Messages,
+				llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("%s question %d", name, i)},
+				llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("%s answer %d", name, i)})
+		}
+		return req
+	}
+	quiet, busy := conversation("quiet", 20), conversation("busy", 20)
+	first, err := llm.RequestBody(p, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The busy conversation: its parts, the shared system prompt and tool,
+	// over two generations of lookups.
+	perRequest := 2 + len(busy.Messages)
+	for range 2*llm.EncodedRotate/perRequest + 2 {
+		if _, err := llm.RequestBody(p, busy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, want := llm.EncodedCacheLen(), 2+len(busy.Messages); n != want {
+		t.Fatalf("%d parts kept (%d bytes), want %d: the busy conversation's, the system prompt and the tool", n, llm.EncodedCacheBytes(), want)
+	}
+	again, err := llm.RequestBody(p, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm.SetEncodedCache(false)
+	sdk, err := llm.RequestBody(p, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, sdk) || !bytes.Equal(first, sdk) {
+		t.Fatalf("the quiet conversation's body differs from the SDK's:\n%s\n%s\n%s", first, again, sdk)
+	}
+}

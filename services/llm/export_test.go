@@ -8,15 +8,25 @@ func SetEncodedCache(on bool) {
 	encoded.mu.Lock()
 	defer encoded.mu.Unlock()
 	encoded.off = !on
-	encoded.m, encoded.bytes = nil, 0
+	encoded.cur, encoded.old, encoded.curBytes, encoded.oldBytes, encoded.lookups = nil, nil, 0, 0, 0
 }
 
 // EncodedCacheLen is the number of encoded parts kept.
 func EncodedCacheLen() int {
 	encoded.mu.Lock()
 	defer encoded.mu.Unlock()
-	return len(encoded.m)
+	return len(encoded.cur) + len(encoded.old)
 }
+
+// EncodedCacheBytes is the bytes of JSON kept.
+func EncodedCacheBytes() int {
+	encoded.mu.Lock()
+	defer encoded.mu.Unlock()
+	return encoded.curBytes + encoded.oldBytes
+}
+
+// EncodedRotate is how many lookups a generation of the cache lasts.
+const EncodedRotate = encodedRotate
 
 // RequestBody is the body p's Complete sends for req (not streamed): the
 // spliced one when the cache is on, the SDK's own when it is off.

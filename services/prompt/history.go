@@ -20,12 +20,21 @@ import (
 
 // Bounds: entries kept (the least recently used dropped), and the bytes
 // of one entry (the oldest rows dropped): a full 128k-token window of
-// history is about half of it. At most 8 MiB in all.
+// history is about half of it. At most 8 MiB in all. Within that, an
+// entry keeps only the rows its recent builds read: every
+// historyNeedBuilds builds, rows older than the oldest row any of them
+// was given are dropped (a build stops paging once the working set is
+// full, so a long conversation's entry holds about the working set and
+// a page more, not its whole history). A build that reaches further back
+// reads the dropped rows from the store again, and keeps them.
 const (
 	historyEntries = 8
 	historyBytes   = 1 << 20
 	// historyPage is the page size of reads.
 	historyPage = 200
+	// historyNeedBuilds is how many builds' reads decide what an entry
+	// keeps.
+	historyNeedBuilds = 8
 )
 
 type historyKey struct {
@@ -41,6 +50,10 @@ type historyEntry struct {
 	rows  []services.Message
 	bytes int
 	used  uint64
+	// oldest is the id of the oldest row served over the last builds
+	// builds (0: none yet).
+	oldest int64
+	builds int
 }
 
 type historyCache struct {
@@ -81,13 +94,29 @@ func (c *historyCache) entry(k historyKey) *historyEntry {
 // brings the entry up to date; later pages are served from it, reading
 // only what is older than the entry holds.
 func (c *historyCache) page(ctx context.Context, store services.ChatStore, q services.ContextQuery) ([]services.Message, error) {
-	const newest = 1<<63 - 1
 	if q.Limit <= 0 || q.BeforeID <= 0 {
 		return store.ListContext(ctx, q)
 	}
 	e := c.entry(historyKey{q.TimelineScope, q.ContextScope, q.ByTimelineOnly})
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	out, err := e.page(ctx, store, q)
+	if len(out) > 0 && (e.oldest == 0 || out[0].ID < e.oldest) {
+		e.oldest = out[0].ID
+	}
+	return out, err
+}
+
+func (e *historyEntry) page(ctx context.Context, store services.ChatStore, q services.ContextQuery) ([]services.Message, error) {
+	const newest = 1<<63 - 1
+	if q.BeforeID == newest {
+		// A build begins.
+		e.builds++
+		if e.builds > historyNeedBuilds {
+			e.dropBefore(e.oldest)
+			e.oldest, e.builds = 0, 1
+		}
+	}
 	if e.valid && q.BeforeID == newest {
 		if err := e.refresh(ctx, store, q); err != nil {
 			e.valid, e.rows = false, nil
@@ -190,6 +219,23 @@ func (e *historyEntry) trim() {
 	if n > 0 {
 		e.low = e.rows[n-1].ID
 		e.rows = append([]services.Message(nil), e.rows[n:]...)
+	}
+}
+
+// dropBefore drops the rows older than id (none when id is 0).
+func (e *historyEntry) dropBefore(id int64) {
+	k := 0
+	for k < len(e.rows) && e.rows[k].ID < id {
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	e.low = e.rows[k-1].ID
+	e.rows = append([]services.Message(nil), e.rows[k:]...)
+	e.bytes = 0
+	for _, m := range e.rows {
+		e.bytes += rowBytes(m)
 	}
 }
 

@@ -7,6 +7,11 @@
 // every page a process touches, so a group's size says how scattered the
 // touches were as much as how much was read.
 //
+// Reading the symbols reads the whole executable, which can leave it in
+// the page cache as large folios that later starts map 2 MiB at a time
+// (~8 MiB more idle RSS measured): give -bin a copy of the executable, or
+// measure with a fresh copy afterwards (run.sh does).
+//
 //	go run ./scripts/bench/rsspages -pid $(pgrep -n switchboard) -bin ./switchboard
 package main
 
