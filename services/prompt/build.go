@@ -12,12 +12,15 @@ import (
 // build is one Build in progress: what each step found, allocated and
 // assembled, for the next step to use.
 type build struct {
-	p       BuildParams
-	ins     Inspection
-	warns   warningSet
-	tok     Tokenizer
-	budget  int
-	profile services.ContextBudget
+	p BuildParams
+	// constraints, when constraintsRead, are the rules layer's rules as read.
+	constraints     []services.Constraint
+	constraintsRead bool
+	ins             Inspection
+	warns           warningSet
+	tok             Tokenizer
+	budget          int
+	profile         services.ContextBudget
 
 	// gather: every layer at full size.
 	baseSystem                       string
@@ -88,6 +91,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		Request: llm.Request{System: b.system, SystemContext: b.systemContext, CacheSystem: true, CacheAt: b.cacheAt,
 			Messages: b.msgs, Tools: p.Tools},
 		Inspection: b.ins,
+		Rules:      b.constraints, RulesRead: b.constraintsRead,
 	}, nil
 }
 
@@ -108,7 +112,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 		b.defs = append(b.defs, t)
 	}
 	var err error
-	if b.rules, err = m.rulesLayer(ctx, p.TimelineScope, &b.warns); err != nil {
+	if b.rules, err = m.rulesLayer(ctx, p.TimelineScope, b, &b.warns); err != nil {
 		return err
 	}
 	if b.settings, err = m.settingsLayer(ctx, p.TimelineScope); err != nil {
@@ -121,17 +125,23 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 		return err
 	}
 	b.inputContent = input.Content
-	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, &b.warns); err != nil {
-		return err
-	}
-	b.todo = m.todoLayer(p.TimelineScope, p.ContextScope)
-
+	// The summary cursor is read before the retrieved layer, which reads
+	// the main scope's cursor too (read once when it is the same).
 	readScope := m.ReadScope(p.ContextScope)
 	b.ins.ReadScope = readScope
 	summary, err := m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope)
 	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
 		return err
 	}
+	var mainSummary *services.Summary
+	if readScope == services.MainScope {
+		mainSummary = &summary
+	}
+	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, mainSummary, &b.warns); err != nil {
+		return err
+	}
+	b.todo = m.todoLayer(p.TimelineScope, p.ContextScope)
+
 	b.cursor = summary.UntilMessageID
 	b.ins.CursorID = b.cursor
 	segments, err := m.segments(ctx, p.TimelineScope, readScope)

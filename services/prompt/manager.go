@@ -249,6 +249,11 @@ type Inspection struct {
 type Prompt struct {
 	Request    llm.Request
 	Inspection Inspection
+	// Rules are the timeline's constraints as the build read them (the
+	// rules layer's), when RulesRead: the run checks its answer against
+	// these instead of reading them again.
+	Rules     []services.Constraint
+	RulesRead bool
 }
 
 func (m *Manager) enter(timeline string) error {
