@@ -13,6 +13,9 @@ import (
 // assembled, for the next step to use.
 type build struct {
 	p BuildParams
+	// src, when not nil, is what the build reads besides history, read in
+	// one statement (readSources); nil: each part is read on its own.
+	src *services.PromptSources
 	// constraints, when constraintsRead, are the rules layer's rules as read.
 	constraints     []services.Constraint
 	constraintsRead bool
@@ -73,7 +76,8 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 
 	b := &build{p: p, budget: m.Budget(), tok: m.opts.Tokenizer}
 	b.ins = Inspection{Budget: b.budget, Window: m.opts.Window}
-	b.profile = m.budgetProfile(ctx, p.TimelineScope, &b.warns)
+	b.src = m.readSources(ctx, p.TimelineScope, m.ReadScope(p.ContextScope))
+	b.profile = m.budgetProfile(ctx, p.TimelineScope, b.src, &b.warns)
 	b.ins.BudgetVersion = b.profile.Version
 	if err := m.gather(ctx, b); err != nil {
 		return Prompt{}, err
@@ -115,7 +119,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 	if b.rules, err = m.rulesLayer(ctx, p.TimelineScope, b, &b.warns); err != nil {
 		return err
 	}
-	if b.settings, err = m.settingsLayer(ctx, p.TimelineScope); err != nil {
+	if b.settings, err = m.settingsLayer(ctx, p.TimelineScope, b.src); err != nil {
 		// Preferences are worth having, not worth failing the turn for.
 		m.sourceFailed(&b.warns, p, "remembered settings", "settings skipped", err)
 		b.settings = textLayer{heading: b.settings.heading}
@@ -129,8 +133,10 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 	// the main scope's cursor too (read once when it is the same).
 	readScope := m.ReadScope(p.ContextScope)
 	b.ins.ReadScope = readScope
-	summary, err := m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope)
-	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
+	var summary services.Summary
+	if b.src != nil {
+		summary = b.src.Summary
+	} else if summary, err = m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope); err != nil && !services.IsKind(err, services.ENOTFOUND) {
 		return err
 	}
 	var mainSummary *services.Summary
@@ -144,7 +150,7 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 
 	b.cursor = summary.UntilMessageID
 	b.ins.CursorID = b.cursor
-	segments, err := m.segments(ctx, p.TimelineScope, readScope)
+	segments, err := m.segments(ctx, p.TimelineScope, readScope, b.src)
 	if err != nil {
 		return err
 	}

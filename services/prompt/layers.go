@@ -122,8 +122,11 @@ func (m *Manager) rulesLayer(ctx context.Context, timeline string, b *build, war
 		l.proposed = append(l.proposed, false)
 	}
 	if m.opts.Context != nil {
-		cs, err := m.opts.Context.ListConstraints(ctx, timeline)
-		if err != nil {
+		var cs []services.Constraint
+		var err error
+		if b != nil && b.src != nil {
+			cs = append(cs, b.src.Rules...)
+		} else if cs, err = m.opts.Context.ListConstraints(ctx, timeline); err != nil {
 			return textLayer{}, err
 		}
 		if b != nil {
@@ -227,13 +230,17 @@ func (m *Manager) Standing(ctx context.Context, timeline string) (Standing, erro
 
 // settingsLayer: remembered preferences, highest confidence first, so the
 // lowest-confidence ones are trimmed first.
-func (m *Manager) settingsLayer(ctx context.Context, timeline string) (textLayer, error) {
+// src, when not nil, holds them as read.
+func (m *Manager) settingsLayer(ctx context.Context, timeline string, src *services.PromptSources) (textLayer, error) {
 	l := textLayer{heading: "## Remembered preferences of the owner"}
 	if m.opts.Context == nil {
 		return l, nil
 	}
-	items, err := m.opts.Context.ListMemory(ctx, timeline)
-	if err != nil {
+	var items []services.MemoryItem
+	var err error
+	if src != nil {
+		items = append(items, src.Memory...)
+	} else if items, err = m.opts.Context.ListMemory(ctx, timeline); err != nil {
 		return textLayer{}, err
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Confidence > items[j].Confidence })
@@ -448,13 +455,16 @@ func truncateRunes(s string, n int) string {
 }
 
 // segments returns the archived summaries of (timeline, scope) after the
-// last reset.
-func (m *Manager) segments(ctx context.Context, timeline, scope string) ([]services.Segment, error) {
+// last reset (src, when not nil, holds them as read).
+func (m *Manager) segments(ctx context.Context, timeline, scope string, src *services.PromptSources) ([]services.Segment, error) {
 	if m.opts.Context == nil {
 		return nil, nil
 	}
-	segs, err := m.opts.Context.ListSegments(ctx, timeline, scope)
-	if err != nil {
+	var segs []services.Segment
+	var err error
+	if src != nil {
+		segs = append(segs, src.Segments...)
+	} else if segs, err = m.opts.Context.ListSegments(ctx, timeline, scope); err != nil {
 		return nil, err
 	}
 	out := segs[:0]
