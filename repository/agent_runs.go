@@ -13,14 +13,14 @@ const runColumns = `id, timeline_scope, context_scope, COALESCE(agent_id, ''), C
 	COALESCE(trigger_message_id, 0), source, status, model, started_at, finished_at, heartbeat_at,
 	COALESCE(error, ''), COALESCE(prompt_token_budget, 0), COALESCE(estimated_prompt_tokens, 0),
 	COALESCE(model_context_window, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0),
-	COALESCE(cached_tokens, 0), COALESCE(tainted_by, '')`
+	COALESCE(cached_tokens, 0), COALESCE(tainted_by, ''), COALESCE(resumes_run_id, 0)`
 
 func scanRun(row pgx.Row) (services.Run, error) {
 	var r services.Run
 	err := row.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
 		&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 		&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
-		&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy)
+		&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &r.ResumesRunID)
 	return r, err
 }
 
@@ -173,7 +173,7 @@ func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (service
 		if err := rows.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
 			&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 			&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
-			&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &claimed); err != nil {
+			&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &r.ResumesRunID, &claimed); err != nil {
 			return services.Run{}, nil, wrapErr("claim next run", err)
 		}
 		if claimed {

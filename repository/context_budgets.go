@@ -23,6 +23,12 @@ func (s *Store) ContextBudget(ctx context.Context, timelineScope string) (servic
 	if err != nil {
 		return services.ContextBudget{}, wrapErr("read the budget profile", err)
 	}
+	return budgetProfile(version, raw)
+}
+
+// budgetProfile is a stored profile at its version as ContextBudget
+// returns it.
+func budgetProfile(version int, raw []byte) (services.ContextBudget, error) {
 	b, perr := services.ParseContextBudget(raw)
 	if perr != nil {
 		def := services.DefaultContextBudget()

@@ -162,3 +162,23 @@ func StripInputHeader(s string) string {
 	}
 	return s
 }
+
+// PromptSources are what a prompt build reads of a timeline besides its
+// history, read together: the budget profile (as ContextBudgets reads it,
+// BudgetErr its fallback error), the rules, the remembered items, the
+// summary cursor of the read scope (zero when none; its text not read)
+// and that scope's segments after the last reset.
+type PromptSources struct {
+	Budget    ContextBudget
+	BudgetErr error
+	Rules     []Constraint
+	Memory    []MemoryItem
+	Summary   Summary
+	Segments  []Segment
+}
+
+// PromptSourceReader reads a build's PromptSources in one statement (one
+// snapshot); the prompt manager uses it when its stores are the reader.
+type PromptSourceReader interface {
+	ReadPromptSources(ctx context.Context, timelineScope, scope string) (PromptSources, error)
+}

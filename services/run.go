@@ -48,6 +48,9 @@ type Run struct {
 	// http://…"), "" while only the owner's and the service's text entered
 	// its context.
 	TaintedBy string
+	// ResumesRunID is the waiting run this one resumes after the owner's
+	// decisions (0: a run of its own trigger's, with no held calls).
+	ResumesRunID int64
 }
 
 // IsMain reports whether r is a run of the main agent (answering a

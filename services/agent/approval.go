@@ -227,6 +227,11 @@ func (s *Service) resumeTx(ctx context.Context, tx services.Tx, a services.Appro
 // one gets a result saying so. interrupted (the run's worker died) runs
 // nothing.
 func (s *Service) settleApprovals(ctx context.Context, run services.Run, g *gate, interrupted bool) error {
+	if run.ResumesRunID == 0 {
+		// Only a resuming run is named by approvals (resumeTx creates it
+		// and points them at it): nothing to read.
+		return nil
+	}
 	ctx = withGate(ctx, g)
 	as, err := s.opts.Store.ListApprovals(ctx, services.ApprovalQuery{ResumeRunID: run.ID})
 	if err != nil {

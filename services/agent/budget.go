@@ -9,26 +9,53 @@ import (
 	"github.com/switchboard/switchboard/services/llm"
 )
 
+// reservation is a model call's reservation: its hold, the request's
+// prompt tokens, and the refusal (CodeBudgetExceeded) or failure that
+// keeps the call from being made.
+type reservation struct {
+	hold   services.BudgetHold
+	prompt int
+	err    error
+}
+
+// budgetCall is what a model call of the loop's kind asks of its budget.
+func (s *Service) budgetCall(kind services.BudgetKind, provider llm.Provider, req llm.Request) services.BudgetCall {
+	return services.BudgetCall{Kind: kind, Model: provider.Model(), PromptTokens: s.requestTokens(req), MaxOutput: s.maxOutput(req)}
+}
+
 // reserve reserves a model call's estimated cost, the request's tokens
 // (counted with the tokenizer) and its largest answer, in tokens and at
 // the loop's model's price, against the loop's daily budgets; a call that
 // would pass one is not made (services.CodeBudgetExceeded).
-func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) (services.BudgetHold, int, error) {
+func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) reservation {
 	if s.opts.Budgets == nil {
-		return services.BudgetHold{}, 0, nil
+		return reservation{}
 	}
-	prompt := s.requestTokens(req)
-	hold, err := s.opts.Budgets.Reserve(ctx, services.BudgetCall{Kind: l.e.pol.budget, Model: l.provider.Model(), PromptTokens: prompt, MaxOutput: s.maxOutput(req)})
-	return hold, prompt, err
+	call := s.budgetCall(l.e.pol.budget, l.provider, req)
+	hold, err := s.opts.Budgets.Reserve(ctx, call)
+	return reservation{hold: hold, prompt: call.PromptTokens, err: err}
 }
 
-// settleBudget replaces the reservation by the call's reported usage
-// (estimated from the request and the answer when the provider reports
-// none; nothing for a call that failed).
-func (s *Service) settleBudget(ctx context.Context, hold services.BudgetHold, prompt int, resp *llm.Response) {
-	if s.opts.Budgets == nil || hold.Day == "" {
-		return
+// reserveIn is reserve in st's transaction (a main run's first call,
+// reserved in its prompt step's transaction): a refusal is the
+// reservation's error and the transaction commits the refusal's count;
+// nil when st cannot hold it (then the loop reserves on its own).
+func (s *Service) reserveIn(ctx context.Context, st any, call services.BudgetCall) (r *reservation, err error) {
+	bs, ok := st.(services.BudgetStore)
+	if s.opts.Budgets == nil || !ok {
+		return nil, nil
 	}
+	hold, err := s.opts.Budgets.ReserveIn(ctx, bs, call)
+	if err != nil && services.ErrorCode(err) != services.CodeBudgetExceeded {
+		return nil, err
+	}
+	return &reservation{hold: hold, prompt: call.PromptTokens, err: err}, nil
+}
+
+// used is what a call used: its reported usage, estimated from the
+// request and the answer when the provider reports none; nothing for a
+// call that failed.
+func (s *Service) used(prompt int, resp *llm.Response) services.TokenUsage {
 	var used services.TokenUsage
 	if resp != nil {
 		used = resp.Usage
@@ -36,7 +63,59 @@ func (s *Service) settleBudget(ctx context.Context, hold services.BudgetHold, pr
 			used = services.TokenUsage{PromptTokens: prompt, CompletionTokens: s.opts.Tokenizer.Count(resp.Text)}
 		}
 	}
-	s.opts.Budgets.Settle(ctx, hold, used)
+	return used
+}
+
+// settleBudget replaces the reservation by the call's usage.
+func (s *Service) settleBudget(ctx context.Context, r reservation, resp *llm.Response) {
+	if s.opts.Budgets == nil || r.hold.Day == "" {
+		return
+	}
+	s.opts.Budgets.Settle(ctx, r.hold, s.used(r.prompt, resp))
+}
+
+// pendingSettle is the settlement of a main run's answering call, made in
+// the transaction that stores the answer (one commit fewer per turn);
+// when that transaction does not commit it, the run's end settles it on
+// its own.
+type pendingSettle struct {
+	r    reservation
+	used services.TokenUsage
+	// after is the budget's work once the answer's transaction committed
+	// (nil: not settled in it).
+	after func(context.Context)
+}
+
+// settleIn settles p in tx's transaction, when tx can hold it.
+func (s *Service) settleIn(ctx context.Context, tx services.Tx, p *pendingSettle) error {
+	if p == nil {
+		return nil
+	}
+	p.after = nil
+	bs, ok := tx.(services.BudgetStore)
+	if s.opts.Budgets == nil || p.r.hold.Day == "" || !ok {
+		return nil
+	}
+	after, err := s.opts.Budgets.SettleIn(ctx, bs, p.r.hold, p.used)
+	if err != nil {
+		return err
+	}
+	p.after = after
+	return nil
+}
+
+// finishSettle completes p once the answer's transaction ended: its
+// after work when that transaction committed the settlement, else the
+// settlement on its own.
+func (s *Service) finishSettle(ctx context.Context, p *pendingSettle, committed bool) {
+	if p == nil || s.opts.Budgets == nil || p.r.hold.Day == "" {
+		return
+	}
+	if committed && p.after != nil {
+		p.after(ctx)
+		return
+	}
+	s.opts.Budgets.Settle(ctx, p.r.hold, p.used)
 }
 
 // maxOutput is the most a call may answer: the request's bound, or the

@@ -156,6 +156,13 @@ type execution struct {
 	// lastStep, for a main run, is the recording of the answering call's
 	// step, stored in the transaction that stores the answer.
 	lastStep func(tx services.Tx) error
+	// rules, when rulesRead, are the timeline's rules as its prompt was
+	// built with: its answer is checked against them (checkAnswer).
+	rules     []services.Constraint
+	rulesRead bool
+	// answerSettle is the answering call's budget settlement, made in the
+	// same transaction (finishSettle completes it).
+	answerSettle *pendingSettle
 	// inline sums the usage of the tasks it ran inline: its run pays for
 	// them. payer, for inline work, is the execution that pays for it.
 	inline inlineUsage

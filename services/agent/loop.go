@@ -40,6 +40,9 @@ type loopSpec struct {
 	// call is the template of every tool call (timeline, scope, run, depth).
 	call tools.Call
 	rec  recorder
+	// first, when not nil, is the first call's reservation, made in the
+	// run's prompt step's transaction.
+	first *reservation
 }
 
 // stream is the run whose answer and tool activity are streamed to
@@ -111,12 +114,21 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		if capture != nil {
 			callCtx = llm.WithCapture(ctx, capture)
 		}
-		hold, promptTokens, err := s.reserve(ctx, l, req)
-		if err != nil {
-			return "", u, &cutError{err: err, partial: partial}
+		var held reservation
+		if step == 0 && l.first != nil {
+			held = *l.first
+		} else {
+			held = s.reserve(ctx, l, req)
+		}
+		if held.err != nil {
+			return "", u, &cutError{err: held.err, partial: partial}
 		}
 		resp, err := l.provider.Complete(callCtx, req, onDelta)
-		s.settleBudget(ctx, hold, promptTokens, resp)
+		// A main run's answering call is settled with its answer.
+		withEnd := err == nil && len(resp.ToolCalls) == 0 && e.pol.answerStepWithEnd
+		if !withEnd {
+			s.settleBudget(ctx, held, resp)
+		}
 		if stream != nil {
 			stream.flush()
 		}
@@ -138,9 +150,15 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 			TextChars: len(resp.Text), ToolCalls: len(resp.ToolCalls), StepOrigin: l.origin()})
 		if len(resp.ToolCalls) == 0 && e.pol.answerStepWithEnd {
 			endCtx := context.WithoutCancel(ctx)
+			settle := &pendingSettle{r: held, used: s.used(held.prompt, resp)}
+			e.answerSettle = settle
 			e.lastStep = func(tx services.Tx) error {
-				_, err := s.appendCallStepIn(endCtx, tx, l, services.StepModelCall, step, capture)
-				return err
+				if _, err := s.appendCallStepIn(endCtx, tx, l, services.StepModelCall, step, capture); err != nil {
+					return err
+				}
+				// Last in the transaction: the day's row stays locked the
+				// shortest.
+				return s.settleIn(endCtx, tx, settle)
 			}
 		} else if _, err := s.appendCallStep(ctx, l, services.StepModelCall, step, capture); err != nil {
 			return "", u, err

@@ -15,8 +15,9 @@ const ruleCheckTimeout = 10 * time.Second
 // checkAnswer flags a stored answer that matches the check pattern of one
 // of the timeline's hard rules: one visible notice under it naming each
 // such rule and what matched (dedupe key run:N:rule-check, so once per
-// answer). It runs after the answer's commit; a failure is logged, never
-// the answer's.
+// answer). The rules are those the run's prompt was built with (read
+// again only when the build did not read them). It runs after the
+// answer's commit; a failure is logged, never the answer's.
 func (e *execution) checkAnswer(ctx context.Context, answer string) {
 	s, timeline := e.s, e.run.TimelineScope
 	if s.opts.ContextStore == nil || answer == "" {
@@ -24,10 +25,13 @@ func (e *execution) checkAnswer(ctx context.Context, answer string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ruleCheckTimeout)
 	defer cancel()
-	cs, err := s.opts.ContextStore.ListConstraints(ctx, timeline)
-	if err != nil {
-		s.log.Warn("rule check: rules not read", "run_id", e.run.ID, "err", err)
-		return
+	cs := e.rules
+	var err error
+	if !e.rulesRead {
+		if cs, err = s.opts.ContextStore.ListConstraints(ctx, timeline); err != nil {
+			s.log.Warn("rule check: rules not read", "run_id", e.run.ID, "err", err)
+			return
+		}
 	}
 	text := ruleCheckNotice(cs, answer)
 	if text == "" {

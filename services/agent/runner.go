@@ -134,16 +134,21 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 	if !compact {
 		compactStep, compactAfter = nil, func() {}
 	}
-	done, _, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep}})
+	// The answering call's settlement commits with the answer (lastStep);
+	// when no end commits it, it is settled on its own.
+	committed := false
+	defer func() { s.finishSettle(endCtx, e.answerSettle, committed) }()
+	done, ok, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep}})
 	if out.err == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
 		// An answer that cannot be stored must not leave the run open (it
 		// would end 'interrupted' as if the server had restarted): the run
 		// ends in error and the owner is told why.
 		s.log.Error("store answer", "run_id", run.ID, "err", err)
 		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
-		done, _, err = e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(noticeParams(run, e.trigger,
+		done, ok, err = e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(noticeParams(run, e.trigger,
 			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), txStep(e.lastStep)}})
 	}
+	committed = err == nil && ok
 	if err != nil {
 		return err
 	}
@@ -218,16 +223,26 @@ func (e *execution) mainNotice(ctx, runCtx context.Context, fin *services.RunFin
 	return notice, false
 }
 
-// recordPrompt stores the prompt's observation on the run and its prompt
-// step in one transaction (one commit, before the model is called).
-func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection) error {
-	return s.opts.Store.Transact(ctx, func(tx services.Tx) error {
+// recordPrompt stores the prompt's observation on the run, its prompt
+// step and the reservation of its first model call (call) in one
+// transaction: one commit before the model is called. The reservation is
+// nil when the store cannot make it in the transaction (the loop makes
+// it); a refused one commits (its count) and carries the refusal.
+func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection, call services.BudgetCall) (*reservation, error) {
+	var first *reservation
+	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
 		if err := tx.SetRunObservation(ctx, runID, obs.Budget, obs.TotalTokens, obs.Window); err != nil {
 			return err
 		}
-		_, err := tx.AppendStep(ctx, runID, services.StepPrompt, mustJSON(obs))
+		if _, err := tx.AppendStep(ctx, runID, services.StepPrompt, mustJSON(obs)); err != nil {
+			return err
+		}
+		// Last in the transaction: the day's row stays locked the shortest.
+		var err error
+		first, err = s.reserveIn(ctx, tx, call)
 		return err
 	})
+	return first, err
 }
 
 // stepLimitNotice tells the owner that the run used its steps, what it had
@@ -382,6 +397,7 @@ func (e *execution) loop(ctx context.Context) mainOutcome {
 		return mainOutcome{err: err}
 	}
 	obs := built.Inspection
+	e.rules, e.rulesRead = built.Rules, built.RulesRead
 	// Text of the prompt's history written under taint (an answer that
 	// quoted a page, a summary of such turns, a handoff) taints the run
 	// as the text itself did; the owner's new words stay the owner's.
@@ -392,17 +408,19 @@ func (e *execution) loop(ctx context.Context) mainOutcome {
 		g.give(trigger.Content) // the owner's words (a stranger's are not)
 	}
 	s.logWarnings(run, obs)
-	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
-		return mainOutcome{obs: obs, err: err}
-	}
 	req := s.withSettled(built.Request, g)
 	if r := trigger.Meta.Request; r != nil {
 		req = s.applyTurnRequest(req, *r)
 	}
 	req.SystemContext += s.startingNote()
+	first, err := s.recordPrompt(ctx, run.ID, obs, s.budgetCall(e.pol.budget, s.opts.LLM, req))
+	if err != nil {
+		return mainOutcome{obs: obs, err: err}
+	}
 	text, u, err := s.toolLoop(ctx, loopSpec{
 		e: e, provider: s.opts.LLM, req: req, box: box, rec: mainRecorder{s: s, run: run, calls: e.startCalls()},
-		call: tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
+		call:  tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope, RunID: run.ID},
+		first: first,
 	})
 	return mainOutcome{answer: text, obs: obs, u: u, err: err}
 }

@@ -414,7 +414,9 @@ func (f *fireRun) loop(ctx context.Context) (string, usage, error) {
 	}
 	obs := built.Inspection
 	s.logWarnings(run, obs)
-	if err := s.recordPrompt(ctx, run.ID, obs); err != nil {
+	provider := s.fireProvider(sc)
+	first, err := s.recordPrompt(ctx, run.ID, obs, s.budgetCall(f.pol.budget, provider, req))
+	if err != nil {
 		return "", usage{}, err
 	}
 	rec := &childRecorder{s: s, timeline: sc.TimelineScope, scope: sc.Scope(), agentID: services.ScheduleAgent, childID: run.ID,
@@ -428,7 +430,8 @@ func (f *fireRun) loop(ctx context.Context) (string, usage, error) {
 		g.taintWith(ctx, obs.TaintedBy, obs.TaintSources)
 	}
 	return s.toolLoop(ctx, loopSpec{
-		e: f.execution, provider: s.fireProvider(sc), req: req, box: box, rec: rec,
-		call: tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
+		e: f.execution, provider: provider, req: req, box: box, rec: rec,
+		call:  tools.Call{TimelineScope: sc.TimelineScope, ContextScope: run.ContextScope, RunID: run.ID},
+		first: first,
 	})
 }

@@ -132,6 +132,13 @@ func (s *Service) limit(kind services.BudgetKind) services.BudgetAmount {
 // answer, in tokens and (for a priced model) in money. A call that would
 // pass either of the kind's budgets is refused with CodeBudgetExceeded.
 func (s *Service) Reserve(ctx context.Context, call services.BudgetCall) (services.BudgetHold, error) {
+	return s.ReserveIn(ctx, s.opts.Store, call)
+}
+
+// ReserveIn is Reserve in st: a store bound to the caller's transaction
+// (the run's prompt step commits with its first call's reservation). A
+// refusal is counted in st too; the transaction should commit it.
+func (s *Service) ReserveIn(ctx context.Context, st services.BudgetStore, call services.BudgetCall) (services.BudgetHold, error) {
 	day, resets := s.day()
 	kind := call.Kind
 	hold := services.BudgetHold{Day: day, Kind: kind, Model: call.Model, Reserved: int64(max(call.PromptTokens, 0) + max(call.MaxOutput, 0))}
@@ -146,7 +153,7 @@ func (s *Service) Reserve(ctx context.Context, call services.BudgetCall) (servic
 		return services.BudgetHold{}, &services.Error{Kind: services.ERATELIMITED, Code: services.CodeBudgetExceeded,
 			Message: fmt.Sprintf("the daily budget for %s is in money (%s) and model %s has no price in LLM_PRICES, so its calls cannot be counted", services.BudgetKindName(kind), moneyLimit, call.Model)}
 	}
-	d, ok, err := s.opts.Store.ReserveBudget(ctx, day, kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, limit)
+	d, ok, err := st.ReserveBudget(ctx, day, kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, limit)
 	if err != nil {
 		return services.BudgetHold{}, err
 	}
@@ -178,19 +185,36 @@ func (s *Service) refused(kind services.BudgetKind) {
 // price); past WarnPercent of a budget the owner is told, once per day,
 // kind and unit.
 func (s *Service) Settle(ctx context.Context, hold services.BudgetHold, used services.TokenUsage) {
-	if hold.Day == "" {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	amount := services.BudgetAmount{Tokens: int64(max(used.PromptTokens, 0) + max(used.CompletionTokens, 0))}
-	if price, ok := s.opts.Prices.Lookup(hold.Model); ok {
-		amount.Cost = price.Cost(used)
-	}
-	d, err := s.opts.Store.SettleBudget(ctx, hold.Day, hold.Kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, amount)
+	after, err := s.SettleIn(context.WithoutCancel(ctx), s.opts.Store, hold, used)
 	if err != nil {
 		s.log.Error("settle budget", "kind", hold.Kind, "day", hold.Day, "err", err)
 		return
 	}
+	after(ctx)
+}
+
+// SettleIn is Settle in st, a store bound to the caller's transaction (a
+// main run's answer commits with its call's settlement); after, called
+// once that transaction committed, counts the call and tells the owner
+// past WarnPercent.
+func (s *Service) SettleIn(ctx context.Context, st services.BudgetStore, hold services.BudgetHold, used services.TokenUsage) (after func(context.Context), err error) {
+	if hold.Day == "" {
+		return func(context.Context) {}, nil
+	}
+	amount := services.BudgetAmount{Tokens: int64(max(used.PromptTokens, 0) + max(used.CompletionTokens, 0))}
+	if price, ok := s.opts.Prices.Lookup(hold.Model); ok {
+		amount.Cost = price.Cost(used)
+	}
+	d, err := st.SettleBudget(ctx, hold.Day, hold.Kind, services.BudgetAmount{Tokens: hold.Reserved, Cost: hold.ReservedCost}, amount)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { s.settled(context.WithoutCancel(ctx), hold, amount, d) }, nil
+}
+
+// settled counts a settled call and, past WarnPercent of a budget, tells
+// the owner.
+func (s *Service) settled(ctx context.Context, hold services.BudgetHold, amount services.BudgetAmount, d services.BudgetDay) {
 	if s.opts.Observe != nil {
 		s.opts.Observe(hold.Kind, int(amount.Tokens), amount.Cost, false)
 	}

@@ -12,12 +12,18 @@ import (
 // build is one Build in progress: what each step found, allocated and
 // assembled, for the next step to use.
 type build struct {
-	p       BuildParams
-	ins     Inspection
-	warns   warningSet
-	tok     Tokenizer
-	budget  int
-	profile services.ContextBudget
+	p BuildParams
+	// src, when not nil, is what the build reads besides history, read in
+	// one statement (readSources); nil: each part is read on its own.
+	src *services.PromptSources
+	// constraints, when constraintsRead, are the rules layer's rules as read.
+	constraints     []services.Constraint
+	constraintsRead bool
+	ins             Inspection
+	warns           warningSet
+	tok             Tokenizer
+	budget          int
+	profile         services.ContextBudget
 
 	// gather: every layer at full size.
 	baseSystem                       string
@@ -70,7 +76,8 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 
 	b := &build{p: p, budget: m.Budget(), tok: m.opts.Tokenizer}
 	b.ins = Inspection{Budget: b.budget, Window: m.opts.Window}
-	b.profile = m.budgetProfile(ctx, p.TimelineScope, &b.warns)
+	b.src = m.readSources(ctx, p.TimelineScope, m.ReadScope(p.ContextScope))
+	b.profile = m.budgetProfile(ctx, p.TimelineScope, b.src, &b.warns)
 	b.ins.BudgetVersion = b.profile.Version
 	if err := m.gather(ctx, b); err != nil {
 		return Prompt{}, err
@@ -88,6 +95,7 @@ func (m *Manager) Build(ctx context.Context, p BuildParams) (Prompt, error) {
 		Request: llm.Request{System: b.system, SystemContext: b.systemContext, CacheSystem: true, CacheAt: b.cacheAt,
 			Messages: b.msgs, Tools: p.Tools},
 		Inspection: b.ins,
+		Rules:      b.constraints, RulesRead: b.constraintsRead,
 	}, nil
 }
 
@@ -108,10 +116,10 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 		b.defs = append(b.defs, t)
 	}
 	var err error
-	if b.rules, err = m.rulesLayer(ctx, p.TimelineScope, &b.warns); err != nil {
+	if b.rules, err = m.rulesLayer(ctx, p.TimelineScope, b, &b.warns); err != nil {
 		return err
 	}
-	if b.settings, err = m.settingsLayer(ctx, p.TimelineScope); err != nil {
+	if b.settings, err = m.settingsLayer(ctx, p.TimelineScope, b.src); err != nil {
 		// Preferences are worth having, not worth failing the turn for.
 		m.sourceFailed(&b.warns, p, "remembered settings", "settings skipped", err)
 		b.settings = textLayer{heading: b.settings.heading}
@@ -121,20 +129,28 @@ func (m *Manager) gather(ctx context.Context, b *build) error {
 		return err
 	}
 	b.inputContent = input.Content
-	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, &b.warns); err != nil {
+	// The summary cursor is read before the retrieved layer, which reads
+	// the main scope's cursor too (read once when it is the same).
+	readScope := m.ReadScope(p.ContextScope)
+	b.ins.ReadScope = readScope
+	var summary services.Summary
+	if b.src != nil {
+		summary = b.src.Summary
+	} else if summary, err = m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope); err != nil && !services.IsKind(err, services.ENOTFOUND) {
+		return err
+	}
+	var mainSummary *services.Summary
+	if readScope == services.MainScope {
+		mainSummary = &summary
+	}
+	if b.retrieved, err = m.retrievedLayer(ctx, p, input.Content, mainSummary, &b.warns); err != nil {
 		return err
 	}
 	b.todo = m.todoLayer(p.TimelineScope, p.ContextScope)
 
-	readScope := m.ReadScope(p.ContextScope)
-	b.ins.ReadScope = readScope
-	summary, err := m.opts.Store.GetSummary(ctx, p.TimelineScope, readScope)
-	if err != nil && !services.IsKind(err, services.ENOTFOUND) {
-		return err
-	}
 	b.cursor = summary.UntilMessageID
 	b.ins.CursorID = b.cursor
-	segments, err := m.segments(ctx, p.TimelineScope, readScope)
+	segments, err := m.segments(ctx, p.TimelineScope, readScope, b.src)
 	if err != nil {
 		return err
 	}

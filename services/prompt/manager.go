@@ -249,6 +249,11 @@ type Inspection struct {
 type Prompt struct {
 	Request    llm.Request
 	Inspection Inspection
+	// Rules are the timeline's constraints as the build read them (the
+	// rules layer's), when RulesRead: the run checks its answer against
+	// these instead of reading them again.
+	Rules     []services.Constraint
+	RulesRead bool
 }
 
 func (m *Manager) enter(timeline string) error {
@@ -748,12 +753,20 @@ func replyTo(m services.Message) int64 {
 // default when none is stored. A stored profile that is not valid, or that
 // cannot be read, is not used: the build goes on with the default and a
 // CONTEXT_BUDGET_FALLBACK warning naming the problem.
-func (m *Manager) budgetProfile(ctx context.Context, timeline string, warns *warningSet) services.ContextBudget {
+//
+// src, when not nil, holds it as read.
+func (m *Manager) budgetProfile(ctx context.Context, timeline string, src *services.PromptSources, warns *warningSet) services.ContextBudget {
 	def := services.DefaultContextBudget()
 	if m.opts.Budgets == nil {
 		return def
 	}
-	b, err := m.opts.Budgets.ContextBudget(ctx, timeline)
+	var b services.ContextBudget
+	var err error
+	if src != nil {
+		b, err = src.Budget, src.BudgetErr
+	} else {
+		b, err = m.opts.Budgets.ContextBudget(ctx, timeline)
+	}
 	if err == nil && b.Validate() != nil {
 		err = b.Validate()
 	}
@@ -766,6 +779,23 @@ func (m *Manager) budgetProfile(ctx context.Context, timeline string, warns *war
 		return def
 	}
 	return b
+}
+
+// readSources reads what a build of (timeline, scope) reads besides its
+// history in one statement, when the stores it reads them from are one
+// services.PromptSourceReader (the PostgreSQL store); nil otherwise, or
+// when that read fails (each part is then read on its own, and fails or
+// is skipped as it would).
+func (m *Manager) readSources(ctx context.Context, timeline, scope string) *services.PromptSources {
+	r, ok := m.opts.Context.(services.PromptSourceReader)
+	if !ok || any(m.opts.Store) != any(r) || m.opts.Budgets != nil && any(m.opts.Budgets) != any(r) {
+		return nil
+	}
+	src, err := r.ReadPromptSources(ctx, timeline, scope)
+	if err != nil {
+		return nil
+	}
+	return &src
 }
 
 // sourceFailed records a source that failed: it is skipped with a
