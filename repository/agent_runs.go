@@ -133,6 +133,20 @@ func (s *Store) NextQueuedRun(ctx context.Context, timelineScope string) (servic
 	return r, nil
 }
 
+// MainRunTimelines lists the timelines with a main run in status, each
+// once, the one with the oldest such run first.
+func (s *Store) MainRunTimelines(ctx context.Context, status services.RunStatus, limit int) ([]string, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT timeline_scope FROM agent_runs
+		WHERE status = $1 AND parent_run_id IS NULL AND agent_id IS DISTINCT FROM $2
+		GROUP BY timeline_scope ORDER BY min(id) LIMIT $3`, status, services.ScheduleAgent, clampLimit(limit))
+	if err != nil {
+		return nil, wrapErr("list timelines of main runs", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, wrapErr("list timelines of main runs", err)
+}
+
 // turnJobKind is the kind of the River job that drains a timeline's
 // queued runs (queue.TurnArgs; its args carry "run_id").
 const turnJobKind = "agent_turn"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
@@ -195,5 +196,39 @@ func TestClaimNextRunInOrderAfterOrphans(t *testing.T) {
 	}
 	if got, orphans, err := s.ClaimNextRun(ctx, "tl-claim"); err != nil || got.ID != 0 || len(orphans) != 0 {
 		t.Fatalf("claim with nothing queued = %+v, %+v, %v; want nothing", got, orphans, err)
+	}
+}
+
+// MainRunTimelines (what the reaper and a starting instance look at) lists
+// each timeline with a main run in the status once, the longest-waiting
+// first, leaving out sub-agent and schedule runs; a timeline with more
+// queued runs than the limit does not hide the others.
+func TestMainRunTimelinesListsEachTimelineOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	create := func(r services.NewRun) services.Run {
+		t.Helper()
+		r.Source = "web"
+		run, err := s.CreateRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	parent := create(services.NewRun{TimelineScope: "tl-parent", Status: services.RunRunning})
+	create(services.NewRun{TimelineScope: "tl-child", ParentRunID: parent.ID, AgentID: "coder"})
+	create(services.NewRun{TimelineScope: "tl-fire", AgentID: services.ScheduleAgent})
+	create(services.NewRun{TimelineScope: "tl-quiet"})
+	for range 3 {
+		create(services.NewRun{TimelineScope: "tl-busy"})
+	}
+	got, err := s.MainRunTimelines(ctx, services.RunQueued, 2)
+	if err != nil || strings.Join(got, ",") != "tl-quiet,tl-busy" {
+		t.Fatalf("queued: %q, %v; want tl-quiet,tl-busy", got, err)
+	}
+	got, err = s.MainRunTimelines(ctx, services.RunRunning, 10)
+	if err != nil || strings.Join(got, ",") != "tl-parent" {
+		t.Fatalf("running: %q, %v; want tl-parent", got, err)
 	}
 }

@@ -142,6 +142,10 @@ type RunStore interface {
 	// NextQueuedRun returns the oldest queued main run of a timeline;
 	// ENOTFOUND when none is queued.
 	NextQueuedRun(ctx context.Context, timelineScope string) (Run, error)
+	// MainRunTimelines lists the timelines that have a main run (Run.IsMain)
+	// in status, once each, the one whose run of it is oldest first, at
+	// most limit: where the queue looks for orphaned and unattended runs.
+	MainRunTimelines(ctx context.Context, status RunStatus, limit int) ([]string, error)
 	// ClaimNextRun starts the oldest queued main run of a timeline in one
 	// statement (queued → running, committed without waiting for its WAL
 	// flush, as StartRun) and completes the agent_turn job still waiting

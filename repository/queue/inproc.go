@@ -228,17 +228,12 @@ func (q *Queue) leave(timeline string) bool {
 // (a claimed run's job is completed; a timeline a live worker holds is
 // left to it).
 func (q *Queue) startQueued(ctx context.Context) {
-	queued, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunQueued, Limit: 200})
+	queued, err := q.mainTimelines(ctx, services.RunQueued)
 	if err != nil {
 		q.log.Warn("start queued runs", "err", err)
 		return
 	}
-	seen := map[string]bool{}
-	for _, r := range queued {
-		if !r.IsMain() || seen[r.TimelineScope] {
-			continue
-		}
-		seen[r.TimelineScope] = true
-		q.startTurn(r.TimelineScope, services.Message{})
+	for _, timeline := range queued {
+		q.startTurn(timeline, services.Message{})
 	}
 }

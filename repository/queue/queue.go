@@ -530,49 +530,56 @@ func (q *Queue) reapLoop(ctx context.Context) {
 //     enqueued twice.
 func (q *Queue) Reap(ctx context.Context) {
 	done := map[string]bool{}
-	running, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunRunning, Limit: 200})
+	running, err := q.mainTimelines(ctx, services.RunRunning)
 	if err != nil {
 		q.log.Warn("reaper: list running runs", "err", err)
 		return
 	}
-	for _, r := range running {
-		if !r.IsMain() || done[r.TimelineScope] {
-			continue
-		}
-		done[r.TimelineScope] = true
+	for _, timeline := range running {
+		done[timeline] = true
 		var closed []services.Run
-		err := q.withTimelineLock(ctx, r.TimelineScope, func() error {
+		err := q.withTimelineLock(ctx, timeline, func() error {
 			var err error
-			closed, err = q.interruptOrphans(ctx, r.TimelineScope)
+			closed, err = q.interruptOrphans(ctx, timeline)
 			return err
 		})
 		if err != nil && !errors.Is(err, errBusy) {
-			q.log.Warn("reaper: interrupt orphaned runs", "timeline", r.TimelineScope, "err", err)
+			q.log.Warn("reaper: interrupt orphaned runs", "timeline", timeline, "err", err)
 		}
 		if len(closed) > 0 {
 			// After letting go of the lock: the new job must find it free.
-			q.resume(ctx, r.TimelineScope, closed[len(closed)-1].ID)
+			q.resume(ctx, timeline, closed[len(closed)-1].ID)
 		}
 	}
-	queued, err := q.store.ListRuns(ctx, services.RunQuery{Status: services.RunQueued, Limit: 200})
+	queued, err := q.mainTimelines(ctx, services.RunQueued)
 	if err != nil {
 		q.log.Warn("reaper: list queued runs", "err", err)
 		return
 	}
-	for _, r := range queued {
-		if !r.IsMain() || done[r.TimelineScope] {
+	for _, timeline := range queued {
+		if done[timeline] {
 			continue
 		}
-		done[r.TimelineScope] = true
-		idle, err := q.unattended(ctx, r.TimelineScope)
+		idle, err := q.unattended(ctx, timeline)
 		if err != nil {
-			q.log.Warn("reaper: look at queued runs", "timeline", r.TimelineScope, "err", err)
+			q.log.Warn("reaper: look at queued runs", "timeline", timeline, "err", err)
 			continue
 		}
 		if idle {
-			q.resume(ctx, r.TimelineScope, 0)
+			q.resume(ctx, timeline, 0)
 		}
 	}
+}
+
+// maxReapTimelines bounds the timelines one pass of the reaper (or the
+// start's look for queued runs) takes up; the next pass takes the rest.
+const maxReapTimelines = 200
+
+// mainTimelines lists the timelines with a main run in status (queued or
+// running), each once, the longest-waiting first: what Reap and
+// startQueued look at.
+func (q *Queue) mainTimelines(ctx context.Context, status services.RunStatus) ([]string, error) {
+	return q.store.MainRunTimelines(ctx, status, maxReapTimelines)
 }
 
 // deadJobAfter: a turn job 'running' this long while nobody holds its

@@ -317,8 +317,8 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 	}
 	s.publishUse(ctx, run, use)
 	started := time.Now()
-	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
-		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
+	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, g.stamp(tools.Call{TimelineScope: run.TimelineScope, ContextScope: services.MainScope,
+		RunID: run.ID, Arguments: a.Arguments, CallID: a.CallID}))
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	if t, ok := s.opts.Tools.Get(a.Tool); ok {
 		if a.Tool == "fetch_url" {
@@ -397,8 +397,8 @@ func (s *Service) executeDetached(ctx context.Context, a services.Approval) {
 		return
 	}
 	g := s.newGate(services.StarterOwner, 0, a.TaintedBy)
-	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
-		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID, TaintedBy: g.taintedBy()})
+	res := s.opts.Tools.Execute(withGate(ctx, g), a.Tool, g.stamp(tools.Call{TimelineScope: a.TimelineScope, ContextScope: a.ContextScope,
+		RunID: a.RunID, Arguments: a.Arguments, CallID: a.CallID}))
 	res.Content = s.opts.Secrets.Mask(chat.CleanAnswer(res.Content))
 	s.auditCall(ctx, a, res)
 	status := "ok"

@@ -63,11 +63,10 @@ type heldCall struct {
 
 type gateKey struct{}
 
-// withGate runs ctx's tool calls under g: gateOf finds it, and the tools
-// that record taint with what they write (services.TaintOf) see its
-// sources.
+// withGate runs ctx's tool calls under g: gateOf finds it. The tools learn
+// the loop's taint from each call (stamp), not from ctx.
 func withGate(ctx context.Context, g *gate) context.Context {
-	return services.WithTaintSource(context.WithValue(ctx, gateKey{}, g), g.rootsText)
+	return context.WithValue(ctx, gateKey{}, g)
 }
 
 func gateOf(ctx context.Context) *gate {
@@ -123,6 +122,20 @@ func (g *gate) rootsText() string {
 
 // taintedRow is the TaintedBy of a row written in ctx's loop.
 func taintedRow(ctx context.Context) string { return gateOf(ctx).rootsText() }
+
+// stamp gives a call the loop's taint as it stands when the call runs:
+// the origin the owner is shown (c.TaintedBy) and the sources the tool
+// records with what it keeps (c.TaintSources). A call's arguments were
+// written before it ran, so what the loop reads after does not taint it.
+func (g *gate) stamp(c tools.Call) tools.Call {
+	if g == nil {
+		return c
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c.TaintedBy, c.TaintSources = g.origin, strings.Join(g.roots, "; ")
+	return c
+}
 
 // taintedBy is the origin that tainted the loop, "" when clean.
 func (g *gate) taintedBy() string {

@@ -316,8 +316,7 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 		case decision == services.Ask:
 			res = s.askDetached(ctx, l, call, effect)
 		default:
-			c.TaintedBy = l.e.gate.taintedBy()
-			res = s.opts.Tools.Execute(ctx, call.Name, c)
+			res = s.opts.Tools.Execute(ctx, call.Name, l.e.gate.stamp(c))
 			if call.Name == "fetch_url" {
 				l.e.gate.fetched(call.Arguments)
 				if !res.IsError {

@@ -51,7 +51,11 @@ type Prices map[string]Price
 
 // DefaultPrices are the list prices (USD per million tokens) the providers
 // published in 2025 for common models; LLM_PRICES adds models and
-// overrides these. docs/OPERATIONS.md lists them.
+// overrides these. CacheWrite is Anthropic's 5-minute cache write (the
+// service's breakpoints are ephemeral, 5 minutes); OpenAI has none (0).
+// docs/OPERATIONS.md lists them, and where each row comes from (the
+// source of most OpenAI rows was not recorded); TestBuiltInPrices* keep
+// the list and the units true.
 var DefaultPrices = Prices{
 	"gpt-4o":            {Input: 2.50, CachedInput: 1.25, Output: 10},
 	"gpt-4o-mini":       {Input: 0.15, CachedInput: 0.075, Output: 0.60},

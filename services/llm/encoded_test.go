@@ -12,6 +12,32 @@ import (
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 )
 
+// splicedIsSDKs sends req to api's fake server three times, each by a new
+// provider: with the cache of encoded parts off (the SDK's own body),
+// then on from empty (parts encoded and kept), then on with the parts
+// kept; it fails unless the three bodies are byte for byte the same. The
+// cache stays on with the parts of req kept.
+func splicedIsSDKs(t *testing.T, api string, req llm.Request, stream bool) {
+	t.Helper()
+	var bodies [][]byte
+	for i, on := range []bool{false, true, true} {
+		if i < 2 {
+			llm.SetEncodedCache(on)
+		}
+		p, srv := setup(t, api, 0)
+		srv.Enqueue(llmtest.Reply{Text: "ok"})
+		if _, _, err := complete(t, p, req, stream); err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, srv.Requests()[0].Body)
+	}
+	for i, b := range bodies[1:] {
+		if !bytes.Equal(b, bodies[0]) {
+			t.Fatalf("body %d with kept parts differs from the SDK's:\n%s\n%s", i+1, b, bodies[0])
+		}
+	}
+}
+
 // The OpenAI body made from kept parts is byte for byte the one the SDK
 // makes from scratch, for every kind of part, and the parts are reused.
 func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
@@ -48,18 +74,7 @@ func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
 	}{{"plain", req, false}, {"stream", req, true}, {"settings-and-image", withSettings, true}} {
 		req, stream := c.req, c.stream
 		t.Run(c.name, func(t *testing.T) {
-			var bodies [][]byte
-			for i, on := range []bool{false, true, true} {
-				if i < 2 {
-					llm.SetEncodedCache(on)
-				}
-				p, srv := setup(t, llm.ProviderOpenAI, 0)
-				srv.Enqueue(llmtest.Reply{Text: "ok"})
-				if _, _, err := complete(t, p, req, stream); err != nil {
-					t.Fatal(err)
-				}
-				bodies = append(bodies, srv.Requests()[0].Body)
-			}
+			splicedIsSDKs(t, llm.ProviderOpenAI, req, stream)
 			kept := 1 + len(req.Tools) // system and tools
 			for _, m := range req.Messages {
 				if len(m.Images) == 0 { // messages with images are not kept
@@ -68,11 +83,6 @@ func TestEncodedPartsAreTheSDKsBytes(t *testing.T) {
 			}
 			if n := llm.EncodedCacheLen(); n != kept {
 				t.Errorf("%d parts kept, want %d (system, tools, messages without images)", n, kept)
-			}
-			for i, b := range bodies[1:] {
-				if !bytes.Equal(b, bodies[0]) {
-					t.Fatalf("body %d with kept parts differs from the SDK's:\n%s\n%s", i+1, b, bodies[0])
-				}
 			}
 		})
 	}
@@ -134,25 +144,9 @@ func TestAnthropicEncodedPartsAreTheSDKsBytes(t *testing.T) {
 		{"settings-and-image", settings, true}, {"format-after-assistant", afterAssistant, false}, {"empty", llm.Request{}, false}} {
 		req, stream := c.req, c.stream
 		t.Run(c.name, func(t *testing.T) {
-			var bodies [][]byte
-			for i, on := range []bool{false, true, true} {
-				if i < 2 {
-					llm.SetEncodedCache(on)
-				}
-				p, srv := setup(t, llm.ProviderAnthropic, 0)
-				srv.Enqueue(llmtest.Reply{Text: "ok"})
-				if _, _, err := complete(t, p, req, stream); err != nil {
-					t.Fatal(err)
-				}
-				bodies = append(bodies, srv.Requests()[0].Body)
-			}
+			splicedIsSDKs(t, llm.ProviderAnthropic, req, stream)
 			if len(req.Messages) > 0 && llm.EncodedCacheLen() == 0 {
 				t.Error("no parts kept")
-			}
-			for i, b := range bodies[1:] {
-				if !bytes.Equal(b, bodies[0]) {
-					t.Fatalf("body %d with kept parts differs from the SDK's:\n%s\n%s", i+1, b, bodies[0])
-				}
 			}
 		})
 	}
@@ -201,17 +195,7 @@ func BenchmarkRequestBody(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				defer llm.SetEncodedCache(true)
 				llm.SetEncodedCache(splice)
-				cfg := llm.Config{Model: "bench", APIKey: "k", BaseURL: "http://127.0.0.1:1"}
-				var p llm.Provider
-				var err error
-				if api == llm.ProviderAnthropic {
-					p, err = llm.NewAnthropic(cfg)
-				} else {
-					p, err = llm.NewOpenAI(cfg)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
+				p := newProvider(b, api, nil, llm.Config{BaseURL: "http://127.0.0.1:1"})
 				n := 0
 				for b.Loop() {
 					n++

@@ -29,8 +29,12 @@ func EncodedCacheBytes() int {
 const EncodedRotate = encodedRotate
 
 // RequestBody is the body p's Complete sends for req (not streamed): the
-// spliced one when the cache is on, the SDK's own when it is off.
+// spliced one when the cache is on, the SDK's own when it is off. A
+// provider New made is looked at through its retries.
 func RequestBody(p Provider, req Request) ([]byte, error) {
+	if r, ok := p.(*Retrying); ok {
+		p = r.Provider
+	}
 	switch p := p.(type) {
 	case *OpenAI:
 		r, err := p.request(req)

@@ -25,7 +25,9 @@ func setup(t *testing.T, api string, retries int) (llm.Provider, *llmtest.Server
 	return newProvider(t, api, srv, llm.Config{MaxRetries: retries}), srv
 }
 
-func newProvider(t *testing.T, api string, srv *llmtest.Server, cfg llm.Config) llm.Provider {
+// newProvider returns a provider of kind api with cfg's settings, talking
+// to srv unless cfg names a BaseURL (srv may then be nil).
+func newProvider(t testing.TB, api string, srv *llmtest.Server, cfg llm.Config) llm.Provider {
 	t.Helper()
 	cfg.Provider = api
 	cfg.Model = "test-model"

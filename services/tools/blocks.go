@@ -84,7 +84,7 @@ func (t workspaceTools) replaceBlock(ctx context.Context, call Call, a replaceBl
 		return Result{}, err
 	}
 	w.noteWrite(call.ContextScope, rel, nil, after, false)
-	if err := w.noteRecapWrite(ctx, rel, false); err != nil {
+	if err := w.noteRecapWrite(call, rel, false); err != nil {
 		return Result{}, err
 	}
 	return JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: newEnd,

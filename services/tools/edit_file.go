@@ -74,7 +74,7 @@ func (t workspaceTools) editFile(ctx context.Context, call Call, a editFileArgs)
 		return Result{}, err
 	}
 	w.noteWrite(call.ContextScope, rel, info, after, false)
-	if err := w.noteRecapWrite(ctx, rel, false); err != nil {
+	if err := w.noteRecapWrite(call, rel, false); err != nil {
 		return Result{}, err
 	}
 	return JSONResult(editFileResult{Path: shownPath(a.Path), Replacements: n, FirstLine: first, Size: after.Size(), Mtime: formatTime(after.ModTime())})

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -31,19 +30,19 @@ func refuseServiceFile(name string) error {
 		"%q is kept by the service (the todo recap's taint record or the block ids); you may not write it", name)
 }
 
-// noteRecapWrite records what a write tool's write to rel means for the
-// todo recap: written by a tainted loop (services.TaintOf), the file's
-// entry in services.TodoTaintFile names the sources, so the recap in a
-// later prompt is marked untrusted; replaced whole by a clean loop
-// (whole), the entry goes. A clean partial write (an append, an edit)
-// keeps it: the rest of the file is still what the tainted run wrote.
-// Files of no recap are not recorded.
-func (w *Workspace) noteRecapWrite(ctx context.Context, rel string, whole bool) error {
+// noteRecapWrite records what call's write to rel means for the todo
+// recap: written by a tainted loop (call.TaintSources), the file's entry
+// in services.TodoTaintFile names the sources, so the recap in a later
+// prompt is marked untrusted; replaced whole by a clean loop (whole), the
+// entry goes. A clean partial write (an append, an edit) keeps it: the
+// rest of the file is still what the tainted run wrote. Files of no recap
+// are not recorded.
+func (w *Workspace) noteRecapWrite(call Call, rel string, whole bool) error {
 	key := services.TodoTaintKey(filepath.ToSlash(rel))
 	if key == "" {
 		return nil
 	}
-	taint := services.TaintOf(ctx)
+	taint := call.TaintSources
 	if taint == "" && !whole {
 		return nil
 	}

@@ -64,9 +64,14 @@ type Call struct {
 	// Depth is how deep the calling agent is in a delegation tree (0: main).
 	Depth int
 	// TaintedBy is the untrusted origin that had tainted the calling loop
-	// when the call ran ("" while clean); a tainted loop's lasting call
-	// runs only once the owner approved it.
+	// when the call ran ("" while clean), as the owner is shown it; a
+	// tainted loop's lasting call runs only once the owner approved it.
 	TaintedBy string
+	// TaintSources are the untrusted sources behind that taint ("; "-joined,
+	// as a row the loop writes records them in its tainted_by; "" while
+	// clean): what a tool records with text it keeps for later prompts
+	// (the todo recap's taint record), so that taint does not nest.
+	TaintSources string
 }
 
 // Result is what the model sees after a tool call.

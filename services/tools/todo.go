@@ -40,7 +40,7 @@ func Todo(ws WorkspaceFor) Tool {
 				return Result{}, err
 			}
 			// A list set by a tainted run carries its taint into the recap.
-			if err := w.noteRecapWrite(ctx, services.TodoPath(call.ContextScope), true); err != nil {
+			if err := w.noteRecapWrite(call, services.TodoPath(call.ContextScope), true); err != nil {
 				return Result{}, err
 			}
 			done := 0

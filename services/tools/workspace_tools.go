@@ -280,7 +280,7 @@ func (t workspaceTools) writeFile(ctx context.Context, call Call, a writeFileArg
 		return Result{}, err
 	}
 	w.noteWrite(call.ContextScope, rel, before, after, a.Append)
-	if err := w.noteRecapWrite(ctx, rel, !a.Append || before == nil); err != nil {
+	if err := w.noteRecapWrite(call, rel, !a.Append || before == nil); err != nil {
 		return Result{}, err
 	}
 	return JSONResult(writeFileResult{
