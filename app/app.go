@@ -77,7 +77,7 @@ type Config struct {
 	Workspace    tools.WriteLimits
 
 	LLM     llm.Config
-	Chat    chat.Options
+	Chat    chat.Config
 	Context prompt.Options
 	// SummaryModel is the model compaction's summaries are written with,
 	// on LLM's provider (CONTEXT_SUMMARY_MODEL; empty: LLM.Model).
@@ -117,6 +117,8 @@ type Hooks struct {
 	// TelegramClient makes the Bot API calls (an emulator's transport;
 	// nil: a default client).
 	TelegramClient *http.Client
+	// Turns answers new user messages instead of the agent runtime.
+	Turns chat.TurnHandler
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
@@ -364,26 +366,35 @@ func (a *App) knownProfile(name string) bool { _, ok := a.cfg.Agent.Profiles[nam
 // buildChat builds the queue's insert-only client (jobs are inserted in
 // the caller's transaction; the workers are built last, from the parts
 // that execute them) and ChatService, which routes replies to Telegram
-// through the queue in the reply's own transaction.
+// through the queue in the reply's own transaction and hands each new user
+// message to the agent runtime (a.startTurn) or to a test's own handler.
 func (a *App) buildChat(ctx context.Context) (err error) {
 	if a.enqueuer, err = queue.NewEnqueuer(ctx, a.pool, a.log); err != nil {
 		return err
 	}
-	co := a.cfg.Chat
-	co.Store, co.Publisher, co.Logger, co.CountTokens = a.store, a.publisher, a.log, a.tokenizer.Count
+	d := chat.Deps{Store: a.store, Publisher: a.publisher, Logger: a.log, CountTokens: a.tokenizer.Count, Turns: a.cfg.Hooks.Turns}
+	if d.Turns == nil {
+		d.Turns = chat.TurnFunc(a.startTurn)
+	}
 	if a.cfg.Telegram.Token != "" {
 		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs, Speak: a.speaker != nil}
-		co.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
-		co.Notifiers = []services.Notifier{router}
+		d.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
+		d.Notifiers = []services.Notifier{router}
 	}
-	co.Turns = nil // the agent posts its answers through this one
-	a.chat = chat.New(co)
+	a.chat = chat.New(d, a.cfg.Chat)
 	// The pairing desk decides Telegram strangers' requests for the page,
 	// the buttons and /pair, and tells both people (its notices need no
 	// turn).
 	a.desk = &telegram.Desk{Store: repository.NewTelegramStore(a.pool), Chat: a.chat, Queue: a.enqueuer,
 		Owners: a.cfg.Telegram.OwnerIDs, Logger: a.log}
 	return nil
+}
+
+// startTurn hands a new user message to the agent runtime. ChatService is
+// built before the runtime, which posts its answers through it; the
+// runtime is a.agent from buildAgent on, before anything is posted.
+func (a *App) startTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
+	return a.agent.StartTurn(ctx, tx, msg)
 }
 
 // buildPlans builds the owner's schedules (their controls and the fire
@@ -412,9 +423,8 @@ func (a *App) buildPlans(context.Context) error {
 }
 
 // buildAgent builds the agent runtime (profiles with a model of their own
-// get a provider of their own, same server and key), registers every tool
-// (tools.go) and gives channels the ChatService that hands new user
-// messages to the agent (or to a test's own turn handler).
+// get a provider of their own, same server and key) and registers every
+// tool (tools.go).
 func (a *App) buildAgent(context.Context) (err error) {
 	cfg := a.cfg
 	// The Telegram "typing…" indicator, which the agent runtime drives.
@@ -448,15 +458,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := a.registerTools(); err != nil {
-		return err
-	}
-	turns := cfg.Chat.Turns
-	if turns == nil {
-		turns = a.agent
-	}
-	a.chat = a.chat.WithTurns(turns)
-	return nil
+	return a.registerTools()
 }
 
 // pairings is the desk for /pair when Telegram is set up (nil: /pair says
@@ -910,7 +912,9 @@ func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, owners []int64, log
 	if err != nil {
 		return nil, nil, err
 	}
-	poster := chat.New(chat.Options{Store: repository.New(pool), Publisher: notifier, Logger: log})
+	// This process's one ChatService: it posts notices, and no message here
+	// starts a turn.
+	poster := chat.New(chat.Deps{Store: repository.New(pool), Publisher: notifier, Logger: log}, chat.Config{})
 	done = func() {
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
