@@ -199,7 +199,7 @@ type App struct {
 	budgets     *budget.Service
 	transcriber services.Transcriber
 	speaker     services.Speaker
-	profiles    map[string]agent.Profile
+	profileLLMs map[string]llm.Provider
 	desk        *telegram.Desk
 
 	cancel  context.CancelFunc
@@ -302,7 +302,7 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 			return fmt.Errorf("CONTEXT_SUMMARY_MODEL: %w", err)
 		}
 	}
-	if a.profiles, err = profileProviders(cfg.Agent.Profiles, cfg.LLM); err != nil {
+	if a.profileLLMs, err = profileProviders(cfg.Agent.Profiles, cfg.LLM); err != nil {
 		return err
 	}
 	a.registry = tools.NewRegistry(log)
@@ -436,7 +436,6 @@ func (a *App) buildAgent(context.Context) (err error) {
 		observers = []services.RunObserver{a.typing, a.meter}
 	}
 	ac := cfg.Agent
-	ac.Profiles = a.profiles
 	// The service's own secrets: never in a prompt, refused in an outbound
 	// tool argument (the configuration adds its secret variables and the
 	// MCP values marked secret).
@@ -446,14 +445,15 @@ func (a *App) buildAgent(context.Context) (err error) {
 	ac.Secrets.Add(cfg.OwnerToken, hex.EncodeToString(a.tokenHash), cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
 		cfg.Media.TranscribeAPIKey, cfg.Media.TTSAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
 	a.agent, err = agent.New(agent.Deps{
-		Store: a.store, Chat: a.chat, Queue: a.enqueuer, Compactions: a.enqueuer, Publisher: a.publisher, LLM: a.provider,
-		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Speaker: a.speaker, Media: a.media, Context: a.context,
-		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
-		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
-		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(),
+		Store: a.store, Chat: a.chat, LLM: a.provider, ProfileLLMs: a.profileLLMs, Queue: a.enqueuer, Compactions: a.enqueuer, Context: a.context,
+		Tools: a.registry, Publisher: a.publisher, Observers: observers, Logger: a.log,
+		Memory: agent.Memory{ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer},
+		Files:  agent.Files{Media: a.media, Transcriber: a.transcriber, Speaker: a.speaker},
+		Plans:  agent.Plans{Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved, Watcher: a.watcher},
 		// Tool calls that last or leave, and every approval decision, go
 		// to the hash-chained audit trail.
-		Audit: a.store,
+		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store,
+			Requests: a.store},
 	}, ac)
 	if err != nil {
 		return err
@@ -684,8 +684,9 @@ func (a *App) Transcriber() services.Transcriber { return a.transcriber }
 // Speaker turns answers into voice notes (nil: TTS_URL unset).
 func (a *App) Speaker() services.Speaker { return a.speaker }
 
-// Profiles are the sub-agent profiles, each with its provider.
-func (a *App) Profiles() map[string]agent.Profile { return a.profiles }
+// ProfileLLMs are the providers of the sub-agent profiles with a model of
+// their own.
+func (a *App) ProfileLLMs() map[string]llm.Provider { return a.profileLLMs }
 
 // Store is the instance's database store.
 func (a *App) Store() *repository.Store { return a.store }
@@ -763,23 +764,24 @@ func historyRule(registry *tools.Registry) func(string) (prompt.CompressionRule,
 	}
 }
 
-// profileProviders copies profiles, giving each with a model other than
-// the main one a provider of its own.
-func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]agent.Profile, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]agent.Profile, len(in))
+// profileProviders gives each profile with a model other than the main
+// one a provider of its own (same server and key), by profile id.
+func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]llm.Provider, error) {
+	var out map[string]llm.Provider
 	for id, p := range in {
-		if p.Model != "" && p.Model != main.Model && p.LLM == nil {
-			c := main
-			c.Model = p.Model
-			var err error
-			if p.LLM, err = llm.New(c); err != nil {
-				return nil, fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
-			}
+		if p.Model == "" || p.Model == main.Model {
+			continue
 		}
-		out[id] = p
+		c := main
+		c.Model = p.Model
+		provider, err := llm.New(c)
+		if err != nil {
+			return nil, fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
+		}
+		if out == nil {
+			out = map[string]llm.Provider{}
+		}
+		out[id] = provider
 	}
 	return out, nil
 }
