@@ -86,11 +86,6 @@ func New(d Deps, cfg Config) *Service {
 	return &Service{opts: options{Deps: d, Config: cfg}, log: log}
 }
 
-var channelSources = map[services.Source]bool{
-	services.SourceTelegram: true, services.SourceWeb: true, services.SourceTUI: true,
-	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true, services.SourceSchedule: true,
-}
-
 // Post validates and stores a visible message in its timeline, publishes it
 // after commit, and hands a new user message to the agent. A duplicate
 // delivery (same DedupeKey) returns the first row with created=false and
@@ -274,7 +269,7 @@ func (s *Service) validate(p services.PostParams) error {
 	if p.TimelineScope == "" {
 		return services.Errorf(services.EINVALID, "message has no timeline")
 	}
-	if !channelSources[p.Source] {
+	if _, ok := services.Sources[p.Source]; !ok {
 		return services.Errorf(services.EINVALID, "unknown message source %q", p.Source)
 	}
 	if !utf8.ValidString(p.Content) {
