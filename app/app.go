@@ -77,7 +77,7 @@ type Config struct {
 	Workspace    tools.WriteLimits
 
 	LLM     llm.Config
-	Chat    chat.Options
+	Chat    chat.Config
 	Context prompt.Options
 	// SummaryModel is the model compaction's summaries are written with,
 	// on LLM's provider (CONTEXT_SUMMARY_MODEL; empty: LLM.Model).
@@ -117,6 +117,8 @@ type Hooks struct {
 	// TelegramClient makes the Bot API calls (an emulator's transport;
 	// nil: a default client).
 	TelegramClient *http.Client
+	// Turns answers new user messages instead of the agent runtime.
+	Turns chat.TurnHandler
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
@@ -197,7 +199,7 @@ type App struct {
 	budgets     *budget.Service
 	transcriber services.Transcriber
 	speaker     services.Speaker
-	profiles    map[string]agent.Profile
+	profileLLMs map[string]llm.Provider
 	desk        *telegram.Desk
 
 	cancel  context.CancelFunc
@@ -300,7 +302,7 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 			return fmt.Errorf("CONTEXT_SUMMARY_MODEL: %w", err)
 		}
 	}
-	if a.profiles, err = profileProviders(cfg.Agent.Profiles, cfg.LLM); err != nil {
+	if a.profileLLMs, err = profileProviders(cfg.Agent.Profiles, cfg.LLM); err != nil {
 		return err
 	}
 	a.registry = tools.NewRegistry(log)
@@ -364,26 +366,35 @@ func (a *App) knownProfile(name string) bool { _, ok := a.cfg.Agent.Profiles[nam
 // buildChat builds the queue's insert-only client (jobs are inserted in
 // the caller's transaction; the workers are built last, from the parts
 // that execute them) and ChatService, which routes replies to Telegram
-// through the queue in the reply's own transaction.
+// through the queue in the reply's own transaction and hands each new user
+// message to the agent runtime (a.startTurn) or to a test's own handler.
 func (a *App) buildChat(ctx context.Context) (err error) {
 	if a.enqueuer, err = queue.NewEnqueuer(ctx, a.pool, a.log); err != nil {
 		return err
 	}
-	co := a.cfg.Chat
-	co.Store, co.Publisher, co.Logger, co.CountTokens = a.store, a.publisher, a.log, a.tokenizer.Count
+	d := chat.Deps{Store: a.store, Publisher: a.publisher, Logger: a.log, CountTokens: a.tokenizer.Count, Turns: a.cfg.Hooks.Turns}
+	if d.Turns == nil {
+		d.Turns = chat.TurnFunc(a.startTurn)
+	}
 	if a.cfg.Telegram.Token != "" {
 		router := telegram.Router{Queue: a.enqueuer, OwnerChats: a.cfg.Telegram.OwnerIDs, Speak: a.speaker != nil}
-		co.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
-		co.Notifiers = []services.Notifier{router}
+		d.Routers = map[services.Source]services.ReplyRouter{services.SourceTelegram: router}
+		d.Notifiers = []services.Notifier{router}
 	}
-	co.Turns = nil // the agent posts its answers through this one
-	a.chat = chat.New(co)
+	a.chat = chat.New(d, a.cfg.Chat)
 	// The pairing desk decides Telegram strangers' requests for the page,
 	// the buttons and /pair, and tells both people (its notices need no
 	// turn).
 	a.desk = &telegram.Desk{Store: repository.NewTelegramStore(a.pool), Chat: a.chat, Queue: a.enqueuer,
 		Owners: a.cfg.Telegram.OwnerIDs, Logger: a.log}
 	return nil
+}
+
+// startTurn hands a new user message to the agent runtime. ChatService is
+// built before the runtime, which posts its answers through it; the
+// runtime is a.agent from buildAgent on, before anything is posted.
+func (a *App) startTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
+	return a.agent.StartTurn(ctx, tx, msg)
 }
 
 // buildPlans builds the owner's schedules (their controls and the fire
@@ -412,9 +423,8 @@ func (a *App) buildPlans(context.Context) error {
 }
 
 // buildAgent builds the agent runtime (profiles with a model of their own
-// get a provider of their own, same server and key), registers every tool
-// (tools.go) and gives channels the ChatService that hands new user
-// messages to the agent (or to a test's own turn handler).
+// get a provider of their own, same server and key) and registers every
+// tool (tools.go).
 func (a *App) buildAgent(context.Context) (err error) {
 	cfg := a.cfg
 	// The Telegram "typing…" indicator, which the agent runtime drives.
@@ -426,7 +436,6 @@ func (a *App) buildAgent(context.Context) (err error) {
 		observers = []services.RunObserver{a.typing, a.meter}
 	}
 	ac := cfg.Agent
-	ac.Profiles = a.profiles
 	// The service's own secrets: never in a prompt, refused in an outbound
 	// tool argument (the configuration adds its secret variables and the
 	// MCP values marked secret).
@@ -436,27 +445,20 @@ func (a *App) buildAgent(context.Context) (err error) {
 	ac.Secrets.Add(cfg.OwnerToken, hex.EncodeToString(a.tokenHash), cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
 		cfg.Media.TranscribeAPIKey, cfg.Media.TTSAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
 	a.agent, err = agent.New(agent.Deps{
-		Store: a.store, Chat: a.chat, Queue: a.enqueuer, Compactions: a.enqueuer, Publisher: a.publisher, LLM: a.provider,
-		Tools: a.registry, Catalog: a.mcp, Transcriber: a.transcriber, Speaker: a.speaker, Media: a.media, Context: a.context,
-		ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer,
-		Observers: observers, Logger: a.log, Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved,
-		Watcher: a.watcher, Requests: a.store, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(),
+		Store: a.store, Chat: a.chat, LLM: a.provider, ProfileLLMs: a.profileLLMs, Queue: a.enqueuer, Compactions: a.enqueuer, Context: a.context,
+		Tools: a.registry, Publisher: a.publisher, Observers: observers, Logger: a.log,
+		Memory: agent.Memory{ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer},
+		Files:  agent.Files{Media: a.media, Transcriber: a.transcriber, Speaker: a.speaker},
+		Plans:  agent.Plans{Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved, Watcher: a.watcher},
 		// Tool calls that last or leave, and every approval decision, go
 		// to the hash-chained audit trail.
-		Audit: a.store,
+		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store,
+			Requests: a.store},
 	}, ac)
 	if err != nil {
 		return err
 	}
-	if err := a.registerTools(); err != nil {
-		return err
-	}
-	turns := cfg.Chat.Turns
-	if turns == nil {
-		turns = a.agent
-	}
-	a.chat = a.chat.WithTurns(turns)
-	return nil
+	return a.registerTools()
 }
 
 // pairings is the desk for /pair when Telegram is set up (nil: /pair says
@@ -682,8 +684,9 @@ func (a *App) Transcriber() services.Transcriber { return a.transcriber }
 // Speaker turns answers into voice notes (nil: TTS_URL unset).
 func (a *App) Speaker() services.Speaker { return a.speaker }
 
-// Profiles are the sub-agent profiles, each with its provider.
-func (a *App) Profiles() map[string]agent.Profile { return a.profiles }
+// ProfileLLMs are the providers of the sub-agent profiles with a model of
+// their own.
+func (a *App) ProfileLLMs() map[string]llm.Provider { return a.profileLLMs }
 
 // Store is the instance's database store.
 func (a *App) Store() *repository.Store { return a.store }
@@ -761,23 +764,24 @@ func historyRule(registry *tools.Registry) func(string) (prompt.CompressionRule,
 	}
 }
 
-// profileProviders copies profiles, giving each with a model other than
-// the main one a provider of its own.
-func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]agent.Profile, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]agent.Profile, len(in))
+// profileProviders gives each profile with a model other than the main
+// one a provider of its own (same server and key), by profile id.
+func profileProviders(in map[string]agent.Profile, main llm.Config) (map[string]llm.Provider, error) {
+	var out map[string]llm.Provider
 	for id, p := range in {
-		if p.Model != "" && p.Model != main.Model && p.LLM == nil {
-			c := main
-			c.Model = p.Model
-			var err error
-			if p.LLM, err = llm.New(c); err != nil {
-				return nil, fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
-			}
+		if p.Model == "" || p.Model == main.Model {
+			continue
 		}
-		out[id] = p
+		c := main
+		c.Model = p.Model
+		provider, err := llm.New(c)
+		if err != nil {
+			return nil, fmt.Errorf("AGENT_PROFILES: profile %q: %w", id, err)
+		}
+		if out == nil {
+			out = map[string]llm.Provider{}
+		}
+		out[id] = provider
 	}
 	return out, nil
 }
@@ -910,7 +914,9 @@ func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, owners []int64, log
 	if err != nil {
 		return nil, nil, err
 	}
-	poster := chat.New(chat.Options{Store: repository.New(pool), Publisher: notifier, Logger: log})
+	// This process's one ChatService: it posts notices, and no message here
+	// starts a turn.
+	poster := chat.New(chat.Deps{Store: repository.New(pool), Publisher: notifier, Logger: log}, chat.Config{})
 	done = func() {
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

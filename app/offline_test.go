@@ -17,7 +17,7 @@ func TestOfflineAnswersStayOutOfPrompts(t *testing.T) {
 	dbURL := apptest.SchemaURL(t)
 	offline := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Configure: func(o *app.Config) {
 		o.LLM.Provider = "offline"
-		o.Chat.Turns = nil // the agent answers, with the offline model
+		o.Hooks.Turns = nil // the agent answers, with the offline model
 	}})
 	answer := ask(t, offline, "what can you do?")
 	if !strings.Contains(answer, "LLM_PROVIDER") {

@@ -1,5 +1,6 @@
 // Package archtest enforces the import rules of docs/ARCHITECTURE.md
-// ("Packages and what each may import") against `go list`.
+// ("Packages and what each may import") against `go list`, and the limits
+// of every function ("Functions": funcs_test.go).
 package archtest
 
 import (

@@ -22,7 +22,7 @@ func TestAttachmentsCommitWithTheirMessageOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := dbtest.Store(t)
-	c := chat.New(chat.Options{Store: s})
+	c := chat.New(chat.Deps{Store: s}, chat.Config{})
 	p := services.PostParams{TimelineScope: "global", Source: services.SourceTelegram, DedupeKey: "tg:1:7",
 		Attachments: []services.Attachment{sampleAttachment()}}
 	msg, created, err := c.Post(ctx, p)

@@ -32,6 +32,19 @@ const (
 	SourceSchedule Source = "schedule"
 )
 
+// Sources are the sources a message may have (ChatService refuses
+// others), each with how a prompt names the channel a message came
+// through ("": it is not named). A new channel is a line here.
+var Sources = map[Source]string{
+	SourceTelegram: "Telegram",
+	SourceWeb:      "the web chat page",
+	SourceTUI:      "the terminal UI",
+	SourceAPI:      "the HTTP API (a program or script: REST or OpenAI-compatible)",
+	SourceSystem:   "",
+	SourceAgent:    "the main agent, which delegated this task",
+	SourceSchedule: "a schedule (the service, on the owner's behalf)",
+}
+
 // Role is who wrote a message.
 type Role string
 

@@ -156,7 +156,7 @@ func Start(t testing.TB, o Options) *Instance {
 		Queue:        queueOptions(),
 	}
 	opts.Chat.ScopedWrite = o.Flags.ScopedWrite
-	opts.Chat.Turns = o.Turns
+	opts.Hooks.Turns = o.Turns
 	opts.Context.ScopedRead = o.Flags.ScopedRead
 	opts.Context.Compaction.ScopedWrite = o.Flags.ScopedWrite
 	opts.Web.OwnerTimeline, opts.Web.Flags = services.DefaultTimeline, o.Flags
@@ -165,7 +165,7 @@ func Start(t testing.TB, o Options) *Instance {
 		opts.LLM.Provider, opts.LLM.BaseURL, opts.LLM.Model, opts.LLM.MaxRetries = "openai", o.Model.OpenAIBaseURL(), "gpt-4o-mini", -1
 		opts.LLM.ContextWindow = 16000
 	case o.Turns == nil:
-		opts.Chat.Turns = nobody{}
+		opts.Hooks.Turns = nobody{}
 	}
 	if o.Configure != nil {
 		o.Configure(&opts)

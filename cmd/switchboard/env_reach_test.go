@@ -224,8 +224,8 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			if !ok || p.SystemPrompt != "Find facts." || !slices.Equal(p.Tools, []string{"search"}) || p.Model != "small" {
 				return fmt.Errorf("agent profiles = %+v, want researcher with model small", b.Agent.Profiles)
 			}
-			if p := a.Profiles()["researcher"]; p.LLM == nil || p.LLM.Model() != "small" {
-				return fmt.Errorf("the app's profiles = %+v, want researcher with its own provider for model small", a.Profiles())
+			if p := a.ProfileLLMs()["researcher"]; p == nil || p.Model() != "small" {
+				return fmt.Errorf("the app's profile providers = %+v, want researcher with its own provider for model small", a.ProfileLLMs())
 			}
 			return nil
 		}},

@@ -40,7 +40,7 @@ func (c *Config) AppConfig(dbURL string, log *slog.Logger, stdout io.Writer) app
 		WorkspaceDir:    filepath.Join(c.DataDir, "workspaces"),
 		Workspace:       c.WorkspaceOptions(),
 		LLM:             c.LLMOptions(),
-		Chat:            c.ChatOptions(),
+		Chat:            c.ChatConfig(),
 		Context:         c.ContextOptions(),
 		SummaryModel:    c.ContextSummaryModel,
 		Budget:          app.BudgetOptions{Limits: c.BudgetDailyTokens, Money: c.BudgetDailyUSD, Prices: c.LLMPrices},
@@ -84,9 +84,9 @@ func (c *Config) LLMOptions() llm.Config {
 	}
 }
 
-// ChatOptions configure ChatService.
-func (c *Config) ChatOptions() chat.Options {
-	return chat.Options{ScopedWrite: c.Flags.ScopedWrite, LogContent: c.LogContent}
+// ChatConfig configures ChatService.
+func (c *Config) ChatConfig() chat.Config {
+	return chat.Config{ScopedWrite: c.Flags.ScopedWrite, LogContent: c.LogContent}
 }
 
 // ContextOptions configure the context manager and its compaction.

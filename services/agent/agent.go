@@ -57,34 +57,42 @@ type Config struct {
 	Secrets         *services.Secrets
 }
 
-// Deps are the runtime's collaborators. Each optional one is a capability:
-// given, the feature it backs is on; nil, it is off and says so.
+// Deps are the runtime's collaborators: the ones every run uses, then its
+// optional capabilities in four groups (their fields are the runtime's
+// own, as s.opts.Recall). An optional one given turns the feature it backs
+// on; nil, it is off and says so.
 type Deps struct {
+	// Store, Chat and LLM are required.
 	Store services.Store
-	Chat  *chat.Service
+	// Chat posts the runtime's answers and notices, and /retry's question
+	// (whose turn is this runtime's: it is the ChatService's turn handler).
+	Chat *chat.Service
+	LLM  llm.Provider
+	// ProfileLLMs are the providers of the sub-agent profiles with a model
+	// of their own (Config.Profiles), by profile id; the others use LLM.
+	ProfileLLMs map[string]llm.Provider
 	// Queue inserts a run's job in the transaction that stores the run
 	// (built before the queue's workers, which call back into the runtime).
 	Queue services.RunQueue
 	// Compactions schedules compactions as jobs of their own, after the
 	// run's lock is released (nil: they run inline after the answer).
 	Compactions services.CompactionQueue
-	Publisher   services.Publisher
-	LLM         llm.Provider
+	Context     *prompt.Manager
 	// Tools are the tools runs may call (the app registers them:
 	// app/tools.go).
-	Tools *tools.Registry
-	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
-	// registry's tools only.
-	Catalog services.ToolCatalog
-	// Transcriber turns the voice notes and audio of a run's message into
-	// text before its prompt is built, read from Media (nil: not
-	// transcribed; the prompt says so).
-	Transcriber services.Transcriber
-	// Speaker, when set, speaks answers to voice questions (the channel
-	// delivers them; /voice sets it per chat in Store).
-	Speaker services.Speaker
-	Media   services.Media
-	Context *prompt.Manager
+	Tools     *tools.Registry
+	Publisher services.Publisher
+	Observers []services.RunObserver
+	Logger    *slog.Logger
+
+	Memory
+	Files
+	Plans
+	Oversight
+}
+
+// Memory is what a run's context holds beyond the timeline.
+type Memory struct {
 	// ContextStore holds rules, remembered settings and summary segments.
 	ContextStore services.ContextStore
 	// Manifests hold each timeline's context manifest (/pin, /unpin,
@@ -96,23 +104,43 @@ type Deps struct {
 	// they are not available).
 	Recall    services.RecallStore
 	Proposals services.RuleProposals
+	// Tokenizer counts what was not counted when stored (nil: an estimate).
 	Tokenizer prompt.Tokenizer
-	Observers []services.RunObserver
-	Logger    *slog.Logger
+}
+
+// Files are a message's attachments and voice.
+type Files struct {
+	// Media holds attachments' bytes.
+	Media services.Media
+	// Transcriber turns the voice notes and audio of a run's message into
+	// text before its prompt is built, read from Media (nil: not
+	// transcribed; the prompt says so).
+	Transcriber services.Transcriber
+	// Speaker, when set, speaks answers to voice questions (the channel
+	// delivers them; /voice sets it per chat in Store).
+	Speaker services.Speaker
+}
+
+// Plans are the owner's schedules and what their fires need.
+type Plans struct {
 	// Schedules are the owner's schedules (/schedules; the schedule tools
-	// are given them by the app) and Fires their ledger; nil: no schedules. FireObserved counts fires by
-	// result (ok, notified, error, interrupted, unchanged, skipped).
-	// Watcher reads a watch schedule's content before its model runs (nil:
-	// watch fires fail, saying so).
+	// are given them by the app) and Fires their ledger; nil: no
+	// schedules. FireObserved counts fires by result (ok, notified, error,
+	// interrupted, unchanged, skipped). Watcher reads a watch schedule's
+	// content before its model runs (nil: watch fires fail, saying so).
 	Schedules    services.Schedules
 	Fires        services.ScheduleFires
 	FireObserved func(result string)
 	Watcher      services.Watcher
-	// Requests keeps each model call's exact request for
-	// Config.RequestRetention (nil: none kept).
-	Requests services.RunRequests
-	// Exec is the exec tool's sandbox as /status and /tools show it.
-	Exec services.ExecStatus
+}
+
+// Oversight is what the owner sees and decides the runtime's work through.
+type Oversight struct {
+	// Catalog lists the tools and MCP servers (/tools, /status); nil: the
+	// registry's tools only. Exec is the exec tool's sandbox as /status
+	// and /tools show it.
+	Catalog services.ToolCatalog
+	Exec    services.ExecStatus
 	// Budgets reserve each model call's estimate against its kind's daily
 	// budget before the call (nil: no budgets); see budget.go.
 	Budgets services.Budgets
@@ -122,6 +150,9 @@ type Deps struct {
 	// Audit keeps the audit trail of tool calls, approval decisions and
 	// the changes chat commands make (nil: none).
 	Audit services.AuditLog
+	// Requests keeps each model call's exact request for
+	// Config.RequestRetention (nil: none kept).
+	Requests services.RunRequests
 }
 
 // options are what the runtime reads: its collaborators and settings.
@@ -222,6 +253,15 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 			start(ctx, msg)
 		}
 	}, nil
+}
+
+// profileLLM is the model of the sub-agent profile id: its own, or the
+// main one.
+func (s *Service) profileLLM(id string) llm.Provider {
+	if p := s.opts.ProfileLLMs[id]; p != nil {
+		return p
+	}
+	return s.opts.LLM
 }
 
 // mainScope is the context scope main rows are written with: explicit with

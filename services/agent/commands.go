@@ -313,9 +313,9 @@ func (s *Service) cmdRetry(ctx context.Context, msg services.Message) (string, e
 	p := services.PostParams{TimelineScope: msg.TimelineScope, Source: msg.Source, Role: services.RoleUser, Content: q.Content,
 		Attachments: files[q.ID], DedupeKey: fmt.Sprintf("retry:%d", msg.ID)}
 	// The question goes the way every user message goes (chat's Post:
-	// stored, its run queued in the same transaction, announced, the run
-	// started), through a ChatService whose turns are this runtime's.
-	if _, _, err := s.opts.Chat.WithTurns(s).Post(ctx, p); err != nil {
+	// stored, its run queued in the same transaction by the ChatService's
+	// turn handler, this runtime, announced, the run started).
+	if _, _, err := s.opts.Chat.Post(ctx, p); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Asking again (the answer %s): %s", last.Status, firstLine(truncateText(q.Content, 80))), nil

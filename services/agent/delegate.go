@@ -23,8 +23,6 @@ type Profile struct {
 	SystemPrompt string   `json:"system"`
 	Tools        []string `json:"tools"`
 	Model        string   `json:"model"`
-	// LLM is the provider for Model (set by the wiring); nil: the main one.
-	LLM llm.Provider `json:"-"`
 	// Context is the budget profile of the profile's context payload
 	// (`switchboard context --profile`); nil: the default one.
 	Context *services.PayloadProfile `json:"context,omitempty"`
@@ -272,10 +270,7 @@ type childTask struct {
 // runChild executes a delegated task: in its own child run and scope, or
 // inline in main when sub-agents are off. The result is a handoff.
 func (s *Service) runChild(ctx context.Context, parent services.Run, profile Profile, task string, extra []string, call tools.Call) (tools.Result, error) {
-	provider := s.opts.LLM
-	if profile.LLM != nil {
-		provider = profile.LLM
-	}
+	provider := s.profileLLM(profile.ID)
 	payload, err := s.taskPayload(ctx, parent, profile, task, extra, provider.ContextWindow())
 	if err != nil {
 		return tools.Result{}, err

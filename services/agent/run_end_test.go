@@ -78,13 +78,15 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := chat.New(chat.Options{Store: store})
-	ag, err := agent.New(agent.Deps{Store: store, Chat: base, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
+	var ag *agent.Service
+	svc := chat.New(chat.Deps{Store: store, Turns: chat.TurnFunc(func(ctx context.Context, tx services.Tx, m services.Message) (func(context.Context), error) {
+		return ag.StartTurn(ctx, tx, m)
+	})}, chat.Config{})
+	ag, err = agent.New(agent.Deps{Store: store, Chat: svc, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
 		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})}, agent.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := base.WithTurns(ag)
 	_, _, err = svc.Post(context.Background(), services.PostParams{TimelineScope: "global", Source: "web", Content: "hello", DedupeKey: "k1"})
 	if !services.IsKind(err, services.EUNAVAILABLE) {
 		t.Fatalf("post with the queue down: %v; want EUNAVAILABLE", err)

@@ -341,10 +341,7 @@ func (s *Service) InterruptFire(ctx context.Context, f services.ScheduleFire) er
 // fireProvider is the model of a schedule's fires: its profile's, or the
 // main one.
 func (s *Service) fireProvider(sc services.Schedule) llm.Provider {
-	if p, ok := s.opts.Profiles[sc.Profile]; ok && p.LLM != nil {
-		return p.LLM
-	}
-	return s.opts.LLM
+	return s.profileLLM(sc.Profile)
 }
 
 // fireInput is the task as the fire's model reads it: what to do, when it

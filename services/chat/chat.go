@@ -24,20 +24,24 @@ type TurnHandler interface {
 	StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (after func(context.Context), err error)
 }
 
-// Options are ChatService's collaborators.
-type Options struct {
+// TurnFunc is a TurnHandler of one function, as http.HandlerFunc is a
+// handler.
+type TurnFunc func(ctx context.Context, tx services.Tx, msg services.Message) (after func(context.Context), err error)
+
+// StartTurn calls f.
+func (f TurnFunc) StartTurn(ctx context.Context, tx services.Tx, msg services.Message) (func(context.Context), error) {
+	return f(ctx, tx, msg)
+}
+
+// Deps are ChatService's collaborators.
+type Deps struct {
 	Store     services.Store
 	Publisher services.Publisher
-	Turns     TurnHandler
-	Logger    *slog.Logger
+	// Turns starts the answer to each new user message (nil: none).
+	Turns  TurnHandler
+	Logger *slog.Logger
 	// CountTokens counts a message's tokens once, when it is stored (nil: not counted).
-	CountTokens     func(text string) int
-	MaxContentBytes int
-	// ScopedWrite writes context_scope explicitly (AGENT_CONTEXT_SCOPED_WRITE);
-	// off, the column takes its default, which is also 'main'.
-	ScopedWrite bool
-	// LogContent allows message text in logs (LOG_CONTENT).
-	LogContent bool
+	CountTokens func(text string) int
 	// Routers deliver replies to external channels, by the source of the
 	// message being answered (e.g. "telegram").
 	Routers map[services.Source]services.ReplyRouter
@@ -47,27 +51,39 @@ type Options struct {
 	Notifiers []services.Notifier
 }
 
+// Config are ChatService's settings: what the environment sets.
+type Config struct {
+	// MaxContentBytes bounds a user message's text (0: DefaultMaxContentBytes).
+	MaxContentBytes int
+	// ScopedWrite writes context_scope explicitly (AGENT_CONTEXT_SCOPED_WRITE);
+	// off, the column takes its default, which is also 'main'.
+	ScopedWrite bool
+	// LogContent allows message text in logs (LOG_CONTENT).
+	LogContent bool
+}
+
+// options are what the service reads: its collaborators and settings.
+type options struct {
+	Deps
+	Config
+}
+
 // Service is ChatService.
 type Service struct {
-	opts Options
+	opts options
 	log  *slog.Logger
 }
 
 // New returns a ChatService.
-func New(opts Options) *Service {
-	if opts.MaxContentBytes <= 0 {
-		opts.MaxContentBytes = DefaultMaxContentBytes
+func New(d Deps, cfg Config) *Service {
+	if cfg.MaxContentBytes <= 0 {
+		cfg.MaxContentBytes = DefaultMaxContentBytes
 	}
-	log := opts.Logger
+	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: log}
-}
-
-var channelSources = map[services.Source]bool{
-	services.SourceTelegram: true, services.SourceWeb: true, services.SourceTUI: true,
-	services.SourceAPI: true, services.SourceSystem: true, services.SourceAgent: true, services.SourceSchedule: true,
+	return &Service{opts: options{Deps: d, Config: cfg}, log: log}
 }
 
 // Post validates and stores a visible message in its timeline, publishes it
@@ -98,15 +114,6 @@ func (s *Service) Post(ctx context.Context, p services.PostParams) (services.Mes
 		after(ctx)
 	}
 	return msg, created, nil
-}
-
-// WithTurns returns a ChatService like s that hands new user messages to
-// h. The agent runtime posts its answers through s itself, so it is built
-// with s and then given to this one: construction in dependency order.
-func (s *Service) WithTurns(h TurnHandler) *Service {
-	c := *s
-	c.opts.Turns = h
-	return &c
 }
 
 // PostTx validates and stores a message with the caller's transaction (so an
@@ -262,7 +269,7 @@ func (s *Service) validate(p services.PostParams) error {
 	if p.TimelineScope == "" {
 		return services.Errorf(services.EINVALID, "message has no timeline")
 	}
-	if !channelSources[p.Source] {
+	if _, ok := services.Sources[p.Source]; !ok {
 		return services.Errorf(services.EINVALID, "unknown message source %q", p.Source)
 	}
 	if !utf8.ValidString(p.Content) {

@@ -41,8 +41,8 @@ func (r *recorder) StartTurn(_ context.Context, _ services.Tx, m services.Messag
 func setup(t *testing.T, scopedWrite bool) (*chat.Service, *recorder, services.Store) {
 	store := dbtest.Store(t)
 	rec := &recorder{store: store, t: t}
-	svc := chat.New(chat.Options{Store: store, Publisher: rec, Turns: rec, ScopedWrite: scopedWrite,
-		CountTokens: func(s string) int { return len(s) / 2 }})
+	svc := chat.New(chat.Deps{Store: store, Publisher: rec, Turns: rec, CountTokens: func(s string) int { return len(s) / 2 }},
+		chat.Config{ScopedWrite: scopedWrite})
 	return svc, rec, store
 }
 
@@ -146,7 +146,7 @@ func TestReplyAndItsDeliveryCommitTogether(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.Store(t)
 	router := &txRouter{fail: services.Errorf(services.EUNAVAILABLE, "queue down")}
-	svc := chat.New(chat.Options{Store: store, Routers: map[services.Source]services.ReplyRouter{"telegram": router}})
+	svc := chat.New(chat.Deps{Store: store, Routers: map[services.Source]services.ReplyRouter{"telegram": router}}, chat.Config{})
 	q, _, err := svc.Post(ctx, services.PostParams{TimelineScope: "global", Source: "telegram", Content: "question"})
 	if err != nil {
 		t.Fatal(err)

@@ -332,16 +332,6 @@ const maxScopesRemembered = 4096
 // SummaryPreamble opens the archived summary in the system content.
 const SummaryPreamble = "Summary of the earlier conversation (archived by the service; the turns it covers are no longer shown):"
 
-// channelNames name a message's channel for the model.
-var channelNames = map[services.Source]string{
-	services.SourceTelegram: "Telegram",
-	services.SourceWeb:      "the web chat page",
-	services.SourceTUI:      "the terminal UI",
-	services.SourceAPI:      "the HTTP API (a program or script: REST or OpenAI-compatible)",
-	services.SourceSchedule: "a schedule (the service, on the owner's behalf)",
-	services.SourceAgent:    "the main agent, which delegated this task",
-}
-
 // InputHeader is the line the current input starts with in a prompt: the
 // date and time now in the owner's zone, and the channel the message came
 // through.
@@ -352,7 +342,7 @@ func (m *Manager) InputHeader(src services.Source) string {
 		h += " (" + name + ")"
 	}
 	h += "."
-	if name, ok := channelNames[src]; ok {
+	if name := services.Sources[src]; name != "" {
 		h += " This message came through " + name + "."
 	} else if src != "" {
 		h += " This message came through " + string(src) + "."
