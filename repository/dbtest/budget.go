@@ -25,6 +25,15 @@ import (
 // The binaries count holdings under a lock file: a holding is a file
 // named after its process (pid.n) holding its size; one whose process has
 // died counts for nothing.
+//
+// A share is checked against what the test really holds: every connection
+// a test opens, and those of the processes it starts on a URL it was
+// given, carry its name (application_name "pkg.test pid TestName",
+// withAppName), and while tests hold shares each binary counts its tests'
+// connections in pg_stat_activity every 250 ms (sample). A test found
+// holding more than its share has its holding raised to what it holds, so
+// the other tests wait for it; when it ends its peak and share are
+// appended to the directory's "peaks" file, which scripts/test.sh sums up.
 
 var (
 	testConns = PoolConns + 1 // a test's pool and a share of the admin and migration connections
@@ -37,6 +46,8 @@ var (
 type holding struct {
 	refs int
 	file string
+	size int // connections the holding file says
+	peak int // most connections seen held by the test at once
 }
 
 // SetTestConns sets how many connections one test of the package may hold
@@ -77,13 +88,15 @@ func reserve(t testing.TB) {
 	if !first {
 		return
 	}
-	file, err := acquire(dir, limit, min(testConns, limit))
+	n := min(testConns, limit)
+	file, err := acquire(dir, limit, n)
 	if err != nil {
 		t.Fatalf("dbtest: connection budget: %v", err)
 	}
 	heldMu.Lock()
-	h.file = file
+	h.file, h.size = file, n
 	heldMu.Unlock()
+	samplerOnce.Do(func() { go sample() })
 }
 
 func release(key string) {
@@ -96,7 +109,85 @@ func release(key string) {
 	delete(held, key)
 	if h.file != "" {
 		_ = os.Remove(h.file)
+		if h.peak > 0 {
+			recordPeak(filepath.Dir(h.file), key, h.peak)
+		}
 	}
+}
+
+// recordPeak appends "binary test peak share" to dir's peaks file.
+func recordPeak(dir, test string, peak int) {
+	f, err := os.OpenFile(filepath.Join(dir, "peaks"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintf(f, "%s %s %d %d\n", filepath.Base(os.Args[0]), test, peak, testConns)
+}
+
+var samplerOnce sync.Once
+
+// sampleEvery is how often a binary counts its tests' connections.
+const sampleEvery = 250 * time.Millisecond
+
+// sample counts, while the binary's tests hold shares, the connections
+// each holds (by application_name, on the package's admin connection),
+// keeps each test's peak, and raises a holding to what its test holds when
+// that is more than its share.
+func sample() {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for range tick.C {
+		heldMu.Lock()
+		busy := len(held) > 0
+		heldMu.Unlock()
+		mu.Lock()
+		pool := admin
+		mu.Unlock()
+		if !busy || pool == nil {
+			continue
+		}
+		counts, err := connsByTest(pool)
+		if err != nil {
+			continue
+		}
+		var grow []*holding
+		heldMu.Lock()
+		for key, h := range held {
+			n := counts[appName(key)]
+			h.peak = max(h.peak, n)
+			if n > h.size && h.file != "" {
+				grow = append(grow, h)
+			}
+		}
+		heldMu.Unlock()
+		for _, h := range grow {
+			raise(h)
+		}
+	}
+}
+
+// raise rewrites h's holding to the connections its test holds.
+func raise(h *holding) {
+	heldMu.Lock()
+	file := h.file
+	heldMu.Unlock()
+	lock, err := os.OpenFile(filepath.Join(filepath.Dir(file), "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX) != nil {
+		return
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if h.refs == 0 || h.file == "" {
+		return // ended meanwhile
+	}
+	h.size = max(h.size, h.peak)
+	_ = os.WriteFile(h.file, []byte(strconv.Itoa(h.size)), 0o644)
 }
 
 // acquire waits until n fits within limit beside the live holdings in dir

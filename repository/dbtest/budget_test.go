@@ -1,9 +1,16 @@
 package dbtest
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/switchboard/internal/polltest"
 )
 
 // TestBudgetHoldingsFitTheLimit: a holding that does not fit beside the
@@ -60,5 +67,53 @@ func TestBudgetSubtestsShareTheirTestsHolding(t *testing.T) {
 	})
 	if n, _ := holdings(dir); n != 0 {
 		t.Fatalf("held %d after the test ended", n)
+	}
+}
+
+// TestBudgetCountsWhatATestHolds: a test holding more connections than
+// its share has its holding raised to what it holds (counted in
+// pg_stat_activity by its application_name), and its peak is recorded
+// when it ends.
+func TestBudgetCountsWhatATestHolds(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TEST_DB_BUDGET", "20")
+	t.Setenv("TEST_DB_BUDGET_DIR", dir)
+	prev := testConns
+	SetTestConns(1)
+	t.Cleanup(func() { SetTestConns(prev) })
+	t.Run("test", func(t *testing.T) {
+		pool, _ := Schema(t)
+		var conns []*pgxpool.Conn
+		for range PoolConns {
+			c, err := pool.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		defer func() {
+			for _, c := range conns {
+				c.Release()
+			}
+		}()
+		if !polltest.Every(10*time.Second, 50*time.Millisecond, func() bool {
+			n, _ := holdings(dir)
+			return n >= PoolConns
+		}) {
+			n, _ := holdings(dir)
+			t.Fatalf("held %d while the test holds %d connections on a share of 1", n, PoolConns)
+		}
+	})
+	if n, _ := holdings(dir); n != 0 {
+		t.Fatalf("held %d after the test ended", n)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "peaks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bin, test string
+	var peak, share int
+	if _, err := fmt.Sscan(string(b), &bin, &test, &peak, &share); err != nil || test != t.Name() || peak < PoolConns || share != 1 {
+		t.Fatalf("peaks file %q (%v); want %s's peak of at least %d against a share of 1", b, err, t.Name(), PoolConns)
 	}
 }
