@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -17,13 +20,38 @@ func runEnv(model *llmtest.Server, token string, extra ...string) []string {
 		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-fault-test", "LLM_MAX_RETRIES=0"}, extra...)
 }
 
+// countRows runs a count on db through the test's one pool on it
+// (poolOn): a poll calling it every 50 ms opens no new pools.
 func countRows(t *testing.T, db, q string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := dbtest.PoolFor(t, db).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+	if err := poolOn(t, db).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// testPools holds each test's pool per database URL (poolOn).
+var testPools sync.Map // poolKey → *pgxpool.Pool
+
+type poolKey struct {
+	t  *testing.T
+	db string
+}
+
+// poolOn returns t's pool on db, opening it (dbtest.PoolFor) at the first
+// call: a new pool per call would hold a connection per call until its
+// idle timeout, dozens in a poll.
+func poolOn(t *testing.T, db string) *pgxpool.Pool {
+	t.Helper()
+	k := poolKey{t, db}
+	if p, ok := testPools.Load(k); ok {
+		return p.(*pgxpool.Pool)
+	}
+	p := dbtest.PoolFor(t, db)
+	testPools.Store(k, p)
+	t.Cleanup(func() { testPools.Delete(k) })
+	return p
 }
 
 // TestFaultKill9BeforeJobPickupAnswersOnce: the run row and its job commit
@@ -225,7 +253,7 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	model := llmtest.NewServer(t)
 	const token = "fault-inproc-token-0123456789"
 	a := startProc(t, bin, db, runEnv(model, token)...)
-	conn, err := dbtest.PoolFor(t, db).Acquire(context.Background())
+	conn, err := poolOn(t, db).Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
