@@ -35,8 +35,12 @@ var (
 // ProcessConns is what one test running service processes counts for in
 // the suite's connection budget (dbtest.SetTestConns): its processes'
 // pools, which open connections as they are used and close idle ones
-// after 2 s (FrugalURL).
-const ProcessConns = 20
+// after 2 s (FrugalURL), and the test's own pool. Measured per test with
+// the budget's count of what each test holds (dbtest, application_name):
+// at most 10 in e2e (two or three processes at once), ... in
+// cmd/switchboard; a test found holding more has its holding raised while
+// it runs.
+const ProcessConns = 12
 
 // Main is TestMain for a package whose tests run whole service processes.
 // It runs them one at a time unless TEST_PARALLEL_PROCESSES=1: each process

@@ -44,10 +44,11 @@ var (
 )
 
 type holding struct {
-	refs int
-	file string
-	size int // connections the holding file says
-	peak int // most connections seen held by the test at once
+	refs  int
+	file  string
+	share int // connections reserved when the test began
+	size  int // connections the holding file says
+	peak  int // most connections seen held by the test at once
 }
 
 // SetTestConns sets how many connections one test of the package may hold
@@ -66,10 +67,21 @@ func budget() (int, string) {
 	return n, dir
 }
 
+// Reserve holds n connections of the suite's budget for t's top-level test
+// instead of its package's share (SetTestConns), for a test that holds
+// more by design (say two service processes with pools of 10). Call it
+// before the test first uses the database; later it changes nothing.
+func Reserve(t testing.TB, n int) {
+	t.Helper()
+	reserveN(t, n)
+}
+
 // reserve holds the test's share of the suite's budget until it ends: one
 // holding per top-level test, which its subtests share, so a test never
 // waits for itself.
-func reserve(t testing.TB) {
+func reserve(t testing.TB) { reserveN(t, testConns) }
+
+func reserveN(t testing.TB, conns int) {
 	limit, dir := budget()
 	if limit == 0 {
 		return
@@ -88,13 +100,13 @@ func reserve(t testing.TB) {
 	if !first {
 		return
 	}
-	n := min(testConns, limit)
+	n := min(conns, limit)
 	file, err := acquire(dir, limit, n)
 	if err != nil {
 		t.Fatalf("dbtest: connection budget: %v", err)
 	}
 	heldMu.Lock()
-	h.file, h.size = file, n
+	h.file, h.share, h.size = file, n, n
 	heldMu.Unlock()
 	samplerOnce.Do(func() { go sample() })
 }
@@ -110,19 +122,19 @@ func release(key string) {
 	if h.file != "" {
 		_ = os.Remove(h.file)
 		if h.peak > 0 {
-			recordPeak(filepath.Dir(h.file), key, h.peak)
+			recordPeak(filepath.Dir(h.file), key, h.peak, h.share)
 		}
 	}
 }
 
 // recordPeak appends "binary test peak share" to dir's peaks file.
-func recordPeak(dir, test string, peak int) {
+func recordPeak(dir, test string, peak, share int) {
 	f, err := os.OpenFile(filepath.Join(dir, "peaks"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	_, _ = fmt.Fprintf(f, "%s %s %d %d\n", filepath.Base(os.Args[0]), test, peak, testConns)
+	_, _ = fmt.Fprintf(f, "%s %s %d %d\n", filepath.Base(os.Args[0]), test, peak, share)
 }
 
 var samplerOnce sync.Once
