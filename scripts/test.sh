@@ -70,9 +70,9 @@ fi
 # counts its tests' connections every 250 ms and raises the holding of a
 # test found holding more than its share, and the run ends with each
 # package's largest per-test peak and, polled here every 0.5 s, the most
-# connections the suite's tests held at once. TEST_DB_BUDGET and
-# TEST_PARALLEL_* decide when set. A server not reachable here (the tests
-# then start their own) is not asked.
+# connections the suite's tests held at once. TEST_DB_BUDGET,
+# TEST_DB_BUDGET_DIR (below) and TEST_PARALLEL_* decide when set. A server
+# not reachable here (the tests then start their own) is not asked.
 db_url=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&connect_timeout=2}
 free=""
 if command -v psql >/dev/null 2>&1; then
@@ -83,11 +83,16 @@ if [ -n "$free" ]; then
   if [ "$free" -lt 32 ]; then budget=$((free > 5 ? free - 4 : 1)); fi
   echo "test.sh: PostgreSQL has $free connections free: tests hold at most ${TEST_DB_BUDGET:-$budget} at once" >&2
 fi
-budget_dir=$(mktemp -d)
+# The budget's directory: its own, unless TEST_DB_BUDGET_DIR names one
+# shared with other suites on the machine (kept; its peaks file then
+# holds theirs too).
+budget_dir=${TEST_DB_BUDGET_DIR:-}
+own_dir=""
+if [ -z "$budget_dir" ]; then budget_dir=$(mktemp -d); own_dir=$budget_dir; fi
 poller=""
 cleanup() {
   if [ -n "$poller" ]; then kill "$poller" 2>/dev/null || true; fi
-  rm -rf "$budget_dir"
+  if [ -n "$own_dir" ]; then rm -rf "$own_dir"; fi
 }
 trap cleanup EXIT
 export TEST_DB_BUDGET=${TEST_DB_BUDGET:-$budget} TEST_DB_BUDGET_DIR=$budget_dir
@@ -101,7 +106,7 @@ if [ -n "$free" ]; then
     while sleep 0.5; do
       n=$(psql "$db_url" -Atc "select count(*) from pg_stat_activity where application_name like '%.test %'" 2>/dev/null || echo 0)
       n=${n:-0}
-      if [ "$n" -gt "$peak" ]; then peak=$n; echo "$peak" > "$budget_dir/suite-peak"; fi
+      if [ "$n" -gt "$peak" ]; then peak=$n; echo "$peak" > "$budget_dir/suite-peak.$$"; fi
     done
   ) &
   poller=$!
@@ -125,7 +130,8 @@ if [ -f "$budget_dir/peaks" ]; then
   echo "test.sh: PostgreSQL connections per test, the most of each package (peak/share; over its share: raised while it ran):" >&2
   sort -k1,1 -k3,3nr "$budget_dir/peaks" | awk '!seen[$1]++ { printf "  %s %s %d/%d%s\n", $1, $2, $3, $4, ($3 > $4 ? "  OVER" : "") }' >&2
 fi
-if [ -f "$budget_dir/suite-peak" ]; then
-  echo "test.sh: the suite's tests held at most $(cat "$budget_dir/suite-peak") PostgreSQL connections at once" >&2
+if [ -f "$budget_dir/suite-peak.$$" ]; then
+  echo "test.sh: the suite's tests held at most $(cat "$budget_dir/suite-peak.$$") PostgreSQL connections at once" >&2
+  rm -f "$budget_dir/suite-peak.$$"
 fi
 exit "$status"
