@@ -37,8 +37,9 @@ var (
 // pools, which open connections as they are used and close idle ones
 // after 2 s (FrugalURL), and the test's own pool. Measured per test with
 // the budget's count of what each test holds (dbtest, application_name):
-// at most 10 in e2e (two or three processes at once), ... in
-// cmd/switchboard; a test found holding more has its holding raised while
+// at most 11 in e2e (up to three processes at once) and in
+// cmd/switchboard. A test holding more by design reserves its own
+// (dbtest.Reserve); one found holding more has its holding raised while
 // it runs.
 const ProcessConns = 12
 
