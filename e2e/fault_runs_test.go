@@ -54,33 +54,24 @@ func poolOn(t *testing.T, db string) *pgxpool.Pool {
 	return p
 }
 
-// TestFaultKill9BeforeJobPickupAnswersOnce: the run row and its job commit
-// with the user's message. A process that stores the question but works no
-// turns (AGENT_WORKERS=0, as a web-only instance) is killed (-9) before any
-// worker picks the job up; the next process answers the question once, from
-// that job: the reaper enqueues nothing.
-func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
-	t.Parallel()
-	bin := buildBinary(t)
-	db := migratedDB(t)
-	model := llmtest.NewServer(t)
-	const token = "fault-pickup-token-0123456789"
-	a := startProc(t, bin, db, runEnv(model, token, "AGENT_WORKERS=0")...)
-	posted := newOwnerClient(a.URL, token).post("question before the crash", "pickup-q1")
+// askBeforeTheCrash posts the question the in-process fault tests ask a
+// process they then kill, and returns its message id.
+func askBeforeTheCrash(t *testing.T, p *serveProc, token, key string) int64 {
+	t.Helper()
+	posted := newOwnerClient(p.URL, token).post("question before the crash", key)
 	if posted.Status != 201 {
 		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
 	}
-	q := posted.Message.ID
-	// Committed together: the queued run and its waiting job.
-	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
-		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'available'`, q); n != 1 {
-		t.Fatalf("queued run with a waiting job for the question: %d; want 1", n)
-	}
-	a.kill9()
+	return posted.Message.ID
+}
 
+// answeredOnceFromItsJob starts the next process on db and checks that it
+// answers question q once, from the job committed with its run: nothing
+// re-enqueued, not by the reaper, one model call.
+func answeredOnceFromItsJob(t *testing.T, bin, db string, model *llmtest.Server, token string, q int64, within time.Duration) {
+	t.Helper()
 	b := startProc(t, bin, db, runEnv(model, token)...)
-	cb := newOwnerClient(b.URL, token)
-	replies := cb.waitReplies(t, q, 15*time.Second, time.Second)
+	replies := newOwnerClient(b.URL, token).waitReplies(t, q, within, time.Second)
 	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
 		t.Fatalf("replies after the restart: %+v; want one answer", replies)
 	}
@@ -93,6 +84,28 @@ func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
 	if n := model.RequestCount(); n != 1 {
 		t.Fatalf("model calls: %d; want 1", n)
 	}
+}
+
+// TestFaultKill9BeforeJobPickupAnswersOnce: the run row and its job commit
+// with the user's message. A process that stores the question but works no
+// turns (AGENT_WORKERS=0, as a web-only instance) is killed (-9) before any
+// worker picks the job up; the next process answers the question once, from
+// that job: the reaper enqueues nothing.
+func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db := migratedDB(t)
+	model := llmtest.NewServer(t)
+	const token = "fault-pickup-token-0123456789"
+	a := startProc(t, bin, db, runEnv(model, token, "AGENT_WORKERS=0")...)
+	q := askBeforeTheCrash(t, a, token, "pickup-q1")
+	// Committed together: the queued run and its waiting job.
+	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
+		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'available'`, q); n != 1 {
+		t.Fatalf("queued run with a waiting job for the question: %d; want 1", n)
+	}
+	a.kill9()
+	answeredOnceFromItsJob(t, bin, db, model, token, q, 15*time.Second)
 }
 
 // TestFaultQueuedRunsAnsweredAfterRestart: one run in progress and three
@@ -261,12 +274,8 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_lock(7302, hashtext(current_schema() || '/global'))`); err != nil {
 		t.Fatal(err)
 	}
-	posted := newOwnerClient(a.URL, token).post("question before the crash", "inproc-q1")
-	if posted.Status != 201 {
-		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
-	}
+	q := askBeforeTheCrash(t, a, token, "inproc-q1")
 	a.kill9()
-	q := posted.Message.ID
 	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
 		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'scheduled'`, q); n != 1 {
 		t.Fatalf("queued runs with a scheduled (fallback) job for the question: %d; want 1", n)
@@ -274,22 +283,7 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`); err != nil {
 		t.Fatal(err)
 	}
-
-	b := startProc(t, bin, db, runEnv(model, token)...)
-	cb := newOwnerClient(b.URL, token)
-	replies := cb.waitReplies(t, q, 20*time.Second, time.Second)
-	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
-		t.Fatalf("replies after the restart: %+v; want one answer", replies)
-	}
-	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
-		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
-	}
-	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
-		t.Fatal("the reaper enqueued a job")
-	}
-	if n := model.RequestCount(); n != 1 {
-		t.Fatalf("model calls: %d; want 1", n)
-	}
+	answeredOnceFromItsJob(t, bin, db, model, token, q, 20*time.Second)
 }
 
 // TestFaultInProcessRunIsNotRunAgainByItsJob: a question answered by the
