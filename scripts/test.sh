@@ -62,8 +62,10 @@ fi
 # package's share per test (5; 14 for a test starting whole instances,
 # app/apptest; 12 for one running service processes, internal/servetest;
 # the shares are the most a test was measured to hold, and a test holding
-# more by design reserves its own, dbtest.Reserve) fits beside what the running tests of every test binary hold, and gives
-# it back when it ends: a budget of 28, or what is free less 4 when fewer
+# more by design reserves its own, dbtest.Reserve) fits beside what the
+# running tests of every test binary hold and what the tests that began
+# to wait before it need (first come, first served), and gives it back
+# when it ends: a budget of 28, or what is free less 4 when fewer
 # than 32 are free (a test whose share is larger than the budget then runs
 # alone). The shares are checked while the tests run: each connection
 # names its test binary, process and test (application_name), each binary

@@ -24,7 +24,8 @@ import (
 //
 // The binaries count holdings under a lock file: a holding is a file
 // named after its process (pid.n) holding its size; one whose process has
-// died counts for nothing.
+// died counts for nothing. Tests are let in in the order they began to
+// wait (acquire), so a large share is not passed over by smaller ones.
 //
 // A share is checked against what the test really holds: every connection
 // a test opens, and those of the processes it starts on a URL it was
@@ -204,12 +205,24 @@ func raise(h *holding) {
 
 // acquire waits until n fits within limit beside the live holdings in dir
 // and records a holding of n, returning its file. It polls every 50 ms: a
-// holding ends when a test of another process ends.
+// holding ends when a test of another process ends. Tests are let in in
+// the order they began to wait: a waiter is recorded as a file (w.pid.n:
+// when it began, and its n), and n fits only beside the holdings and the
+// needs of the live waiters that came before it, so a test needing a large
+// share is not passed over for ever by smaller ones.
 func acquire(dir string, limit, n int) (string, error) {
+	heldMu.Lock()
+	seq++
+	me := filepath.Join(dir, fmt.Sprintf("w.%d.%d", os.Getpid(), seq))
+	heldMu.Unlock()
+	if err := os.WriteFile(me, fmt.Appendf(nil, "%d %d", time.Now().UnixNano(), n), 0o644); err != nil {
+		return "", err
+	}
+	defer os.Remove(me)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		file, err := tryAcquire(dir, limit, n)
+		file, err := tryAcquire(dir, limit, n, me)
 		if file != "" || err != nil {
 			return file, err
 		}
@@ -217,7 +230,10 @@ func acquire(dir string, limit, n int) (string, error) {
 	}
 }
 
-func tryAcquire(dir string, limit, n int) (string, error) {
+// tryAcquire records a holding of n when it fits within limit beside the
+// live holdings and the waiters ahead of me (the caller's waiter file; ""
+// when it has none: every waiter is ahead).
+func tryAcquire(dir string, limit, n int, me string) (string, error) {
 	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
@@ -231,7 +247,7 @@ func tryAcquire(dir string, limit, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if used+n > limit {
+	if used+waitingAhead(dir, me)+n > limit {
 		return "", nil
 	}
 	heldMu.Lock()
@@ -239,6 +255,48 @@ func tryAcquire(dir string, limit, n int) (string, error) {
 	file := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), seq))
 	heldMu.Unlock()
 	return file, os.WriteFile(file, []byte(strconv.Itoa(n)), 0o644)
+}
+
+// waitingAhead sums the needs of the live waiters in dir that began to
+// wait before me, removing those of processes that died.
+func waitingAhead(dir, me string) int {
+	var mine int64 = -1
+	if me != "" {
+		if b, err := os.ReadFile(me); err == nil {
+			_, _ = fmt.Sscan(string(b), &mine)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	sum := 0
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "w.")
+		pid, _, _ := strings.Cut(rest, ".")
+		p, err := strconv.Atoi(pid)
+		path := filepath.Join(dir, e.Name())
+		if !ok || err != nil || path == me {
+			continue
+		}
+		if syscall.Kill(p, 0) == syscall.ESRCH {
+			_ = os.Remove(path)
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var since int64
+		var need int
+		if _, err := fmt.Sscan(string(b), &since, &need); err != nil {
+			continue
+		}
+		if mine < 0 || since < mine || (since == mine && path < me) {
+			sum += need
+		}
+	}
+	return sum
 }
 
 // holdings sums the live holdings in dir, removing those of processes

@@ -17,14 +17,14 @@ import (
 // live ones waits; one whose process died counts for nothing.
 func TestBudgetHoldingsFitTheLimit(t *testing.T) {
 	dir := t.TempDir()
-	first, err := tryAcquire(dir, 10, 6)
+	first, err := tryAcquire(dir, 10, 6, "")
 	if err != nil || first == "" {
 		t.Fatalf("6 of 10 free: %q %v", first, err)
 	}
-	if f, err := tryAcquire(dir, 10, 6); f != "" || err != nil {
+	if f, err := tryAcquire(dir, 10, 6, ""); f != "" || err != nil {
 		t.Fatalf("6 more of 10 with 6 held: given (%q %v)", f, err)
 	}
-	if f, err := tryAcquire(dir, 10, 4); f == "" || err != nil {
+	if f, err := tryAcquire(dir, 10, 4, ""); f == "" || err != nil {
 		t.Fatalf("4 more of 10 with 6 held: %q %v", f, err)
 	}
 	if err := os.Remove(first); err != nil {
@@ -35,7 +35,7 @@ func TestBudgetHoldingsFitTheLimit(t *testing.T) {
 	if err := os.WriteFile(dead, []byte("6"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := tryAcquire(dir, 10, 6); f == "" || err != nil {
+	if f, err := tryAcquire(dir, 10, 6, ""); f == "" || err != nil {
 		t.Fatalf("6 of 10 with 4 held and a dead process's 6: %q %v", f, err)
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
@@ -115,5 +115,29 @@ func TestBudgetCountsWhatATestHolds(t *testing.T) {
 	var peak, share int
 	if _, err := fmt.Sscan(string(b), &bin, &test, &peak, &share); err != nil || test != t.Name() || peak < PoolConns || share != 1 {
 		t.Fatalf("peaks file %q (%v); want %s's peak of at least %d against a share of 1", b, err, t.Name(), PoolConns)
+	}
+}
+
+// TestBudgetLetsWaitersInInOrder: a share that would fit beside the
+// holdings waits while a waiter that came first still needs room; the one
+// that came first is not held back by later ones.
+func TestBudgetLetsWaitersInInOrder(t *testing.T) {
+	dir := t.TempDir()
+	if f, err := tryAcquire(dir, 10, 6, ""); f == "" || err != nil {
+		t.Fatalf("6 of 10 free: %q %v", f, err)
+	}
+	first := filepath.Join(dir, fmt.Sprintf("w.%d.1", os.Getpid()))
+	later := filepath.Join(dir, fmt.Sprintf("w.%d.2", os.Getpid()))
+	if err := os.WriteFile(first, []byte("100 6"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(later, []byte("200 4"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := tryAcquire(dir, 10, 4, later); f != "" || err != nil {
+		t.Fatalf("4 with 6 held and a waiter for 6 ahead: given (%q %v)", f, err)
+	}
+	if f, err := tryAcquire(dir, 10, 4, first); f == "" || err != nil {
+		t.Fatalf("4 for the first waiter with 6 held: %q %v", f, err)
 	}
 }
