@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -17,13 +20,70 @@ func runEnv(model *llmtest.Server, token string, extra ...string) []string {
 		"LLM_MODEL=gpt-4o-mini", "LLM_API_KEY=sk-fault-test", "LLM_MAX_RETRIES=0"}, extra...)
 }
 
+// countRows runs a count on db through the test's one pool on it
+// (poolOn): a poll calling it every 50 ms opens no new pools.
 func countRows(t *testing.T, db, q string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := dbtest.PoolFor(t, db).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+	if err := poolOn(t, db).QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// testPools holds each test's pool per database URL (poolOn).
+var testPools sync.Map // poolKey → *pgxpool.Pool
+
+type poolKey struct {
+	t  *testing.T
+	db string
+}
+
+// poolOn returns t's pool on db, opening it (dbtest.PoolFor) at the first
+// call: a new pool per call would hold a connection per call until its
+// idle timeout, dozens in a poll.
+func poolOn(t *testing.T, db string) *pgxpool.Pool {
+	t.Helper()
+	k := poolKey{t, db}
+	if p, ok := testPools.Load(k); ok {
+		return p.(*pgxpool.Pool)
+	}
+	p := dbtest.PoolFor(t, db)
+	testPools.Store(k, p)
+	t.Cleanup(func() { testPools.Delete(k) })
+	return p
+}
+
+// askBeforeTheCrash posts the question the in-process fault tests ask a
+// process they then kill, and returns its message id.
+func askBeforeTheCrash(t *testing.T, p *serveProc, token, key string) int64 {
+	t.Helper()
+	posted := newOwnerClient(p.URL, token).post("question before the crash", key)
+	if posted.Status != 201 {
+		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
+	}
+	return posted.Message.ID
+}
+
+// answeredOnceFromItsJob starts the next process on db and checks that it
+// answers question q once, from the job committed with its run: nothing
+// re-enqueued, not by the reaper, one model call.
+func answeredOnceFromItsJob(t *testing.T, bin, db string, model *llmtest.Server, token string, q int64, within time.Duration) {
+	t.Helper()
+	b := startProc(t, bin, db, runEnv(model, token)...)
+	replies := newOwnerClient(b.URL, token).waitReplies(t, q, within, time.Second)
+	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
+		t.Fatalf("replies after the restart: %+v; want one answer", replies)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
+		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
+	}
+	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
+		t.Fatal("the reaper enqueued a job")
+	}
+	if n := model.RequestCount(); n != 1 {
+		t.Fatalf("model calls: %d; want 1", n)
+	}
 }
 
 // TestFaultKill9BeforeJobPickupAnswersOnce: the run row and its job commit
@@ -38,33 +98,14 @@ func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
 	model := llmtest.NewServer(t)
 	const token = "fault-pickup-token-0123456789"
 	a := startProc(t, bin, db, runEnv(model, token, "AGENT_WORKERS=0")...)
-	posted := newOwnerClient(a.URL, token).post("question before the crash", "pickup-q1")
-	if posted.Status != 201 {
-		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
-	}
-	q := posted.Message.ID
+	q := askBeforeTheCrash(t, a, token, "pickup-q1")
 	// Committed together: the queued run and its waiting job.
 	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
 		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'available'`, q); n != 1 {
 		t.Fatalf("queued run with a waiting job for the question: %d; want 1", n)
 	}
 	a.kill9()
-
-	b := startProc(t, bin, db, runEnv(model, token)...)
-	cb := newOwnerClient(b.URL, token)
-	replies := cb.waitReplies(t, q, 15*time.Second, time.Second)
-	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
-		t.Fatalf("replies after the restart: %+v; want one answer", replies)
-	}
-	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
-		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
-	}
-	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
-		t.Fatal("the reaper enqueued a job")
-	}
-	if n := model.RequestCount(); n != 1 {
-		t.Fatalf("model calls: %d; want 1", n)
-	}
+	answeredOnceFromItsJob(t, bin, db, model, token, q, 15*time.Second)
 }
 
 // TestFaultQueuedRunsAnsweredAfterRestart: one run in progress and three
@@ -225,7 +266,7 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	model := llmtest.NewServer(t)
 	const token = "fault-inproc-token-0123456789"
 	a := startProc(t, bin, db, runEnv(model, token)...)
-	conn, err := dbtest.PoolFor(t, db).Acquire(context.Background())
+	conn, err := poolOn(t, db).Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,12 +274,8 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_lock(7302, hashtext(current_schema() || '/global'))`); err != nil {
 		t.Fatal(err)
 	}
-	posted := newOwnerClient(a.URL, token).post("question before the crash", "inproc-q1")
-	if posted.Status != 201 {
-		t.Fatalf("post: %d %s %v", posted.Status, posted.Body, posted.Err)
-	}
+	q := askBeforeTheCrash(t, a, token, "inproc-q1")
 	a.kill9()
-	q := posted.Message.ID
 	if n := countRows(t, db, `SELECT count(*) FROM agent_runs r JOIN river_job j ON j.kind = 'agent_turn' AND (j.args->>'run_id')::bigint = r.id
 		WHERE r.trigger_message_id = $1 AND r.status = 'queued' AND j.state = 'scheduled'`, q); n != 1 {
 		t.Fatalf("queued runs with a scheduled (fallback) job for the question: %d; want 1", n)
@@ -246,22 +283,7 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`); err != nil {
 		t.Fatal(err)
 	}
-
-	b := startProc(t, bin, db, runEnv(model, token)...)
-	cb := newOwnerClient(b.URL, token)
-	replies := cb.waitReplies(t, q, 20*time.Second, time.Second)
-	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
-		t.Fatalf("replies after the restart: %+v; want one answer", replies)
-	}
-	if n := countRows(t, db, `SELECT count(*) FROM river_job WHERE kind = 'agent_turn'`); n != 1 {
-		t.Fatalf("agent_turn jobs: %d; want the one committed with the run (nothing re-enqueued)", n)
-	}
-	if strings.Contains(b.Stdout.String()+b.Stderr.String(), "reaper: queued runs given to a new job") {
-		t.Fatal("the reaper enqueued a job")
-	}
-	if n := model.RequestCount(); n != 1 {
-		t.Fatalf("model calls: %d; want 1", n)
-	}
+	answeredOnceFromItsJob(t, bin, db, model, token, q, 20*time.Second)
 }
 
 // TestFaultInProcessRunIsNotRunAgainByItsJob: a question answered by the

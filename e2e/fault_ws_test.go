@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/repository"
+	"github.com/switchboard/switchboard/repository/dbtest"
 )
 
 // TestFaultWebsocketDropsDuringBurst posts a burst of messages to one
@@ -22,7 +23,9 @@ func TestFaultWebsocketDropsDuringBurst(t *testing.T) {
 	bin := buildBinary(t)
 	// Both processes serve one timeline (one turn worker at a time): a pool
 	// of 10 each keeps the burst within the suite's connection budget
-	// instead of the 53 their default workers may open.
+	// instead of the 53 their default workers may open. The test holds
+	// them both and a few of its own (22 and 24 measured).
+	dbtest.Reserve(t, 2*10+4)
 	db := repository.WithParam(migratedDB(t), "pool_max_conns", "10")
 	const token = "fault-ws-token-0123456789"
 	env := []string{"WEB_AUTH_TOKEN=" + token, "RATE_LIMIT_PER_MINUTE=0"}

@@ -116,8 +116,13 @@ func Do(t testing.TB, method, url, token, body string, hdr ...string) (*http.Res
 const PoolSize = 8
 
 // TestConns is what one test starting instances counts for in the suite's
-// connection budget (dbtest.SetTestConns): an instance's pool, a test pool
-// beside it, and a share of the package's schema connections.
+// connection budget (dbtest.SetTestConns): an instance's pool (PoolSize,
+// idle connections let go after 2 s), a test pool beside it, and a share
+// of the package's schema connections. Measured per test with the
+// budget's count of what each test holds (dbtest, application_name): at
+// most 8 in channels/openai and 13 in channels/tui (an instance restarted
+// on its schema); a test found holding more has its holding raised while
+// it runs.
 const TestConns = PoolSize + dbtest.PoolConns + 2
 
 // Main is TestMain for a package whose tests start instances: dbtest.Main

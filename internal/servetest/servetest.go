@@ -35,8 +35,13 @@ var (
 // ProcessConns is what one test running service processes counts for in
 // the suite's connection budget (dbtest.SetTestConns): its processes'
 // pools, which open connections as they are used and close idle ones
-// after 2 s (FrugalURL).
-const ProcessConns = 20
+// after 2 s (FrugalURL), and the test's own pool. Measured per test with
+// the budget's count of what each test holds (dbtest, application_name):
+// at most 11 in e2e (up to three processes at once) and in
+// cmd/switchboard. A test holding more by design reserves its own
+// (dbtest.Reserve); one found holding more has its holding raised while
+// it runs.
+const ProcessConns = 12
 
 // Main is TestMain for a package whose tests run whole service processes.
 // It runs them one at a time unless TEST_PARALLEL_PROCESSES=1: each process

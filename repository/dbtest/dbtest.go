@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,22 +98,58 @@ func dropAll() {
 func URL(t testing.TB) string {
 	t.Helper()
 	reserve(t)
-	once.Do(func() { baseURL, initErr = resolve() })
+	once.Do(func() { baseURL, initErr = resolveServer() })
 	if initErr != nil {
 		t.Fatalf("dbtest: no PostgreSQL for tests: %v", initErr)
 	}
-	return baseURL
+	return withAppName(baseURL, t.Name())
 }
 
-func resolve() (string, error) {
-	u, err := resolveServer()
-	if err != nil {
-		return "", err
+// withAppName names the connections opened on url after the test binary,
+// its process and the top-level test (appName), so the suite's use of a
+// shared server can be read per package and per test (pg_stat_activity's
+// application_name) and the budget can count what a test holds (budget.go):
+// the pools of processes a test starts on a URL it was given carry its name
+// too.
+func withAppName(url, test string) string {
+	name := appName(test)
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		return repository.WithParam(url, "application_name", neturl.PathEscape(name))
 	}
-	// Connections say which test binary holds them (pg_stat_activity's
-	// application_name), so the suite's use of a shared server can be read
-	// per package.
-	return repository.WithParam(u, "application_name", filepath.Base(os.Args[0])), nil
+	return repository.WithParam(url, "application_name", "'"+name+"'")
+}
+
+// appName is "pkg.test pid TestName" for the top-level test of test ("":
+// the binary's own connections), cut to PostgreSQL's 63 bytes.
+func appName(test string) string {
+	name := fmt.Sprintf("%s %d", filepath.Base(os.Args[0]), os.Getpid())
+	if test != "" {
+		top, _, _ := strings.Cut(test, "/")
+		name += " " + top
+	}
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
+// connsByTest counts the connections of this binary's tests by
+// application_name.
+func connsByTest(pool *pgxpool.Pool) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT application_name, count(*)::int FROM pg_stat_activity WHERE starts_with(application_name, $1) GROUP BY 1`, appName("")+" ")
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	var name string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		counts[name] = n
+		return nil
+	})
+	return counts, err
 }
 
 func resolveServer() (string, error) {
@@ -153,7 +190,7 @@ func resolveServer() (string, error) {
 // openAdmin opens the package's one connection for creating, emptying and
 // dropping schemas; it is let go when idle.
 func openAdmin(ctx context.Context, url string) error {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(withAppName(url, ""))
 	if err != nil {
 		return err
 	}
@@ -199,7 +236,7 @@ func newMigratedSchema() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg, err := pgxpool.ParseConfig(SchemaURL(baseURL, schema))
+	cfg, err := pgxpool.ParseConfig(SchemaURL(withAppName(baseURL, ""), schema))
 	if err != nil {
 		return "", err
 	}
@@ -345,7 +382,7 @@ func EmptySchema(t testing.TB) (*pgxpool.Pool, string) {
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
-	pool := PoolFor(t, SchemaURL(baseURL, schema))
+	pool := PoolFor(t, SchemaURL(URL(t), schema))
 	t.Cleanup(func() {
 		pool.Close()
 		_, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
-	"github.com/switchboard/switchboard/repository/queue"
 	"github.com/switchboard/switchboard/services"
 )
 
@@ -52,25 +51,12 @@ func TestRunStartedInProcessIsNotRunAgainByItsJob(t *testing.T) {
 	pool, _ := dbtest.Schema(t)
 	store := repository.New(pool)
 	exec := &countingExec{store: store, runs: map[int64]int{}, held: map[int64]bool{}}
-	q, err := queue.New(t.Context(), pool, store, exec, queue.Options{TurnWorkers: 2, PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = q.Stop(sctx)
-	})
+	q := startRunQueue(t, pool, store, exec, 2)
 
 	var run services.Run
 	var msg services.Message
 	var start func(context.Context, services.Message)
-	err = store.Transact(t.Context(), func(tx services.Tx) error {
+	err := store.Transact(t.Context(), func(tx services.Tx) error {
 		var err error
 		if msg, _, err = tx.InsertMessage(t.Context(), services.NewMessage{TimelineScope: "global", Role: services.RoleUser,
 			Source: services.SourceWeb, Content: "hello", Visible: true}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/repository/queue"
@@ -37,6 +39,29 @@ func (e *blockingExec) InterruptRun(ctx context.Context, run services.Run) error
 	return err
 }
 
+// startRunQueue starts a queue on pool with workers turn workers, polling
+// every 50 ms and reaping only when a test asks; at the test's end its
+// context is cancelled and it is stopped.
+func startRunQueue(t *testing.T, pool *pgxpool.Pool, store *repository.Store, exec services.RunExecutor, workers int) *queue.Queue {
+	t.Helper()
+	q, err := queue.New(t.Context(), pool, store, exec, queue.Options{TurnWorkers: workers, PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := q.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = q.Stop(sctx)
+	})
+	t.Cleanup(cancel) // first: the queue's context ends, then it stops
+	return q
+}
+
 // TestRunKeepsItsLockWhenTheLockConnectionDies: the connection holding a
 // timeline's lock dies while its run is in flight on a live worker (what a
 // PostgreSQL failover does to every session). The worker takes the lock
@@ -47,20 +72,7 @@ func TestRunKeepsItsLockWhenTheLockConnectionDies(t *testing.T) {
 	pool, schema := dbtest.Schema(t)
 	store := repository.New(pool)
 	exec := &blockingExec{store: store, started: make(chan int64, 1), release: make(chan struct{}), interrupted: make(chan int64, 4)}
-	q, err := queue.New(t.Context(), pool, store, exec, queue.Options{TurnWorkers: 1, PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = q.Stop(sctx)
-	})
+	q := startRunQueue(t, pool, store, exec, 1)
 
 	tx, err := pool.Begin(t.Context())
 	if err != nil {

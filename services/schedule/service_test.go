@@ -78,6 +78,7 @@ func TestRelativeAtAndLimits(t *testing.T) {
 // used to leave 24 active with the limit at 20).
 func TestActiveLimitHoldsUnderConcurrentCreates(t *testing.T) {
 	t.Parallel()
+	dbtest.Reserve(t, 4+10) // Schema's pool and a pool of 10
 	_, schema := dbtest.Schema(t)
 	pool := dbtest.PoolFor(t, dbtest.SchemaURL(dbtest.URL(t), schema)+"&pool_max_conns=10")
 	store := repository.New(pool)

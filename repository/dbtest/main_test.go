@@ -1,0 +1,5 @@
+package dbtest
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }
