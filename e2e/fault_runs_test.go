@@ -67,11 +67,11 @@ func askBeforeTheCrash(t *testing.T, p *serveProc, token, key string) int64 {
 
 // answeredOnceFromItsJob starts the next process on db and checks that it
 // answers question q once, from the job committed with its run: nothing
-// re-enqueued, not by the reaper, one model call.
-func answeredOnceFromItsJob(t *testing.T, bin, db string, model *llmtest.Server, token string, q int64, within time.Duration) {
+// re-enqueued, not by the reaper, one model call, within 20 s.
+func answeredOnceFromItsJob(t *testing.T, bin, db string, model *llmtest.Server, token string, q int64) {
 	t.Helper()
 	b := startProc(t, bin, db, runEnv(model, token)...)
-	replies := newOwnerClient(b.URL, token).waitReplies(t, q, within, time.Second)
+	replies := newOwnerClient(b.URL, token).waitReplies(t, q, 20*time.Second, time.Second)
 	if len(replies) != 1 || replies[0].Content != "echo: question before the crash" {
 		t.Fatalf("replies after the restart: %+v; want one answer", replies)
 	}
@@ -105,7 +105,7 @@ func TestFaultKill9BeforeJobPickupAnswersOnce(t *testing.T) {
 		t.Fatalf("queued run with a waiting job for the question: %d; want 1", n)
 	}
 	a.kill9()
-	answeredOnceFromItsJob(t, bin, db, model, token, q, 15*time.Second)
+	answeredOnceFromItsJob(t, bin, db, model, token, q)
 }
 
 // TestFaultQueuedRunsAnsweredAfterRestart: one run in progress and three
@@ -283,7 +283,7 @@ func TestFaultKill9BetweenCommitAndInProcessStartAnswersOnce(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`); err != nil {
 		t.Fatal(err)
 	}
-	answeredOnceFromItsJob(t, bin, db, model, token, q, 20*time.Second)
+	answeredOnceFromItsJob(t, bin, db, model, token, q)
 }
 
 // TestFaultInProcessRunIsNotRunAgainByItsJob: a question answered by the
