@@ -23,6 +23,7 @@ import (
 // without its buttons; the call runs once and a second press is told it
 // was already decided.
 func TestApprovalButtonsOnTelegram(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
@@ -94,6 +95,7 @@ func waitAnswer(t *testing.T, strict *tgtest.Strict, q, want string) {
 // (editMessageText on the strict Bot API server, which refuses what the
 // real one refuses); the decision's notice follows as a message.
 func TestApprovalDecidedElsewhereUpdatesTelegram(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}

@@ -21,6 +21,7 @@ import (
 // its notice; the stored row keeps the call as made. A decision naming a
 // client that is not one is refused, naming it, and decides nothing.
 func TestApprovalsAreShownWithSecretsMasked(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	in := startHostile(t, model, "")

@@ -83,6 +83,7 @@ func sources(h *hostile) map[string][]llmtest.Reply {
 // nothing lasts and the attacker gets no request. The same calls in an
 // untainted owner run just work.
 func TestHostileSuite(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	in := startHostile(t, model, "")
@@ -228,6 +229,7 @@ func heldRun(t *testing.T, in *apptest.Instance, model *llmtest.Server, h *hosti
 // once and the run carries on to its answer. The timeline is not blocked
 // while it waits.
 func TestApprovalTwoDecisionsAtOnceExecuteOnce(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	in := startHostile(t, model, "")
@@ -292,6 +294,7 @@ func TestApprovalTwoDecisionsAtOnceExecuteOnce(t *testing.T) {
 // instance on the same database takes the owner's /approve and the call
 // runs once.
 func TestApprovalSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	dbURL := apptest.SchemaURL(t)
@@ -344,6 +347,7 @@ func command(t *testing.T, in *apptest.Instance, text string) string {
 // the path) is held for the owner like remember, and nothing is written;
 // the owner's own run writes it as any file.
 func TestManifestWriteIsPersist(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	in := startHostile(t, model, apptest.SchemaURL(t))

@@ -137,6 +137,9 @@ func TestAPIAnswers503WhenPostgreSQLHasNoConnectionLeft(t *testing.T) {
 // refuses connections for having too many waits and tries again (logging
 // it), and comes up once connections free, instead of exiting.
 func TestStartWaitsForAConnection(t *testing.T) {
+	// Its own PostgreSQL, none of the suite's connections: it waits out
+	// its few seconds beside the other tests.
+	t.Parallel()
 	url := fullCluster(t)
 	var f filler
 	t.Cleanup(f.release)

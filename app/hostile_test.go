@@ -233,6 +233,7 @@ func refused(result string) bool {
 // the search engine got no secret. The same calls in an untainted owner
 // run just work (the secret is refused there too).
 func TestHostileMatrix(t *testing.T) {
+	t.Parallel()
 	w := newInjWorld(t)
 	in, strict, model := mediaInstance(t, func(o *app.Config, m *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
@@ -538,6 +539,7 @@ func TestHostileMatrix(t *testing.T) {
 // fetched page tainted (before: sent at once, as to the owner alone), and
 // allowed in the owner's untainted run.
 func TestSendFileToAGroupIsEgress(t *testing.T) {
+	t.Parallel()
 	w := newInjWorld(t)
 	in, _, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.Fetch.Allow = []string{"127.0.0.1"}
@@ -617,6 +619,7 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 // is told it was not run; nothing is stored or sent until the owner
 // decides, and a denial leaves it so.
 func TestSubAgentObeyingAPageIsHeld(t *testing.T) {
+	t.Parallel()
 	w := newInjWorld(t)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},

@@ -22,8 +22,9 @@ import (
 // is told on Telegram (the strict Bot API server), and the card says
 // Approved, after a reload too.
 func TestPairingCardOnThePage(t *testing.T) {
+	t.Parallel()
 	in, strict, _ := mediaInstance(t, nil)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844),
 		chromedp.Navigate(in.URL+"/login?token="+in.Token), chromedp.WaitVisible(".conn.online")); err != nil {
@@ -93,6 +94,7 @@ func TestPairingCardOnThePage(t *testing.T) {
 // server), and the page's lists follow: the approved one under Approved,
 // nobody waiting.
 func TestPairingsPageFromTheChat(t *testing.T) {
+	t.Parallel()
 	in, strict, _ := mediaInstance(t, nil)
 	anna := tgtest.User{ID: 6161, FirstName: "Anna", Username: "anna"}
 	bob := tgtest.User{ID: 6262, FirstName: "Bob"}
@@ -100,7 +102,7 @@ func TestPairingsPageFromTheChat(t *testing.T) {
 		strict.Send(u, "hello?")
 		strict.WaitMessages(u.ID, 1, 30*time.Second)
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
 	visible := `((sel) => { const e = document.querySelector(sel); if (!e) return "missing " + sel;
 		const r = e.getBoundingClientRect(), s = getComputedStyle(e);

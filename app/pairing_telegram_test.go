@@ -28,6 +28,7 @@ import (
 // stranger's /tools names none of the owner's MCP servers (the owner's
 // does).
 func TestPairingIsAConversation(t *testing.T) {
+	t.Parallel()
 	in, strict, model := mediaInstance(t, func(o *app.Config, _ *llmtest.Server) {
 		o.MCP = mcp.Config{"ownersecretsrv": {Command: "/nonexistent/mcp-server"}}
 	})
@@ -172,6 +173,7 @@ func waitTimeline(t *testing.T, in *apptest.Instance, ok func(services.Message) 
 // server's rules to end with the decision; the command's decision also
 // reaches the owner's timeline as the notice the page marks the card with.
 func TestPairingDecidedElsewhereShowsOnTelegram(t *testing.T) {
+	t.Parallel()
 	in, strict, model := mediaInstance(t, nil)
 	// The owner has talked to the bot (Telegram lets a bot write only to
 	// a chat that has).
@@ -255,6 +257,7 @@ func TestPairingDecidedElsewhereShowsOnTelegram(t *testing.T) {
 // the stranger is told, the request with its buttons is edited to show the
 // decision; a paired stranger's /pair decides nothing.
 func TestPairCommandOnTelegram(t *testing.T) {
+	t.Parallel()
 	in, strict, model := mediaInstance(t, nil)
 	model.Enqueue(llmtest.Text("hi owner"))
 	strict.Send(owner, "hello")

@@ -137,6 +137,7 @@ func nothingLasted(t *testing.T, in *apptest.Instance, w *injWorld) {
 // page). An untainted history runs the same calls freely. Scoped and legacy
 // reads alike.
 func TestTaintThroughHistory(t *testing.T) {
+	t.Parallel()
 	for _, scoped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("scoped=%v", scoped), func(t *testing.T) {
 			w := newInjWorld(t)
@@ -237,6 +238,7 @@ func TestTaintThroughHistory(t *testing.T) {
 // at once; a path carrying the owner's words (not on the page) is held for
 // the owner and the host gets no request.
 func TestTaintedFetchOfANewURLOnAKnownHostIsEgress(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var hits []string
 	got := func() string {
@@ -284,6 +286,7 @@ func TestTaintedFetchOfANewURLOnAKnownHostIsEgress(t *testing.T) {
 // (what the chat page shows under its answer) and its steps (the debug
 // page), with its outcome.
 func TestResumedRunListsTheApprovedCall(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	model := llmtest.NewServer(t)
 	in := startHostile(t, model, "")
@@ -339,6 +342,7 @@ func stepKindsOf(t *testing.T, in *apptest.Instance, run int64) string {
 // remember is held, the run tainted by the earlier handoff and naming the
 // page the child read.
 func TestTaintedHandoffInHistory(t *testing.T) {
+	t.Parallel()
 	w := newInjWorld(t)
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Flags: services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true},

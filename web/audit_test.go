@@ -135,6 +135,7 @@ func TestAuditTrailOfOwnerActions(t *testing.T) {
 // first, 50 rows at a time, the login that opened it on top, and loads
 // older rows on demand.
 func TestDebugPageShowsAuditTrail(t *testing.T) {
+	t.Parallel()
 	in := newOpsInstance(t, false)
 	for i := range 55 {
 		if _, err := in.Store.AppendAudit(t.Context(), services.AuditEntry{Actor: "agent", Action: services.AuditToolCall,
@@ -142,7 +143,7 @@ func TestDebugPageShowsAuditTrail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	poll := func(expr string) error {
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(10*time.Second)))

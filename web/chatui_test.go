@@ -38,6 +38,7 @@ const plantedAnswer = "Tricks:\n\n<script>window.__xss = 1</script>\n\n" +
 // answer being written and, folded, under the answer after a reload; the
 // answer names the question it replies to.
 func TestChatRendersAnswersAndToolWork(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	model.Enqueue(
 		llmtest.Call("write_file", `{"path":"notes.md","content":"meeting on Tuesday"}`),
@@ -46,7 +47,7 @@ func TestChatRendersAnswersAndToolWork(t *testing.T) {
 		llmtest.Text(plantedAnswer))
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	for _, size := range []struct {
 		name string
 		w, h int64
@@ -164,9 +165,10 @@ func TestCommandsAnsweredWithoutTheModel(t *testing.T) {
 // exactly once when the server is back; a message over the limit is refused
 // before sending, naming the limit, and stays in the composer.
 func TestOfflineSendIsResentOnceAndLongPastesGoAsFiles(t *testing.T) {
+	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
 	first := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Token: testToken})
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(first.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
 		t.Fatal(err)
@@ -253,11 +255,12 @@ func TestOfflineSendIsResentOnceAndLongPastesGoAsFiles(t *testing.T) {
 // block and bold text already render (from text nodes: markup in the
 // stream stays text), and the stored answer then replaces the stream.
 func TestStreamingAnswerRendersAsItGrows(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Reply{Text: "Intro with **bold** and <img src=x onerror=window.__xss=9>\n\n```\ncode line\n```\n\nand then many more words follow here slowly until the end", FragmentDelay: 120 * time.Millisecond})
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
 		chromedp.SendKeys("#input", "stream please"), chromedp.Click("#send")); err != nil {
@@ -280,11 +283,12 @@ func TestStreamingAnswerRendersAsItGrows(t *testing.T) {
 // notice on the page has a visible Retry button; pressing it asks the same
 // question again (/retry) and the answer shows.
 func TestRetryAfterAFailedAnswer(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Status(500, ""), llmtest.Text("Sunny, at last."))
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
 		chromedp.SendKeys("#input", "what is the weather"), chromedp.Click("#send")); err != nil {

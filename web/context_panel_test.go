@@ -32,11 +32,12 @@ const panelVisibleJS = `((sel) => { const e = document.querySelector(sel); if (!
 // heading and the next message's request to the fake model still carries
 // the pinned text; unticking removes the pin.
 func TestContextPanelPinsASectionTheModelGets(t *testing.T) {
+	t.Parallel()
 	url, model, dir := ctxInstance(t)
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte(blocksDoc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800),
 		chromedp.Navigate(url+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {

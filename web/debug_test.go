@@ -252,9 +252,10 @@ func TestDebugAPI(t *testing.T) {
 // the runs by a sub-agent's context_scope, open the child run (its steps and
 // parent), then follow the link to the parent (its children and prompt).
 func TestDebugPageInBrowser(t *testing.T) {
+	t.Parallel()
 	in := newOpsInstance(t, false)
 	parent, child := seedRuns(t, in)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(1280, 800),

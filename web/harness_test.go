@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,17 @@ import (
 	"github.com/switchboard/switchboard/services/chat"
 	"github.com/switchboard/switchboard/services/hub"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/web/browsertest"
 	"github.com/switchboard/switchboard/web/wire"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+// TestMain is apptest.Main, then stops the browser the tests share.
+func TestMain(m *testing.M) {
+	dbtest.SetTestConns(apptest.TestConns)
+	code := dbtest.Run(m)
+	browsertest.Close()
+	os.Exit(code)
+}
 
 const testToken = "test-owner-token-0123456789"
 

@@ -25,6 +25,7 @@ import (
 // shows the file as a link that downloads it; a picture attached with the
 // page's button is uploaded with the message and shows as a thumbnail.
 func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
+	t.Parallel()
 	const token = "123456:web-media-token"
 	strict := tgtest.StartStrict(t, token)
 	model := llmtest.NewServer(t)
@@ -42,7 +43,7 @@ func TestSendFileReachesTelegramOnceAndShowsAsALink(t *testing.T) {
 		t.Fatalf("telegram: %d messages", len(got))
 	}
 
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
 		t.Fatal(err)

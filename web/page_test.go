@@ -22,6 +22,7 @@ import (
 // send a message and see it, a second browser context sees messages live,
 // a reload keeps history, and messages from other channels carry labels.
 func TestChatPageEndToEnd(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, newSchemaURL(t))
 	// History from other channels before anyone opens the page.
 	for _, src := range []services.Source{"telegram", "tui"} {
@@ -29,7 +30,7 @@ func TestChatPageEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	a := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	b := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	for _, ctx := range []context.Context{a, b} {
@@ -117,13 +118,14 @@ func shoot(t *testing.T, ctx context.Context, name string, w, h int64) {
 // TestStreamedAnswerInBrowser: the agent's answer grows on the page while
 // the model streams it, then the stored answer replaces the stream.
 func TestStreamedAnswerInBrowser(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	words := strings.Fields("Once upon a time a small switchboard connected every voice in the valley and nobody was ever left without an answer again, the end")
 	full := strings.Join(words, " ")
 	model.Enqueue(llmtest.Reply{Text: full, FragmentDelay: 80 * time.Millisecond})
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(in.URL+"/login?token="+testToken),
@@ -170,6 +172,7 @@ func TestStreamedAnswerInBrowser(t *testing.T) {
 // TestHandoffMarkerOnThePage: a sub-agent's handoff shows as one compact
 // marker line between the question and the answer.
 func TestHandoffMarkerOnThePage(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		switch {
@@ -182,7 +185,7 @@ func TestHandoffMarkerOnThePage(t *testing.T) {
 	})
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithAgent(t, pool, model, services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true})
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(in.URL+"/login?token="+testToken),

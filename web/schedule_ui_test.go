@@ -22,6 +22,7 @@ import (
 // schedule and named after it, rendered as Markdown; later fires that find
 // the same add nothing to the page.
 func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	var fires atomic.Int64
 	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
@@ -33,7 +34,7 @@ func TestScheduleNotificationArrivesLiveOnce(t *testing.T) {
 	})
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Flags: services.Flags{ScopedWrite: true, ScopedRead: true},
 		Configure: func(o *app.Config) { o.Schedule.Limits.MinInterval = time.Second }})
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 90*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
 		t.Fatal(err)

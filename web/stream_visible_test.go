@@ -48,6 +48,7 @@ const visibleJS = `function whyHidden(e) {
 // timeline, hidden by nothing. Screenshots of both sizes go to
 // docs/screenshots.
 func TestStreamingAnswerIsVisible(t *testing.T) {
+	t.Parallel()
 	answer := "Streaming words arrive one by one so the reader can follow the answer while the model is still writing it, " +
 		"and every word should be readable on the page long before the last one comes in at the very end of it all"
 	model := llmtest.NewServer(t)
@@ -56,7 +57,7 @@ func TestStreamingAnswerIsVisible(t *testing.T) {
 	}
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	for _, size := range []struct {
 		name string
 		w, h int64
@@ -104,11 +105,12 @@ func TestStreamingAnswerIsVisible(t *testing.T) {
 // block-level tag shows that tag as text and every line after it, on the
 // page in Chromium (not hidden, with a box), and nothing of it runs.
 func TestRawHTMLLinesVisibleOnThePage(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Text("Here it is:\n<div>\nthe first plain line\nthe second plain line\n</div>\n<script>window.__xss = 1</script>\nand the last line"))
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, model)
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online"),
 		chromedp.SendKeys("#input", "show html"), chromedp.Click("#send")); err != nil {
@@ -152,13 +154,14 @@ func jsString(s string) string {
 // and no text on the page needs an emoji font (no character that
 // defaults to emoji presentation).
 func TestIconsNeedNoEmojiFont(t *testing.T) {
+	t.Parallel()
 	pool, _ := dbtest.Schema(t)
 	in := newInstanceWithModel(t, pool, nil)
 	file := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(file, []byte("some notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(in.URL+"/login?token="+testToken), chromedp.WaitVisible(".conn.online")); err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 // message typed on the page is labelled web. GET /api/runs/:run/tools/:call
 // finds nothing of an unknown call.
 func TestToolResultsShownOnThePage(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(t)
 	in := apptest.Start(t, apptest.Options{Model: model, Token: testToken, Configure: func(o *app.Config) {
 		o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
@@ -48,7 +49,7 @@ func TestToolResultsShownOnThePage(t *testing.T) {
 		model.Enqueue(llmtest.Call("write_file", string(write)), llmtest.Call("read_file", `{"path":"notes.txt"}`),
 			llmtest.Call("everything__get-tiny-image", `{}`), llmtest.Text("Here are the notes and the image."))
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	for _, size := range []struct {
 		name string
 		w, h int64

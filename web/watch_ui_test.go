@@ -22,6 +22,7 @@ import (
 // watch schedule with its receipt and the tokens it spent: the first look
 // ran (tokens), the next fire found the page unchanged (0 tokens).
 func TestDebugPageShowsFireReceipts(t *testing.T) {
+	t.Parallel()
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<html><body><p>No tickets yet.</p><p>Served at %s</p></body></html>`, time.Now().Format(time.RFC3339Nano))
@@ -67,7 +68,7 @@ func TestDebugPageShowsFireReceipts(t *testing.T) {
 			t.Fatalf("fire %d did not finish (%d rows made available)", n, made)
 		}
 	}
-	browser := browsertest.Browser(t)
+	browser := browsertest.Shared(t)
 	ctx := browsertest.Timeout(t, browsertest.NewContext(t, browser), 60*time.Second)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(in.URL+"/login?token="+testToken),

@@ -69,7 +69,6 @@ func TestFlagMatrix(t *testing.T) {
 	t.Parallel()
 	legacy := services.Flags{SubAgents: true}
 	dual := services.Flags{ScopedWrite: true, SubAgents: true}
-	scoped := services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
 	run := func(flags services.Flags) (*bundle, *scriptedModel) {
 		sm := &scriptedModel{}
 		b := setup(t, setupOpts{flags: flags, keepTurns: 2})
@@ -112,8 +111,16 @@ func TestFlagMatrix(t *testing.T) {
 	if err1 != nil || err2 != nil || !strings.Contains(g.SummaryText, "GLOBAL-SUMMARY") || !strings.Contains(m.SummaryText, "MAIN-SUMMARY") {
 		t.Fatalf("1/0 summaries: %v %v %q %q", err1, err2, g.SummaryText, m.SummaryText)
 	}
+}
 
-	// 1/1, then roll back to 1/0 mid-conversation on the same database.
+// TestFlagMatrixRollbackMidConversation: 1/1, then roll back to 1/0
+// mid-conversation on the same database. (TestFlagMatrix's other half: the
+// two run side by side.)
+func TestFlagMatrixRollbackMidConversation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dual := services.Flags{ScopedWrite: true, SubAgents: true}
+	scoped := services.Flags{ScopedWrite: true, ScopedRead: true, SubAgents: true}
 	dbURL := apptest.SchemaURL(t)
 	sm := &scriptedModel{}
 	model := llmtest.NewServer(t)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +28,9 @@ func ExecPath() string {
 	return ""
 }
 
-// Browser starts a headless browser for the test and returns a context for
-// its first tab. Use NewContext for further isolated browser contexts.
-func Browser(t testing.TB) context.Context {
+// execPath is ExecPath, skipping the test (failing it under CI=true) when
+// there is no Chromium.
+func execPath(t testing.TB) string {
 	t.Helper()
 	path := ExecPath()
 	if path == "" {
@@ -38,6 +39,12 @@ func Browser(t testing.TB) context.Context {
 		}
 		t.Skip("Chromium not installed; run scripts/test.sh to install it")
 	}
+	return path
+}
+
+// start starts a headless browser with its profile in dir and returns a
+// context for its first tab and what stops it.
+func start(path, dir string) (context.Context, func(), error) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -45,7 +52,7 @@ func Browser(t testing.TB) context.Context {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
@@ -55,12 +62,79 @@ func Browser(t testing.TB) context.Context {
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	stop := func() { cancel(); cancelAlloc() }
 	// Start the browser now, without a timeout (a timeout here would stop it).
 	if err := chromedp.Do(ctx); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return ctx, stop, nil
+}
+
+// Browser starts a headless browser for the test and returns a context for
+// its first tab. Use NewContext for further isolated browser contexts.
+func Browser(t testing.TB) context.Context {
+	t.Helper()
+	ctx, stop, err := start(execPath(t), t.TempDir())
+	if err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	t.Cleanup(stop)
 	return ctx
+}
+
+// shared is the browser the tests of one test binary share (Shared).
+var shared struct {
+	mu   sync.Mutex
+	ctx  context.Context
+	stop func()
+	dir  string
+}
+
+// Shared returns the first tab of one headless browser that the test
+// binary's tests share, started by the first test to ask (again if its
+// context has ended). Each test opens its own tab in a fresh browser
+// context with NewContext, so no cookie, storage or page outlives the
+// test; starting Chromium once instead of once per test is what it saves.
+// The package's TestMain calls Close after the tests run.
+func Shared(t testing.TB) context.Context {
+	t.Helper()
+	path := execPath(t)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.ctx != nil && shared.ctx.Err() == nil {
+		return shared.ctx
+	}
+	closeShared()
+	dir, err := os.MkdirTemp("", "browsertest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop, err := start(path, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatalf("start Chromium: %v", err)
+	}
+	shared.ctx, shared.stop, shared.dir = ctx, stop, dir
+	return ctx
+}
+
+// Close stops the shared browser (Shared), if one was started, and removes
+// its profile.
+func Close() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	closeShared()
+}
+
+func closeShared() {
+	if shared.stop != nil {
+		shared.stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	shared.ctx, shared.stop, shared.dir = nil, nil, ""
 }
 
 // NewContext opens a tab in a fresh browser context (its own cookies), like
