@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
-	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/agent"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
@@ -22,12 +20,7 @@ import (
 )
 
 // TestMain is apptest.Main, then stops the browser the tests share.
-func TestMain(m *testing.M) {
-	dbtest.SetTestConns(apptest.TestConns)
-	code := dbtest.Run(m)
-	browsertest.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { apptest.Main(m, browsertest.Close) }
 
 // TestModelToldWhileMCPServersStart: right after a start, a server still
 // starting has no tools in the model's list; the model is told which

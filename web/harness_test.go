@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +23,7 @@ import (
 )
 
 // TestMain is apptest.Main, then stops the browser the tests share.
-func TestMain(m *testing.M) {
-	dbtest.SetTestConns(apptest.TestConns)
-	code := dbtest.Run(m)
-	browsertest.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { apptest.Main(m, browsertest.Close) }
 
 const testToken = "test-owner-token-0123456789"
 

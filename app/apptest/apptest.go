@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -126,10 +127,15 @@ const PoolSize = 8
 const TestConns = PoolSize + dbtest.PoolConns + 2
 
 // Main is TestMain for a package whose tests start instances: dbtest.Main
-// with each test counted as TestConns.
-func Main(m *testing.M) {
+// with each test counted as TestConns, running after (a shared browser's
+// Close, say) once the tests end.
+func Main(m *testing.M, after ...func()) {
 	dbtest.SetTestConns(TestConns)
-	dbtest.Main(m)
+	code := dbtest.Run(m)
+	for _, f := range after {
+		f()
+	}
+	os.Exit(code)
 }
 
 // FrugalURL is url with its pool letting idle connections go after two
