@@ -270,8 +270,15 @@ func TestDebugPageInBrowser(t *testing.T) {
 		t.Errorf("the runs table overflows its column at 1280 px (%v)", err)
 	}
 	poll := func(expr string) error {
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(10*time.Second)))
-		return err
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+			// A navigation (the filters, a reload) can destroy the page's
+			// script context under the poll: poll again in the new one.
+			if err == nil || !strings.Contains(err.Error(), "Cannot find context") || time.Now().After(deadline) {
+				return err
+			}
+		}
 	}
 	if err := poll(`document.querySelectorAll("#runs tbody tr").length === 2`); err != nil {
 		t.Fatalf("both runs listed: %v", err)
@@ -362,7 +369,7 @@ func TestDebugPageInBrowser(t *testing.T) {
 		t.Fatalf("filters back to the child's scope: %v", err)
 	}
 	// The selection survives a reload (it is in the address).
-	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#run-title")); err != nil {
 		t.Fatal(err)
 	}
 	if err := poll(fmt.Sprintf(`(document.getElementById("run-title") || {}).textContent === "Run #%d" && document.getElementById("f-scope").value === %q`, parent.ID, child.ContextScope)); err != nil {
