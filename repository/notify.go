@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +36,20 @@ type Notifier struct {
 	mu      sync.Mutex
 	pending []string
 	sending bool
+	// linger is how long a sender that starts waits for the events
+	// published just after the first (NotifyLinger); sends counts the
+	// statements sent.
+	linger time.Duration
+	sends  atomic.Int64
 }
+
+// NotifyLinger is how long the first event of a batch waits for the ones
+// published with it before the batch is sent to the other instances: a
+// turn's question, run status and answer come within milliseconds, and
+// each send is a commit of its own. This instance's own listeners hear
+// events at once (the hub delivers them locally); only other instances
+// hear them this much later.
+const NotifyLinger = 3 * time.Millisecond
 
 var _ services.Publisher = (*Notifier)(nil)
 
@@ -54,7 +68,7 @@ func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*No
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:])}, nil
+	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:]), linger: NotifyLinger}, nil
 }
 
 // Publish sends e to every listening instance (including this one). It
@@ -104,8 +118,12 @@ func (n *Notifier) Flush(ctx context.Context) {
 	}
 }
 
-// send sends the queued events in batches until the queue is empty.
+// send sends the queued events in batches until the queue is empty, the
+// first after the linger.
 func (n *Notifier) send() {
+	if n.linger > 0 {
+		time.Sleep(n.linger)
+	}
 	for {
 		n.mu.Lock()
 		batch := n.pending
@@ -130,6 +148,7 @@ func (n *Notifier) send() {
 			_, err = n.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, batch)
 		}
 		cancel()
+		n.sends.Add(1)
 		if err != nil {
 			n.log.Warn("publish events", "events", len(batch), "err", err)
 		}

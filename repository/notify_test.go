@@ -13,9 +13,38 @@ import (
 // Events one instance publishes, alone or many at once, reach another
 // instance on the same schema, all of them and in order.
 func TestNotifierDeliversEveryEventInOrder(t *testing.T) {
+	ctx, pub, got := listeningPair(t)
+	const n = 150 // published in one burst: most go in batches
+	for i := range n {
+		if err := pub.Publish(ctx, services.Event{Type: "message", TimelineScope: "t", ID: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := int64(1)
+	for want <= n {
+		select {
+		case e := <-got:
+			if e.Type == "probe" {
+				continue
+			}
+			if e.ID != want {
+				t.Fatalf("event %d arrived when %d was due", e.ID, want)
+			}
+			want++
+		case <-ctx.Done():
+			t.Fatalf("%d of %d events arrived", want-1, n)
+		}
+	}
+}
+
+// listeningPair is a publishing Notifier and the events another one on
+// the same schema hears, once it listens (probes published until one
+// arrives; late probes drained).
+func listeningPair(t *testing.T) (context.Context, *repository.Notifier, chan services.Event) {
+	t.Helper()
 	pool, _ := dbtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	pub, err := repository.NewNotifier(ctx, pool, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,25 +81,49 @@ func TestNotifierDeliversEveryEventInOrder(t *testing.T) {
 	for len(got) > 0 { // late probes
 		<-got
 	}
-	const n = 150 // published in one burst: most go in batches
-	for i := range n {
-		if err := pub.Publish(ctx, services.Event{Type: "message", TimelineScope: "t", ID: int64(i + 1)}); err != nil {
-			t.Fatal(err)
+	return ctx, pub, got
+}
+
+// Events published a few milliseconds apart, as a turn's are, go to the
+// other instances in one statement (one commit), not one each: the first
+// waits out the linger for the rest. With a linger of 2 s the first is
+// not sent within 200 ms, and the one published after that joins it.
+func TestNotifierSendsEventsPublishedTogetherInOneStatement(t *testing.T) {
+	ctx, pub, got := listeningPair(t)
+	repository.SetLinger(pub, 2*time.Second)
+	before := repository.Sends(pub)
+	if err := pub.Publish(ctx, services.Event{Type: "message", TimelineScope: "t", ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for quiet := time.After(200 * time.Millisecond); quiet != nil; {
+		select {
+		case e := <-got:
+			if e.Type != "probe" {
+				t.Fatalf("event %d sent before the linger ended", e.ID)
+			}
+		case <-quiet:
+			quiet = nil
 		}
 	}
-	want := int64(1)
-	for want <= n {
+	if err := pub.Publish(ctx, services.Event{Type: "message", TimelineScope: "t", ID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(1); want <= 2; want++ {
 		select {
 		case e := <-got:
 			if e.Type == "probe" {
+				want--
 				continue
 			}
 			if e.ID != want {
 				t.Fatalf("event %d arrived when %d was due", e.ID, want)
 			}
-			want++
 		case <-ctx.Done():
-			t.Fatalf("%d of %d events arrived", want-1, n)
+			t.Fatalf("event %d never arrived", want)
 		}
+	}
+	pub.Flush(ctx)
+	if n := repository.Sends(pub) - before; n != 1 {
+		t.Fatalf("two events published 200 ms apart took %d statements; want 1", n)
 	}
 }
