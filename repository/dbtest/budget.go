@@ -266,51 +266,47 @@ func waitingAhead(dir, me string) int {
 			_, _ = fmt.Sscan(string(b), &mine)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
 	sum := 0
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "w.")
-		pid, _, _ := strings.Cut(rest, ".")
-		p, err := strconv.Atoi(pid)
-		path := filepath.Join(dir, e.Name())
-		if !ok || err != nil || path == me {
-			continue
-		}
-		if syscall.Kill(p, 0) == syscall.ESRCH {
-			_ = os.Remove(path)
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // removed meanwhile
-		}
+	_ = liveFiles(dir, "w.", func(path string, b []byte) {
 		var since int64
 		var need int
+		if path == me {
+			return
+		}
 		if _, err := fmt.Sscan(string(b), &since, &need); err != nil {
-			continue
+			return
 		}
 		if mine < 0 || since < mine || (since == mine && path < me) {
 			sum += need
 		}
-	}
+	})
 	return sum
 }
 
 // holdings sums the live holdings in dir, removing those of processes
 // that died.
 func holdings(dir string) (int, error) {
+	sum := 0
+	err := liveFiles(dir, "", func(_ string, b []byte) {
+		n, _ := strconv.Atoi(string(b))
+		sum += n
+	})
+	return sum, err
+}
+
+// liveFiles calls f with the path and content of each file in dir named
+// prefix+"pid.n" whose process is alive, removing those of processes that
+// died (a file removed meanwhile is passed over).
+func liveFiles(dir, prefix string, f func(path string, b []byte)) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sum := 0
 	for _, e := range entries {
-		pid, _, ok := strings.Cut(e.Name(), ".")
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		pid, _, dotted := strings.Cut(rest, ".")
 		p, err := strconv.Atoi(pid)
-		if !ok || err != nil {
+		if !ok || !dotted || err != nil {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
@@ -318,12 +314,9 @@ func holdings(dir string) (int, error) {
 			_ = os.Remove(path)
 			continue
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // removed meanwhile
+		if b, err := os.ReadFile(path); err == nil {
+			f(path, b)
 		}
-		n, _ := strconv.Atoi(string(b))
-		sum += n
 	}
-	return sum, nil
+	return nil
 }
