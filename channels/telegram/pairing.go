@@ -74,8 +74,10 @@ func (b *Bot) announcePairing(ctx context.Context, p services.Pairing) error {
 
 // handlePairingPress answers a press of a pairing request's buttons: only
 // the owner decides; the decision goes through Deps.Pairings (the Desk:
-// the stranger is told), the press is answered and the request edited to
-// show the outcome, without its buttons.
+// the stranger is told and the request in each owner's chat is edited to
+// show the outcome, without its buttons) and the press is answered. A
+// press on a request already decided or expired edits the request to say
+// so.
 func (b *Bot) handlePairingPress(ctx context.Context, q *models.CallbackQuery, code string, approve bool) error {
 	var answer string
 	switch {
@@ -98,7 +100,10 @@ func (b *Bot) handlePairingPress(ctx context.Context, q *models.CallbackQuery, c
 					b.log.Error("audit: pairing decision not recorded", "user_id", p.UserID, "err", aerr)
 				}
 			}
-			b.showDecision(ctx, q, answer)
+			// The request is edited once, by the Desk, in every owner's
+			// chat wherever the decision was made (showPairingDecided):
+			// editing it here too would be a second edit of the same
+			// message to almost the same text.
 		case services.IsKind(err, services.ENOTFOUND):
 			answer = services.ErrorMessage(err)
 			b.showDecision(ctx, q, answer)
