@@ -3,7 +3,10 @@
 // sequential turns (latency percentiles), then concurrent sessions (each its
 // own `user`, so its own timeline/session) for throughput. With -pid it
 // reads the server's CPU time (utime+stime of the process and its children
-// processes, from /proc) and RSS before and after each phase.
+// processes, from /proc) and RSS before and after each phase. Each phase
+// also reports the whole machine's CPU per turn (…_machine_cpu_ms_per_turn,
+// from /proc/stat: server, PostgreSQL, the fake model and this client
+// together, and anything else running, so read it on a quiet machine).
 //
 //	go run ./scripts/bench/apiturns -url http://127.0.0.1:18082 -token T -n 200 -sessions 8 -per 25 -pid 1234
 //
@@ -171,7 +174,7 @@ func run(c *client, p plan, out func(string, any)) error {
 	if pid != 0 {
 		out("rss_before_mib", fmt.Sprintf("%.1f", proc.RSSMiB(pid)))
 	}
-	cpu0 := proc.CPUSeconds(pid)
+	cpu0, all0 := proc.CPUSeconds(pid), proc.MachineCPUSeconds()
 	lat := make([]time.Duration, 0, n)
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -182,7 +185,7 @@ func run(c *client, p plan, out func(string, any)) error {
 		lat = append(lat, d)
 	}
 	seqWall := time.Since(start)
-	cpu1 := proc.CPUSeconds(pid)
+	cpu1, all1 := proc.CPUSeconds(pid), proc.MachineCPUSeconds()
 	if n > 0 {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		out("seq_turns", n)
@@ -194,6 +197,7 @@ func run(c *client, p plan, out func(string, any)) error {
 		if pid != 0 {
 			out("seq_cpu_ms_per_turn", fmt.Sprintf("%.2f", (cpu1-cpu0)*1000/float64(n)))
 		}
+		out("seq_machine_cpu_ms_per_turn", fmt.Sprintf("%.2f", (all1-all0)*1000/float64(n)))
 	}
 	if sessions > 0 && per > 0 {
 		var wg sync.WaitGroup
@@ -225,7 +229,7 @@ func run(c *client, p plan, out func(string, any)) error {
 		}
 		wg.Wait()
 		wall := time.Since(start)
-		cpu2 := proc.CPUSeconds(pid)
+		cpu2, all2 := proc.CPUSeconds(pid), proc.MachineCPUSeconds()
 		if firstErr != nil {
 			return firstErr
 		}
@@ -239,6 +243,7 @@ func run(c *client, p plan, out func(string, any)) error {
 		if pid != 0 {
 			out("conc_cpu_ms_per_turn", fmt.Sprintf("%.2f", (cpu2-cpu1)*1000/float64(total)))
 		}
+		out("conc_machine_cpu_ms_per_turn", fmt.Sprintf("%.2f", (all2-all1)*1000/float64(total)))
 	}
 	if pid != 0 {
 		out("rss_after_mib", fmt.Sprintf("%.1f", proc.RSSMiB(pid)))

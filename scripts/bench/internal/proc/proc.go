@@ -83,3 +83,26 @@ func RSSMiB(pid int) float64 {
 	}
 	return float64(kb) / 1024
 }
+
+// MachineCPUSeconds is the CPU time every process on the machine has used
+// since boot (/proc/stat: user, nice, system, irq, softirq and steal;
+// idle and iowait left out). The difference over a workload is the CPU
+// of all its processes (server, PostgreSQL, the fake model, the client),
+// and of anything else that ran: read it on a quiet machine.
+func MachineCPUSeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return float64(ticks) / 100
+}
