@@ -20,7 +20,8 @@
 # placeholders plus @CONFIG@, the written configuration), PEER_HEALTH_PATH
 # (default /health), PEER_WS_PATH (the chat websocket path; empty: no turns),
 # PEER_SRC (the peer's source folder: its git commit is recorded when it has
-# one), PEER_COLD_N (starts of each, default 7), PEER_TURNS (sequential turns,
+# one), PEER_VERSION_ARGS (arguments that make the peer print its version,
+# recorded), PEER_COLD_N (starts of each, default 7), PEER_TURNS (sequential turns,
 # default 200), PEER_TURN_ROUNDS (turn phases of each, order flipped each
 # round, default 2), PEER_SETTLE (idle time before the RSS reading, 5s),
 # PEER_PORT (19791), PEER_FAKE_PORT (19912), BENCH_SB_PORT (19182),
@@ -124,7 +125,11 @@ start_peer() {
 	if [ -n "${PEER_SRC:-}" ] && git -C "$PEER_SRC" rev-parse HEAD >/dev/null 2>&1; then
 		echo "${NAME}_commit $(git -C "$PEER_SRC" rev-parse HEAD)"
 	fi
-	go version -m "$P_BIN" 2>/dev/null | sed -n 's/^\t\(path\|mod\|build\)\t/'"$NAME"'_build_\1 /p' | head -8 | tr '\t' ' '
+	go version -m "$P_BIN" 2>/dev/null | sed -n 's/^\t\(build\)\t/'"$NAME"'_build_\1 /p' | head -12 | tr '\t' ' '
+	if [ -n "${PEER_VERSION_ARGS:-}" ]; then
+		read -r -a v_args <<<"$PEER_VERSION_ARGS"
+		echo "${NAME}_version $( (cd "$P_HOME" && env "${p_env[@]}" "$P_BIN" "${v_args[@]}" 2>&1) | sed 's/\x1b\[[0-9;]*m//g' | grep -m1 -E '[0-9]+\.[0-9]+' || true)"
+	fi
 	echo "${NAME}_args $ARGS"
 	loadavg
 } | tee "$RES"
@@ -167,9 +172,9 @@ fi
 
 # Table: medians, and the ratio peer / Switchboard (throughput:
 # Switchboard / peer), so above 1 is better for Switchboard.
-med() { awk -v k="$1" '$1 == k {print $2}' "$RAW_COLD" "$RAW_TURNS" | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+med() { awk -v k="$1" '$1 == k {print $2}' "$RAW_COLD" "$RAW_TURNS" | sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else if (NR) print (a[NR/2] + a[NR/2+1]) / 2}'; }
 cold_field() { grep -h "^$1run_0_start_ms" "$RAW_COLD" | awk -v f="$2" '{print (f=="start") ? $2 : (f=="rss") ? $4 : (f=="anon") ? $6 : $8}' |
-	sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+	sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else if (NR) print (a[NR/2] + a[NR/2+1]) / 2}'; }
 {
 	printf '%-28s %12s %12s %8s\n' figure switchboard "$NAME" ratio
 	row() { printf '%-28s %12s %12s %8s\n' "$1" "$2" "$3" "$(awk -v a="$2" -v b="$3" -v inv="${4:-}" 'BEGIN {
