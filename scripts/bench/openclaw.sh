@@ -53,6 +53,9 @@ OC_VERSION=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$OC_DIR/node_modules/o
 
 # Offline configuration: one custom OpenAI-compatible provider (the fake
 # model), the chat completions endpoint on, token auth, state in OC_DIR.
+# A fresh state each run: sessions left from an earlier run would lengthen
+# the prompts (the turns reuse the same users).
+rm -rf "$OC_DIR/state"
 mkdir -p "$OC_DIR/state" "$OC_DIR/home"
 cat >"$OC_DIR/openclaw.json" <<EOF
 {
