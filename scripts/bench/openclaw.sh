@@ -10,7 +10,11 @@
 #
 # Env: OC_DIR (scratch folder, default /tmp/openclaw-bench), BENCH_PG,
 # OC_TURNS (sequential turns, default 200), OC_COLD_N (starts, default 5),
-# OC_PACKAGE (the openclaw version, default the one measured in docs/BENCHMARKS.md).
+# OC_PACKAGE (the openclaw version, default the one measured in docs/BENCHMARKS.md),
+# BENCH_BIN, BENCH_SB_PORT, OC_PORT, OC_FAKE_PORT, BENCH_DB_PREFIX (another run
+# on the same machine). Switchboard is built as the Dockerfile builds it and
+# measured as a fresh copy (see fresh_bins in run.sh); the load average is
+# printed before each start and each turns phase.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -28,7 +32,12 @@ OC_PACKAGE=${OC_PACKAGE:-2026.9.6}
 mkdir -p "$OUT" "$BIN" "$OC_DIR"
 RES="$OUT/openclaw.txt"
 
-go build -o "$BIN/" ./cmd/switchboard ./scripts/bench/fakellm ./scripts/bench/apiturns ./scripts/bench/coldstart
+go build -o "$BIN/" ./scripts/bench/fakellm ./scripts/bench/apiturns ./scripts/bench/coldstart
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$BIN/switchboard" ./cmd/switchboard
+SB_BIN=$OC_DIR/switchboard.fresh
+rm -f "$SB_BIN"
+cp "$BIN/switchboard" "$SB_BIN"
+loadavg() { echo "${1:-}loadavg $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 # Install: Node 24 (npm package node@24 ships the binary), then OpenClaw
 # with that Node first on PATH (its install script refuses an older Node).
@@ -44,6 +53,9 @@ OC_VERSION=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$OC_DIR/node_modules/o
 
 # Offline configuration: one custom OpenAI-compatible provider (the fake
 # model), the chat completions endpoint on, token auth, state in OC_DIR.
+# A fresh state each run: sessions left from an earlier run would lengthen
+# the prompts (the turns reuse the same users).
+rm -rf "$OC_DIR/state"
 mkdir -p "$OC_DIR/state" "$OC_DIR/home"
 cat >"$OC_DIR/openclaw.json" <<EOF
 {
@@ -78,7 +90,7 @@ cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || 
 trap cleanup EXIT
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-"$BIN/fakellm" -addr "127.0.0.1:$FAKE_PORT" -log "$OUT/openclaw_fake.tmp" >/tmp/oc_fake.out 2>&1 &
+"$BIN/fakellm" -addr "127.0.0.1:$FAKE_PORT" -log "$OUT/openclaw_fake.tmp" >"$OC_DIR/fake.out" 2>&1 &
 PIDS+=($!)
 sleep 0.5
 
@@ -101,12 +113,13 @@ start_oc() {
 	fi
 }
 
-SB_DB="$PG/sbbench_oc?sslmode=disable"
-psql "$PG/postgres" -qX -c "DROP DATABASE IF EXISTS sbbench_oc" -c "CREATE DATABASE sbbench_oc" >/dev/null 2>&1
-sb_env=(DATABASE_URL="$SB_DB" DATA_DIR=/tmp/sbbench/oc-data HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN
+DBNAME=${BENCH_DB_PREFIX:-sbbench}_oc
+SB_DB="$PG/$DBNAME?sslmode=disable"
+psql "$PG/postgres" -qX -c "DROP DATABASE IF EXISTS $DBNAME" -c "CREATE DATABASE $DBNAME" >/dev/null 2>&1
+sb_env=(DATABASE_URL="$SB_DB" DATA_DIR="$OC_DIR/sb-data" HTTP_ADDR="127.0.0.1:$SB_PORT" WEB_AUTH_TOKEN=$TOKEN
 	RATE_LIMIT_PER_MINUTE=0 LOG_LEVEL=warn LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$FAKE_PORT/v1" LLM_MODEL=gpt-4o-mini)
 start_sb() {
-	env "${sb_env[@]}" "$BIN/switchboard" serve >/tmp/oc_sb.out 2>&1 &
+	env "${sb_env[@]}" "$SB_BIN" serve >"$OC_DIR/switchboard.out" 2>&1 &
 	SB_PID=$!
 	PIDS+=("$SB_PID")
 	wait_health "http://127.0.0.1:$SB_PORT/healthz" 60
@@ -115,14 +128,19 @@ start_sb() {
 {
 	echo "openclaw_version $OC_VERSION"
 	echo "node_version $("$NODE" --version)"
+	echo "date $(date -u +%FT%TZ)"
+	echo "switchboard_commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	loadavg
 } | tee "$RES"
 
 # Workload 4, alternating: cold start to /healthz and idle RSS.
 start_sb && stop "$SB_PID" # migrate once
 : >"$OUT/openclaw_cold_raw.txt"
 for i in $(seq "$COLD_N"); do
-	env "${sb_env[@]}" "$BIN/coldstart" -n 1 -settle 5s -label "sb_" -health "http://127.0.0.1:$SB_PORT/healthz" -- "$BIN/switchboard" serve |
+	loadavg "sb_run_$i " | tee -a "$OUT/openclaw_cold_raw.txt"
+	env "${sb_env[@]}" "$BIN/coldstart" -n 1 -settle 5s -label "sb_" -health "http://127.0.0.1:$SB_PORT/healthz" -- "$SB_BIN" serve |
 		tee -a "$OUT/openclaw_cold_raw.txt"
+	loadavg "oc_run_$i " | tee -a "$OUT/openclaw_cold_raw.txt"
 	env "${oc_env[@]}" "$BIN/coldstart" -n 1 -settle 5s -limit 180s -label "oc_" -health "http://127.0.0.1:$OC_PORT/healthz" -- \
 		"$NODE" "$OC_MAIN" gateway run --port "$OC_PORT" | tee -a "$OUT/openclaw_cold_raw.txt"
 done
@@ -130,14 +148,17 @@ done
 # Workload 3, alternating: sequential turns, then 8 sessions × 25 turns.
 : >"$OUT/openclaw_fake.tmp"
 start_oc
+loadavg oc_turns_ | tee "$OUT/openclaw_turns_raw.txt"
 "$BIN/apiturns" -url "http://127.0.0.1:$OC_PORT" -token $TOKEN -model openclaw -n "$TURNS" -sessions 8 -per 25 \
-	-user oc-bench -pid "$OC_PID" -label "oc_" | tee "$OUT/openclaw_turns_raw.txt"
+	-user oc-bench -pid "$OC_PID" -label "oc_" | tee -a "$OUT/openclaw_turns_raw.txt"
 cp "$OUT/openclaw_fake.tmp" "$OUT/openclaw_fake.txt"
 stop "$OC_PID"
 start_sb
+loadavg sb_turns_ | tee -a "$OUT/openclaw_turns_raw.txt"
 "$BIN/apiturns" -url "http://127.0.0.1:$SB_PORT" -token $TOKEN -n "$TURNS" -sessions 8 -per 25 \
 	-user oc-bench -pid "$SB_PID" -label "sb_" | tee -a "$OUT/openclaw_turns_raw.txt"
 stop "$SB_PID"
+loadavg end_ | tee -a "$OUT/openclaw_turns_raw.txt"
 rm -f "$OUT/openclaw_fake.tmp"
 
 # Table: each figure for both and the ratio (OpenClaw / Switchboard).
