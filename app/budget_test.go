@@ -206,8 +206,11 @@ func TestMoneyBudgetStopsTheRunBeforeTheCall(t *testing.T) {
 // price it.
 func TestMoneyBudgetNeedsAPrice(t *testing.T) {
 	t.Parallel()
-	_, schema := dbtest.Schema(t)
-	o := app.Config{DatabaseURL: apptest.FrugalURL(dbtest.SchemaURL(dbtest.URL(t), schema)), PoolSize: 4, OwnerToken: apptest.Token,
+	// No instance starts: the app's pool of 4 at most, not the package's
+	// share for a test starting instances (apptest.TestConns), so the test
+	// does not wait for room for one.
+	dbtest.Reserve(t, 5)
+	o := app.Config{DatabaseURL: apptest.FrugalURL(apptest.SchemaURL(t)), PoolSize: 4, OwnerToken: apptest.Token,
 		WorkspaceDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
 	o.LLM.Provider, o.LLM.BaseURL, o.LLM.Model = "openai", "http://127.0.0.1:9/v1", "mystery-model"
 	o.Budget.Money = budget.MoneyLimits{services.BudgetSchedule: services.MoneyFromUSD(1)}

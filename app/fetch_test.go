@@ -39,5 +39,8 @@ func TestFetchURLInAConversation(t *testing.T) {
 		if !allow && (!strings.Contains(got, "FETCH_REFUSED") || !strings.Contains(got, "loopback")) {
 			t.Fatalf("internal page without the allow list, the model got: %s", got)
 		}
+		// Stopped (its pool closed) before the next starts: the test
+		// holds one instance's connections, not two (it held 15).
+		in.Stop()
 	}
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -240,42 +241,46 @@ func TestMCPImagesReachAModelThatReadsThem(t *testing.T) {
 		provider string
 		images   bool
 	}{{"openai", true}, {"anthropic", true}, {"openai", false}} {
-		model := llmtest.NewServer(t)
-		in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
-			o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
-			o.Agent.PassImages = c.images
-			if c.provider == "anthropic" {
-				o.LLM.Provider, o.LLM.BaseURL, o.LLM.Model, o.LLM.APIKey = "anthropic", model.AnthropicBaseURL(), "claude-test", "sk-test"
+		// A subtest each: its instance (and its pool) stops before the next
+		// starts, so the test holds one instance's connections, not three.
+		t.Run(fmt.Sprintf("%s images=%v", c.provider, c.images), func(t *testing.T) {
+			model := llmtest.NewServer(t)
+			in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
+				o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
+				o.Agent.PassImages = c.images
+				if c.provider == "anthropic" {
+					o.LLM.Provider, o.LLM.BaseURL, o.LLM.Model, o.LLM.APIKey = "anthropic", model.AnthropicBaseURL(), "claude-test", "sk-test"
+				}
+			}})
+			waitFor(t, "the MCP server", func() bool {
+				_, servers := in.App.Tools().ToolCatalog()
+				return len(servers) == 1 && servers[0].State == "ready"
+			})
+			model.Enqueue(llmtest.Call("everything__get-tiny-image", `{}`), llmtest.Text("A tiny image."))
+			ask(t, in, "show me the tiny image")
+			waitFor(t, "the second model call", func() bool { return model.RequestCount() >= 2 })
+			body := string(model.Requests()[1].Body)
+			var req map[string]any
+			if err := json.Unmarshal([]byte(body), &req); err != nil {
+				t.Fatal(err)
 			}
-		}})
-		waitFor(t, "the MCP server", func() bool {
-			_, servers := in.App.Tools().ToolCatalog()
-			return len(servers) == 1 && servers[0].State == "ready"
+			msgs, _ := req["messages"].([]any)
+			last, _ := json.Marshal(msgs[len(msgs)-1])
+			switch {
+			case !c.images:
+				if strings.Contains(body, "base64") || !strings.Contains(body, "[image 1, image/png") {
+					t.Errorf("%s without images: the model got %s", c.provider, last)
+				}
+			case c.provider == "openai":
+				if !strings.Contains(string(last), `"role":"user"`) || !strings.Contains(string(last), `data:image/png;base64,`) ||
+					!strings.Contains(string(msgs[len(msgs)-2].(map[string]any)["role"].(string)), "tool") {
+					t.Errorf("openai: the image is not in a user message after the tool message: %s", last)
+				}
+			case c.provider == "anthropic":
+				if !strings.Contains(string(last), `"tool_result"`) || !strings.Contains(string(last), `"type":"image"`) || !strings.Contains(string(last), `"media_type":"image/png"`) {
+					t.Errorf("anthropic: the image is not in the tool_result: %s", last)
+				}
+			}
 		})
-		model.Enqueue(llmtest.Call("everything__get-tiny-image", `{}`), llmtest.Text("A tiny image."))
-		ask(t, in, "show me the tiny image")
-		waitFor(t, "the second model call", func() bool { return model.RequestCount() >= 2 })
-		body := string(model.Requests()[1].Body)
-		var req map[string]any
-		if err := json.Unmarshal([]byte(body), &req); err != nil {
-			t.Fatal(err)
-		}
-		msgs, _ := req["messages"].([]any)
-		last, _ := json.Marshal(msgs[len(msgs)-1])
-		switch {
-		case !c.images:
-			if strings.Contains(body, "base64") || !strings.Contains(body, "[image 1, image/png") {
-				t.Errorf("%s without images: the model got %s", c.provider, last)
-			}
-		case c.provider == "openai":
-			if !strings.Contains(string(last), `"role":"user"`) || !strings.Contains(string(last), `data:image/png;base64,`) ||
-				!strings.Contains(string(msgs[len(msgs)-2].(map[string]any)["role"].(string)), "tool") {
-				t.Errorf("openai: the image is not in a user message after the tool message: %s", last)
-			}
-		case c.provider == "anthropic":
-			if !strings.Contains(string(last), `"tool_result"`) || !strings.Contains(string(last), `"type":"image"`) || !strings.Contains(string(last), `"media_type":"image/png"`) {
-				t.Errorf("anthropic: the image is not in the tool_result: %s", last)
-			}
-		}
 	}
 }

@@ -62,6 +62,9 @@ func TestPoolSizedFromWhatRuns(t *testing.T) {
 // connections after a load run).
 func TestPoolLetsIdleConnectionsGo(t *testing.T) {
 	t.Parallel()
+	// One pool, barely used: not the package's share for a test starting
+	// instances (apptest.TestConns).
+	dbtest.Reserve(t, 2)
 	pool, err := repository.Open(context.Background(), dbtest.URL(t))
 	if err != nil {
 		t.Fatal(err)

@@ -205,6 +205,9 @@ func TestProfileToolsAndUnderThreshold(t *testing.T) {
 			t.Fatalf("the researcher's system prompt lists deferred tools:\n%s", system)
 		}
 		bodies[over] = child.Body
+		// Stopped (its pool closed) before the next starts: the test
+		// holds one instance's connections, not three (it held 21).
+		in.Stop()
 	}
 	for _, over := range []int{deferOver, huge} {
 		if a, b := maskDates(bodies[0]), maskDates(bodies[over]); a != b {

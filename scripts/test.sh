@@ -61,8 +61,9 @@ fi
 # (repository/dbtest): a test's first use of the database waits until its
 # package's share per test (5; 14 for a test starting whole instances,
 # app/apptest; 12 for one running service processes, internal/servetest;
-# the shares are the most a test was measured to hold, and a test holding
-# more by design reserves its own, dbtest.Reserve) fits beside what the
+# the shares are the most a test was measured to hold; a test holding
+# more by design, or one of such a package starting no instance or
+# process, reserves its own, dbtest.Reserve) fits beside what the
 # running tests of every test binary hold and what the tests that began
 # to wait before it need (first come, first served), and gives it back
 # when it ends: a budget of 28, or what is free less 4 when fewer

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/switchboard/switchboard/internal/servetest"
+	"github.com/switchboard/switchboard/repository/dbtest"
 )
 
 // The binary-running helpers live in internal/servetest, shared with e2e.
@@ -65,6 +66,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 // TestTwoProcessesShareOneTimeline starts two real serve processes on one
 // database: a message posted to one arrives on a websocket of the other.
 func TestTwoProcessesShareOneTimeline(t *testing.T) {
+	// Two processes starting within seconds of each other: each opens up
+	// to 8 connections while it starts (migrations, River's services),
+	// let go 2 s after (FrugalURL). Measured 16 at most, over the
+	// package's share (servetest.ProcessConns).
+	dbtest.Reserve(t, 16)
 	bin := buildBinary(t)
 	db := migratedDB(t)
 	token := "two-process-token-0123456789"

@@ -196,8 +196,16 @@ func openAdmin(ctx context.Context, url string) error {
 	}
 	cfg.MaxConns, cfg.MinConns = 1, 0
 	cfg.MaxConnIdleTime = 2 * time.Second
-	admin, err = pgxpool.NewWithConfig(ctx, cfg)
-	return err
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	// Under mu: the budget's sampler (budget.go) reads admin, and runs
+	// already when a test's Reserve came before its first URL.
+	mu.Lock()
+	admin = pool
+	mu.Unlock()
+	return nil
 }
 
 // Schema gives the test a migrated, empty schema of its own and a pool

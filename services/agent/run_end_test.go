@@ -72,6 +72,9 @@ func (q failingQueue) StartRunTx(ctx context.Context, tx services.Tx, run servic
 // error and retries), so no queued run is ever left without a job.
 func TestRunRowAndJobCommitTogether(t *testing.T) {
 	t.Parallel()
+	// One test pool and no runtime: not the package's share for a test
+	// starting one (apptest.TestConns).
+	dbtest.Reserve(t, dbtest.PoolConns+1)
 	store := dbtest.Store(t)
 	model := llmtest.NewServer(t)
 	provider, err := llm.New(llm.Config{Provider: "openai", BaseURL: model.OpenAIBaseURL(), Model: "gpt-4o-mini", MaxRetries: -1})

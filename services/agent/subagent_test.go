@@ -216,35 +216,39 @@ func TestStopCancelsTheTree(t *testing.T) {
 func TestInlineWhenSubAgentsOff(t *testing.T) {
 	t.Parallel()
 	for _, flags := range []services.Flags{{ScopedWrite: true, ScopedRead: true, SubAgents: false}, {ScopedWrite: true, SubAgents: true}} {
-		b := setup(t, setupOpts{flags: flags})
-		b.model.SetDefault(delegating("a task", "inline result", "done inline"))
-		q := b.say(t, "delegate please")
-		msgs := b.waitVisible(t, 2)
-		if msgs[len(msgs)-1].Content != "done inline" {
-			t.Fatalf("%+v: %q", flags, msgs[len(msgs)-1].Content)
-		}
-		main := b.runOf(t, q.ID)
-		if kids := childRuns(t, b, main.ID); len(kids) != 0 {
-			t.Fatalf("%+v: inline must not create child runs, got %d", flags, len(kids))
-		}
-		all, _ := b.store.ListTimeline(context.Background(), services.TimelineQuery{TimelineScope: "global", IncludeHidden: true})
-		for _, m := range all {
-			if m.ContextScope != "main" {
-				t.Fatalf("%+v: row outside main: %+v", flags, m)
+		// A subtest each: its runtime (and its pool) stops before the next
+		// starts, so the test holds one runtime's connections, not two.
+		t.Run(fmt.Sprintf("SubAgents=%v", flags.SubAgents), func(t *testing.T) {
+			b := setup(t, setupOpts{flags: flags})
+			b.model.SetDefault(delegating("a task", "inline result", "done inline"))
+			q := b.say(t, "delegate please")
+			msgs := b.waitVisible(t, 2)
+			if msgs[len(msgs)-1].Content != "done inline" {
+				t.Fatalf("%+v: %q", flags, msgs[len(msgs)-1].Content)
 			}
-		}
-		if got := stepKinds(t, b.store, main.ID); !strings.Contains(got, "handoff") {
-			t.Fatalf("%+v: steps %s", flags, got)
-		}
-		// The run pays for every model call made for it, the inline
-		// task's included (the fake reports a quarter of each body).
-		reqs := b.model.Requests()
-		want := 0
-		for _, r := range reqs {
-			want += max(1, len(r.Body)/4)
-		}
-		if len(reqs) < 3 || main.PromptTokens != want {
-			t.Fatalf("%+v: run's prompt tokens %d, the %d model calls' %d", flags, main.PromptTokens, len(reqs), want)
-		}
+			main := b.runOf(t, q.ID)
+			if kids := childRuns(t, b, main.ID); len(kids) != 0 {
+				t.Fatalf("%+v: inline must not create child runs, got %d", flags, len(kids))
+			}
+			all, _ := b.store.ListTimeline(context.Background(), services.TimelineQuery{TimelineScope: "global", IncludeHidden: true})
+			for _, m := range all {
+				if m.ContextScope != "main" {
+					t.Fatalf("%+v: row outside main: %+v", flags, m)
+				}
+			}
+			if got := stepKinds(t, b.store, main.ID); !strings.Contains(got, "handoff") {
+				t.Fatalf("%+v: steps %s", flags, got)
+			}
+			// The run pays for every model call made for it, the inline
+			// task's included (the fake reports a quarter of each body).
+			reqs := b.model.Requests()
+			want := 0
+			for _, r := range reqs {
+				want += max(1, len(r.Body)/4)
+			}
+			if len(reqs) < 3 || main.PromptTokens != want {
+				t.Fatalf("%+v: run's prompt tokens %d, the %d model calls' %d", flags, main.PromptTokens, len(reqs), want)
+			}
+		})
 	}
 }
