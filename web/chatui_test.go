@@ -166,6 +166,7 @@ func TestCommandsAnsweredWithoutTheModel(t *testing.T) {
 // before sending, naming the limit, and stays in the composer.
 func TestOfflineSendIsResentOnceAndLongPastesGoAsFiles(t *testing.T) {
 	t.Parallel()
+	dbtest.Reserve(t, twoInstanceConns) // the crashed instance's pool stays open beside the second's
 	dbURL := apptest.SchemaURL(t)
 	first := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Token: testToken})
 	browser := browsertest.Shared(t)

@@ -114,7 +114,9 @@ func send(t *testing.T, c *http.Client, method, url string, body string, hdr ...
 // 1,100 connections that each send one request and then stay silent, and
 // another (127.0.0.3) opens connections that send nothing. The server holds
 // at most its per-address cap of them, answers the owner (127.0.0.1) at
-// once, and closes every idle connection within its timeouts.
+// once, and closes every idle connection within its timeouts. Not
+// parallel: it times the owner's requests (at most 2 s) while its 1,120
+// connections are open, and runs before the parallel tests start.
 func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
 	dbURL := apptest.SchemaURL(t)
 	const perIP, idle = 64, 2 * time.Second
@@ -221,6 +223,7 @@ func TestIdleConnectionsCannotStarveTheOwner(t *testing.T) {
 // and past the anonymous burst none of them costs a credential lookup in
 // the database. The owner, at another address, is served meanwhile.
 func TestRateLimitedStrangersReachNoDatabase(t *testing.T) {
+	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
 	const burst = 10
 	s := serveReal(t, dbURL, func(o *web.Config) {
@@ -269,8 +272,11 @@ func TestRateLimitedStrangersReachNoDatabase(t *testing.T) {
 // TestNULAndInvalidUTF8AreRefusedNamingTheField: every text field of the
 // API and of websocket post frames refuses a NUL character with 400 (an
 // error frame) naming the field, and stores nothing; a body that is not
-// UTF-8 is refused too.
+// UTF-8 is refused too. JSON can carry a NUL (\u0000), valid UTF-8 that
+// PostgreSQL text cannot store: refused as invalid input, it never reaches
+// the database to come back as 500 (found by FuzzPostMessageBody).
 func TestNULAndInvalidUTF8AreRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
 	s := serveReal(t, dbURL, nil)
 	c := clientFrom("127.0.0.1")
@@ -337,6 +343,7 @@ func TestNULAndInvalidUTF8AreRefusedNamingTheField(t *testing.T) {
 // does): at once, on both, the new token logs in and the old token and the
 // old sessions are refused.
 func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
+	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
 	a, b := serveReal(t, dbURL, nil), serveReal(t, dbURL, nil)
 	c := clientFrom("127.0.0.1")
@@ -387,6 +394,7 @@ func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
 // store only what the owner's budget allows; every other frame gets an
 // error frame with code RATE_LIMITED and retry_after, and is not stored.
 func TestWebsocketPostsShareTheOwnerRateLimit(t *testing.T) {
+	t.Parallel()
 	dbURL := apptest.SchemaURL(t)
 	const burst = 5
 	s := serveReal(t, dbURL, func(o *web.Config) {

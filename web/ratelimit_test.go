@@ -7,6 +7,7 @@ import (
 )
 
 func TestLimiterRefillsAtItsRate(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	l := newLimiter(120, 3, func() time.Time { return now }) // 2 a second
 	for i := 0; i < 3; i++ {
@@ -37,6 +38,7 @@ func TestLimiterRefillsAtItsRate(t *testing.T) {
 }
 
 func TestLimiterForgetsIdleIdentities(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	l := newLimiter(60, 5, func() time.Time { return now })
 	for i := 0; i < 1000; i++ {
@@ -56,6 +58,7 @@ func TestLimiterForgetsIdleIdentities(t *testing.T) {
 }
 
 func TestLimiterOff(t *testing.T) {
+	t.Parallel()
 	if newLimiter(0, 10, time.Now) != nil {
 		t.Fatal("a zero rate must turn the limit off")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/switchboard/app"
 	"github.com/switchboard/switchboard/app/apptest"
+	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/web"
 )
 
@@ -55,6 +56,8 @@ func dialWSWith(t *testing.T, base string, hdr http.Header) (*wsClient, int) {
 // session deleted); the old token then gets 401 and the new one works. A
 // logout on one instance closes the websocket of that session on the other.
 func TestTokenResetClosesLiveWebsockets(t *testing.T) {
+	t.Parallel()
+	dbtest.Reserve(t, twoInstanceConns)
 	url := newSchemaURL(t)
 	// Instances as `serve` runs them: the owner's token is the one stored.
 	start := func() *instance {
