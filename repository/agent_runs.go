@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -156,7 +157,26 @@ const turnJobKind = "agent_turn"
 // statement: the data-modifying CTEs see the rows as they were before it,
 // so "orphan" never lists the run it claims.
 func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (services.Run, []services.Run, error) {
-	rows, err := s.db.Query(ctx, `
+	run, orphans, _, err := claimNextRun(ctx, s.db, timelineScope, claimSQL+`
+		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`)
+	return run, orphans, err
+}
+
+// ClaimNextRunReleasing is ClaimNextRun on conn, the session holding the
+// timeline's run lock (the queue's advisory lock (lockKey, the hash of
+// "schema/timeline")): when there is neither a run to claim nor an
+// orphan, the same statement lets go of the lock (released), so a drain's
+// last look costs no statement of its own.
+func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, orphans []services.Run, released bool, err error) {
+	return claimNextRun(ctx, conn, timelineScope, claimSQL+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
+		SELECT f.* FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM found)
+			THEN pg_advisory_unlock($4, hashtext(current_schema() || '/' || $1)) END AS released) r
+		LEFT JOIN found f ON true`, lockKey)
+}
+
+// claimSQL is the claim's CTEs: orphan lists the timeline's orphans,
+// claimed the run it starts.
+const claimSQL = `
 		WITH orphan AS (
 			SELECT `+runColumns+`, false AS claimed FROM agent_runs
 			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
@@ -173,22 +193,28 @@ func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (service
 			UPDATE river_job SET state = 'completed', finalized_at = now()
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
 			  AND args @> jsonb_build_object('run_id', (SELECT c.id FROM claimed c))
-		)
-		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`, timelineScope, services.ScheduleAgent, turnJobKind)
+		)`
+
+// claimNextRun runs a claim statement (claimSQL and its query) on db;
+// released: it returned the one row of no run (its lock let go).
+func claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, more ...any) (run services.Run, orphans []services.Run, released bool, err error) {
+	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind}, more...)...)
 	if err != nil {
-		return services.Run{}, nil, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
+		return services.Run{}, nil, false, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
 	}
 	defer rows.Close()
-	var run services.Run
-	var orphans []services.Run
 	for rows.Next() {
+		if rows.RawValues()[0] == nil {
+			released = true
+			continue
+		}
 		var r services.Run
 		var claimed bool
 		if err := rows.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
 			&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 			&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
 			&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &r.ResumesRunID, &claimed); err != nil {
-			return services.Run{}, nil, wrapErr("claim next run", err)
+			return services.Run{}, nil, false, wrapErr("claim next run", err)
 		}
 		if claimed {
 			run = r
@@ -196,7 +222,7 @@ func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (service
 			orphans = append(orphans, r)
 		}
 	}
-	return run, orphans, wrapErr("claim next run", rows.Err())
+	return run, orphans, released, wrapErr("claim next run", rows.Err())
 }
 
 // SetRunObservation records a run's prompt budget, estimate and window.
