@@ -41,13 +41,12 @@ type Notifier struct {
 	// statements sent.
 	linger time.Duration
 	sends  atomic.Int64
-	// queued and sent count the events given to the sender and those it
-	// has sent (or failed to); progress is closed (and replaced) each time
-	// sent moves; hurry cuts the linger short for a transaction whose own
-	// events must follow them (PublishTx).
-	queued, sent int64
-	progress     chan struct{}
-	hurry        chan struct{}
+	// inflight: the sender is sending a batch; progress is closed (and
+	// replaced) when it is sent; hurry cuts the linger short for a
+	// transaction whose own events must follow the pending ones.
+	inflight bool
+	progress chan struct{}
+	hurry    chan struct{}
 }
 
 // NotifyLinger is how long the first event of a batch waits for the ones
@@ -117,38 +116,86 @@ func (n *Notifier) PublishTx(ctx context.Context, tx services.Tx, e services.Eve
 func (n *Notifier) PublishCommitted(context.Context, services.Event) {}
 
 // addEvents queues payloads to be sent with t's commit, or sends them in t
-// at once when t's owner commits it.
+// at once when t's owner commits it (after the events published before,
+// which are sent first).
 func (t *Tx) addEvents(ctx context.Context, n *Notifier, payloads ...string) error {
 	t.notifier = n
 	t.events = append(t.events, payloads...)
 	if t.committed {
 		return nil
 	}
-	return t.sendEvents(ctx)
-}
-
-// sendEvents sends t's queued events in t, in one statement, once the
-// events published before (Publish, which sends them after a linger) are
-// sent: notifications reach the listeners in commit order, so theirs
-// arrive first.
-func (t *Tx) sendEvents(ctx context.Context) error {
-	if len(t.events) == 0 {
-		return nil
-	}
-	n, events := t.notifier, t.events
+	n.waitIdle(ctx)
+	events := t.events
 	t.events = nil
-	n.waitSent(ctx)
 	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
 	n.sends.Add(1)
 	return wrapErr("publish events", err)
 }
 
-// waitSent waits until the events queued so far are sent (the sender
-// skips the rest of its linger), or ctx ends.
-func (n *Notifier) waitSent(ctx context.Context) {
+// sendEvents sends t's events by the last statement before its COMMIT,
+// after the events published before and not yet sent (Publish: a run's
+// streamed text), which it takes from the sender: they commit together,
+// in order, so a turn's events cost no commit of their own. A batch the
+// sender is sending is waited for, as notifications reach the listeners
+// in commit order. When the statement fails the taken events go back to
+// the sender.
+func (t *Tx) sendEvents(ctx context.Context) error {
+	if len(t.events) == 0 {
+		return nil
+	}
+	n := t.notifier
+	taken := n.takePending(ctx)
+	events := append(taken, t.events...)
+	t.events = nil
+	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
+	n.sends.Add(1)
+	if err != nil {
+		n.requeue(taken)
+	}
+	return wrapErr("publish events", err)
+}
+
+// takePending waits for the batch being sent (or ctx's end) and takes the
+// events waiting for the sender.
+func (n *Notifier) takePending(ctx context.Context) []string {
 	n.mu.Lock()
-	target := n.queued
-	for n.sent < target {
+	defer n.mu.Unlock()
+	for n.inflight {
+		progress := n.progress
+		n.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			n.mu.Lock()
+			return nil
+		}
+		n.mu.Lock()
+	}
+	taken := n.pending
+	n.pending = nil
+	return taken
+}
+
+// requeue gives events taken from the sender back to it, first.
+func (n *Notifier) requeue(events []string) {
+	if len(events) == 0 {
+		return
+	}
+	n.mu.Lock()
+	n.pending = append(events, n.pending...)
+	start := !n.sending
+	n.sending = true
+	n.mu.Unlock()
+	if start {
+		go n.send()
+	}
+}
+
+// waitIdle waits until the sender has sent everything (it skips the rest
+// of its linger), or ctx ends.
+func (n *Notifier) waitIdle(ctx context.Context) {
+	n.mu.Lock()
+	for n.inflight || len(n.pending) > 0 {
 		progress := n.progress
 		n.mu.Unlock()
 		select {
@@ -178,7 +225,6 @@ func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
 	}
 	n.mu.Lock()
 	n.pending = append(n.pending, payload)
-	n.queued++
 	start := !n.sending
 	n.sending = true
 	n.mu.Unlock()
@@ -233,6 +279,7 @@ func (n *Notifier) send() {
 			n.mu.Unlock()
 			return
 		}
+		n.inflight = true
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
@@ -250,7 +297,7 @@ func (n *Notifier) send() {
 		cancel()
 		n.sends.Add(1)
 		n.mu.Lock()
-		n.sent += int64(len(batch))
+		n.inflight = false
 		close(n.progress)
 		n.progress = make(chan struct{})
 		n.mu.Unlock()

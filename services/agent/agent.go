@@ -247,8 +247,14 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 	if err != nil {
 		return nil, err
 	}
+	// The run's status commits with the message (the other instances hear
+	// both at once); this instance hears it after the commit.
+	queued, status := &endStatus{s: s}, services.RunQueued
+	if err := queued.step(&status)(ctx, tx, &closed{run: run}); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context) {
-		s.publishRun(ctx, run, services.RunQueued)
+		queued.announce(ctx, true, run, services.RunQueued)
 		if start != nil {
 			start(ctx, msg)
 		}
