@@ -178,7 +178,7 @@ func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, t
 // claimed the run it starts.
 const claimSQL = `
 		WITH orphan AS (
-			SELECT `+runColumns+`, false AS claimed FROM agent_runs
+			SELECT ` + runColumns + `, false AS claimed FROM agent_runs
 			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
 			  AND agent_id IS DISTINCT FROM $2
 			ORDER BY id LIMIT 100
@@ -188,7 +188,7 @@ const claimSQL = `
 				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
 			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
-			RETURNING `+runColumns+`, true AS claimed
+			RETURNING ` + runColumns + `, true AS claimed
 		), job AS (
 			UPDATE river_job SET state = 'completed', finalized_at = now()
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
