@@ -157,10 +157,15 @@ const turnJobKind = "agent_turn"
 // statement: the data-modifying CTEs see the rows as they were before it,
 // so "orphan" never lists the run it claims.
 func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (services.Run, []services.Run, error) {
-	run, orphans, _, err := claimNextRun(ctx, s.db, timelineScope, claimSQL+`
+	run, orphans, _, err := s.claimNextRun(ctx, s.db, timelineScope, claimSQL+`
 		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`)
 	return run, orphans, err
 }
+
+// AnnounceClaims makes the claims send the claimed run's `running` status
+// to the other instances with n, in the claim's statement (the run comes
+// back Announced). Called once, before the store is used.
+func (s *Store) AnnounceClaims(n *Notifier) { s.claims = n }
 
 // ClaimNextRunReleasing is ClaimNextRun on conn, the session holding the
 // timeline's run lock (the queue's advisory lock (lockKey, the hash of
@@ -168,9 +173,9 @@ func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (service
 // orphan, the same statement lets go of the lock (released), so a drain's
 // last look costs no statement of its own.
 func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, orphans []services.Run, released bool, err error) {
-	return claimNextRun(ctx, conn, timelineScope, claimSQL+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
+	return s.claimNextRun(ctx, conn, timelineScope, claimSQL+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
 		SELECT f.* FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM found)
-			THEN pg_advisory_unlock($4, hashtext(current_schema() || '/' || $1)) END AS released) r
+			THEN pg_advisory_unlock($6, hashtext(current_schema() || '/' || $1)) END AS released) r
 		LEFT JOIN found f ON true`, lockKey)
 }
 
@@ -188,7 +193,10 @@ const claimSQL = `
 				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
 			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
-			RETURNING ` + runColumns + `, true AS claimed
+			RETURNING ` + runColumns + `,
+				-- The run's status to the other instances ($4: their channel, '' for none).
+				(SELECT true FROM (SELECT CASE WHEN $4 <> '' THEN pg_notify($4, json_build_object('t', 'run', 'tl', timeline_scope,
+					'run', id, 'd', json_build_object('status', 'running'), 'o', $5::text)::text) END) n) AS claimed
 		), job AS (
 			UPDATE river_job SET state = 'completed', finalized_at = now()
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
@@ -197,8 +205,12 @@ const claimSQL = `
 
 // claimNextRun runs a claim statement (claimSQL and its query) on db;
 // released: it returned the one row of no run (its lock let go).
-func claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, more ...any) (run services.Run, orphans []services.Run, released bool, err error) {
-	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind}, more...)...)
+func (s *Store) claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, more ...any) (run services.Run, orphans []services.Run, released bool, err error) {
+	var channel, origin string
+	if s.claims != nil {
+		channel, origin = s.claims.channel, s.claims.origin
+	}
+	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind, channel, origin}, more...)...)
 	if err != nil {
 		return services.Run{}, nil, false, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
 	}
@@ -218,6 +230,7 @@ func claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, mor
 		}
 		if claimed {
 			run = r
+			run.Announced = channel != ""
 		} else {
 			orphans = append(orphans, r)
 		}

@@ -35,6 +35,8 @@ type Store struct {
 	// in is the transaction this store is bound to (nil on a pool): a
 	// savepoint's events go with it.
 	in *Tx
+	// claims sends a claimed run's status (AnnounceClaims).
+	claims *Notifier
 }
 
 var _ services.Store = (*Store)(nil)

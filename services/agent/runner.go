@@ -63,7 +63,11 @@ func (s *Service) ExecuteClaimed(ctx context.Context, run services.Run, trigger 
 		}
 		trigger = &msg
 	}
-	s.publishRun(ctx, run, services.RunRunning)
+	if txp, ok := s.opts.Publisher.(services.TxPublisher); ok && run.Announced {
+		txp.PublishCommitted(ctx, runEvent(run, services.RunRunning)) // the others heard it with the claim
+	} else {
+		s.publishRun(ctx, run, services.RunRunning)
+	}
 	return s.execute(ctx, run, *trigger)
 }
 
