@@ -275,6 +275,7 @@ func (a *App) buildEvents(ctx context.Context) (err error) {
 		return err
 	}
 	a.publisher = hub.Fanout{Hub: a.hub, Remote: a.notifier}
+	a.store.AnnounceClaims(a.notifier) // a claimed run's status goes with its claim
 	return nil
 }
 

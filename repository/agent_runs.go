@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -156,9 +157,33 @@ const turnJobKind = "agent_turn"
 // statement: the data-modifying CTEs see the rows as they were before it,
 // so "orphan" never lists the run it claims.
 func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (services.Run, []services.Run, error) {
-	rows, err := s.db.Query(ctx, `
+	run, orphans, _, err := s.claimNextRun(ctx, s.db, timelineScope, claimSQL+`
+		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`)
+	return run, orphans, err
+}
+
+// AnnounceClaims makes the claims send the claimed run's `running` status
+// to the other instances with n, in the claim's statement (the run comes
+// back Announced). Called once, before the store is used.
+func (s *Store) AnnounceClaims(n *Notifier) { s.claims = n }
+
+// ClaimNextRunReleasing is ClaimNextRun on conn, the session holding the
+// timeline's run lock (the queue's advisory lock (lockKey, the hash of
+// "schema/timeline")): when there is neither a run to claim nor an
+// orphan, the same statement lets go of the lock (released), so a drain's
+// last look costs no statement of its own.
+func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, orphans []services.Run, released bool, err error) {
+	return s.claimNextRun(ctx, conn, timelineScope, claimSQL+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
+		SELECT f.* FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM found)
+			THEN pg_advisory_unlock($6, hashtext(current_schema() || '/' || $1)) END AS released) r
+		LEFT JOIN found f ON true`, lockKey)
+}
+
+// claimSQL is the claim's CTEs: orphan lists the timeline's orphans,
+// claimed the run it starts.
+const claimSQL = `
 		WITH orphan AS (
-			SELECT `+runColumns+`, false AS claimed FROM agent_runs
+			SELECT ` + runColumns + `, false AS claimed FROM agent_runs
 			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
 			  AND agent_id IS DISTINCT FROM $2
 			ORDER BY id LIMIT 100
@@ -168,35 +193,49 @@ func (s *Store) ClaimNextRun(ctx context.Context, timelineScope string) (service
 				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
 			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
-			RETURNING `+runColumns+`, true AS claimed
+			RETURNING ` + runColumns + `,
+				-- The run's status to the other instances ($4: their channel, '' for none).
+				(SELECT true FROM (SELECT CASE WHEN $4 <> '' THEN pg_notify($4, json_build_object('t', 'run', 'tl', timeline_scope,
+					'run', id, 'd', json_build_object('status', 'running'), 'o', $5::text)::text) END) n) AS claimed
 		), job AS (
 			UPDATE river_job SET state = 'completed', finalized_at = now()
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
 			  AND args @> jsonb_build_object('run_id', (SELECT c.id FROM claimed c))
-		)
-		SELECT * FROM orphan UNION ALL SELECT * FROM claimed`, timelineScope, services.ScheduleAgent, turnJobKind)
+		)`
+
+// claimNextRun runs a claim statement (claimSQL and its query) on db;
+// released: it returned the one row of no run (its lock let go).
+func (s *Store) claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, more ...any) (run services.Run, orphans []services.Run, released bool, err error) {
+	var channel, origin string
+	if s.claims != nil {
+		channel, origin = s.claims.channel, s.claims.origin
+	}
+	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind, channel, origin}, more...)...)
 	if err != nil {
-		return services.Run{}, nil, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
+		return services.Run{}, nil, false, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
 	}
 	defer rows.Close()
-	var run services.Run
-	var orphans []services.Run
 	for rows.Next() {
+		if rows.RawValues()[0] == nil {
+			released = true
+			continue
+		}
 		var r services.Run
 		var claimed bool
 		if err := rows.Scan(&r.ID, &r.TimelineScope, &r.ContextScope, &r.AgentID, &r.ParentRunID,
 			&r.TriggerMessageID, &r.Source, &r.Status, &r.Model, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 			&r.Error, &r.PromptTokenBudget, &r.EstimatedPromptTokens,
 			&r.ModelContextWindow, &r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.TaintedBy, &r.ResumesRunID, &claimed); err != nil {
-			return services.Run{}, nil, wrapErr("claim next run", err)
+			return services.Run{}, nil, false, wrapErr("claim next run", err)
 		}
 		if claimed {
 			run = r
+			run.Announced = channel != ""
 		} else {
 			orphans = append(orphans, r)
 		}
 	}
-	return run, orphans, wrapErr("claim next run", rows.Err())
+	return run, orphans, released, wrapErr("claim next run", rows.Err())
 }
 
 // SetRunObservation records a run's prompt budget, estimate and window.

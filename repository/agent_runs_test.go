@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
 )
@@ -196,6 +197,57 @@ func TestClaimNextRunInOrderAfterOrphans(t *testing.T) {
 	}
 	if got, orphans, err := s.ClaimNextRun(ctx, "tl-claim"); err != nil || got.ID != 0 || len(orphans) != 0 {
 		t.Fatalf("claim with nothing queued = %+v, %+v, %v; want nothing", got, orphans, err)
+	}
+}
+
+// A drain claims on the session holding its timeline's lock, and its last
+// claim, which finds nothing, lets go of the lock in the same statement:
+// while a run was claimed (or an orphan found) another session cannot take
+// the lock, after the empty claim it can.
+func TestClaimNextRunReleasingLetsGoOfTheLockWhenNothingIsLeft(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := dbtest.Schema(t)
+	s := repository.New(pool)
+	const key = 7302
+	lockSQL := `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	other, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	var got bool
+	if err := holder.QueryRow(ctx, lockSQL, key, "tl-release").Scan(&got); err != nil || !got {
+		t.Fatalf("take the lock: %v %v", got, err)
+	}
+	run, err := s.CreateRun(ctx, services.NewRun{TimelineScope: "tl-release", Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, orphans, released, err := s.ClaimNextRunReleasing(ctx, holder, "tl-release", key)
+	if err != nil || claimed.ID != run.ID || len(orphans) != 0 || released {
+		t.Fatalf("claim = %+v, %+v, released %v, %v; want run %d claimed and the lock kept", claimed, orphans, released, err, run.ID)
+	}
+	if err := other.QueryRow(ctx, lockSQL, key, "tl-release").Scan(&got); err != nil || got {
+		t.Fatalf("another session took the lock after a claim: %v %v", got, err)
+	}
+	// Still running: it is an orphan for the next claim, which keeps the lock.
+	if _, orphans, released, err = s.ClaimNextRunReleasing(ctx, holder, "tl-release", key); err != nil || len(orphans) != 1 || released {
+		t.Fatalf("claim with an orphan = %+v, released %v, %v; want the orphan and the lock kept", orphans, released, err)
+	}
+	if _, err := s.FinishRun(ctx, run.ID, services.RunFinish{Status: services.RunOK}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, orphans, released, err = s.ClaimNextRunReleasing(ctx, holder, "tl-release", key)
+	if err != nil || claimed.ID != 0 || len(orphans) != 0 || !released {
+		t.Fatalf("claim with nothing left = %+v, %+v, released %v, %v; want nothing and the lock let go", claimed, orphans, released, err)
+	}
+	if err := other.QueryRow(ctx, lockSQL, key, "tl-release").Scan(&got); err != nil || !got {
+		t.Fatalf("another session could not take the lock after the empty claim: %v %v", got, err)
 	}
 }
 

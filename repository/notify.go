@@ -41,6 +41,12 @@ type Notifier struct {
 	// statements sent.
 	linger time.Duration
 	sends  atomic.Int64
+	// inflight: the sender is sending a batch; progress is closed (and
+	// replaced) when it is sent; hurry cuts the linger short for a
+	// transaction whose own events must follow the pending ones.
+	inflight bool
+	progress chan struct{}
+	hurry    chan struct{}
 }
 
 // NotifyLinger is how long the first event of a batch waits for the ones
@@ -68,7 +74,142 @@ func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*No
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:]), linger: NotifyLinger}, nil
+	return &Notifier{pool: pool, channel: ch, log: log, origin: hex.EncodeToString(b[:]), linger: NotifyLinger,
+		progress: make(chan struct{}), hurry: make(chan struct{}, 1)}, nil
+}
+
+var _ services.TxPublisher = (*Notifier)(nil)
+
+// encode is e as this instance sends it.
+func (n *Notifier) encode(e services.Event) (string, error) {
+	e.Origin = n.origin
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("store: encode event: %w", err)
+	}
+	if len(payload) > 7900 {
+		return "", services.Errorf(services.ETOOLARGE, "event payload is %d bytes, NOTIFY allows 8000", len(payload))
+	}
+	return string(payload), nil
+}
+
+// PublishTx sends e to the other instances with tx (a Tx of this
+// package): by its last statement before COMMIT when Transact commits it,
+// else at once in it. Either way they hear it when tx commits, after the
+// events published before that statement (it waits for them to be sent),
+// and nothing when it rolls back. This instance delivers its own events
+// locally (PublishCommitted, the hub); NOTIFY's echo is dropped.
+func (n *Notifier) PublishTx(ctx context.Context, tx services.Tx, e services.Event) error {
+	t, ok := tx.(*Tx)
+	if !ok {
+		return services.Errorf(services.EINVALID, "publish event: %T is not a PostgreSQL transaction", tx)
+	}
+	payload, err := n.encode(e)
+	if err != nil {
+		return err
+	}
+	return t.addEvents(ctx, n, payload)
+}
+
+// PublishCommitted implements services.TxPublisher: the Notifier has no
+// listeners of its own in this process, so nothing is left to do.
+func (n *Notifier) PublishCommitted(context.Context, services.Event) {}
+
+// addEvents queues payloads to be sent with t's commit, or sends them in t
+// at once when t's owner commits it (after the events published before,
+// which are sent first).
+func (t *Tx) addEvents(ctx context.Context, n *Notifier, payloads ...string) error {
+	t.notifier = n
+	t.events = append(t.events, payloads...)
+	if t.committed {
+		return nil
+	}
+	n.waitIdle(ctx)
+	events := t.events
+	t.events = nil
+	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
+	n.sends.Add(1)
+	return wrapErr("publish events", err)
+}
+
+// sendEvents sends t's events by the last statement before its COMMIT,
+// after the events published before and not yet sent (Publish: a run's
+// streamed text), which it takes from the sender: they commit together,
+// in order, so a turn's events cost no commit of their own. A batch the
+// sender is sending is waited for, as notifications reach the listeners
+// in commit order. When the statement fails the taken events go back to
+// the sender.
+func (t *Tx) sendEvents(ctx context.Context) error {
+	if len(t.events) == 0 {
+		return nil
+	}
+	n := t.notifier
+	taken := n.takePending(ctx)
+	events := append(taken, t.events...)
+	t.events = nil
+	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
+	n.sends.Add(1)
+	if err != nil {
+		n.requeue(taken)
+	}
+	return wrapErr("publish events", err)
+}
+
+// takePending waits for the batch being sent (or ctx's end) and takes the
+// events waiting for the sender.
+func (n *Notifier) takePending(ctx context.Context) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for n.inflight {
+		progress := n.progress
+		n.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			n.mu.Lock()
+			return nil
+		}
+		n.mu.Lock()
+	}
+	taken := n.pending
+	n.pending = nil
+	return taken
+}
+
+// requeue gives events taken from the sender back to it, first.
+func (n *Notifier) requeue(events []string) {
+	if len(events) == 0 {
+		return
+	}
+	n.mu.Lock()
+	n.pending = append(events, n.pending...)
+	start := !n.sending
+	n.sending = true
+	n.mu.Unlock()
+	if start {
+		go n.send()
+	}
+}
+
+// waitIdle waits until the sender has sent everything (it skips the rest
+// of its linger), or ctx ends.
+func (n *Notifier) waitIdle(ctx context.Context) {
+	n.mu.Lock()
+	for n.inflight || len(n.pending) > 0 {
+		progress := n.progress
+		n.mu.Unlock()
+		select {
+		case n.hurry <- struct{}{}:
+		default:
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return
+		}
+		n.mu.Lock()
+	}
+	n.mu.Unlock()
 }
 
 // Publish sends e to every listening instance (including this one). It
@@ -78,16 +219,12 @@ func NewNotifier(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*No
 // status) cost one commit. Events are best effort, as before: a failed send
 // is logged, and listeners resync when they reconnect.
 func (n *Notifier) Publish(ctx context.Context, e services.Event) error {
-	e.Origin = n.origin
-	payload, err := json.Marshal(e)
+	payload, err := n.encode(e)
 	if err != nil {
-		return fmt.Errorf("store: encode event: %w", err)
-	}
-	if len(payload) > 7900 {
-		return services.Errorf(services.ETOOLARGE, "event payload is %d bytes, NOTIFY allows 8000", len(payload))
+		return err
 	}
 	n.mu.Lock()
-	n.pending = append(n.pending, string(payload))
+	n.pending = append(n.pending, payload)
 	start := !n.sending
 	n.sending = true
 	n.mu.Unlock()
@@ -121,8 +258,17 @@ func (n *Notifier) Flush(ctx context.Context) {
 // send sends the queued events in batches until the queue is empty, the
 // first after the linger.
 func (n *Notifier) send() {
+	select {
+	case <-n.hurry: // left by a wait that ended meanwhile
+	default:
+	}
 	if n.linger > 0 {
-		time.Sleep(n.linger)
+		t := time.NewTimer(n.linger)
+		select {
+		case <-t.C:
+		case <-n.hurry:
+			t.Stop()
+		}
 	}
 	for {
 		n.mu.Lock()
@@ -133,6 +279,7 @@ func (n *Notifier) send() {
 			n.mu.Unlock()
 			return
 		}
+		n.inflight = true
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
@@ -149,6 +296,11 @@ func (n *Notifier) send() {
 		}
 		cancel()
 		n.sends.Add(1)
+		n.mu.Lock()
+		n.inflight = false
+		close(n.progress)
+		n.progress = make(chan struct{})
+		n.mu.Unlock()
 		if err != nil {
 			n.log.Warn("publish events", "events", len(batch), "err", err)
 		}

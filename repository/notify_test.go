@@ -2,8 +2,11 @@ package repository_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/switchboard/repository"
 	"github.com/switchboard/switchboard/repository/dbtest"
@@ -42,6 +45,13 @@ func TestNotifierDeliversEveryEventInOrder(t *testing.T) {
 // arrives; late probes drained).
 func listeningPair(t *testing.T) (context.Context, *repository.Notifier, chan services.Event) {
 	t.Helper()
+	ctx, _, pub, got := listeningPairOn(t)
+	return ctx, pub, got
+}
+
+// listeningPairOn is listeningPair with the schema's pool.
+func listeningPairOn(t *testing.T) (context.Context, *pgxpool.Pool, *repository.Notifier, chan services.Event) {
+	t.Helper()
 	pool, _ := dbtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -78,10 +88,65 @@ func listeningPair(t *testing.T) (context.Context, *repository.Notifier, chan se
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	for len(got) > 0 { // late probes
+	pub.Flush(ctx) // late probes: sent before the test's events
+	for len(got) > 0 {
 		<-got
 	}
-	return ctx, pub, got
+	return ctx, pool, pub, got
+}
+
+// An event published with a transaction reaches the other instances when
+// it commits, nothing of it when it rolls back, and the events published
+// before it and still waiting for the sender (a run's streamed text) go
+// first, in the same statement: here within the sender's linger of 2 s,
+// and no statement of their own.
+func TestNotifierSendsTransactionEventsWithTheCommit(t *testing.T) {
+	ctx, pool, pub, got := listeningPairOn(t)
+	store := repository.New(pool)
+	repository.SetLinger(pub, 2*time.Second)
+	before := repository.Sends(pub)
+	if err := pub.Publish(ctx, services.Event{Type: "delta", TimelineScope: "t", ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rolledBack := errors.New("rolled back")
+	err := store.Transact(ctx, func(tx services.Tx) error {
+		if err := pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 2}); err != nil {
+			return err
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	if err := store.Transact(ctx, func(tx services.Tx) error {
+		return pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 3})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wants := []int64{1, 3}
+	for len(wants) > 0 {
+		select {
+		case e := <-got:
+			if e.Type == "probe" {
+				continue
+			}
+			if e.ID != wants[0] {
+				t.Fatalf("event %d arrived when %d was due", e.ID, wants[0])
+			}
+			wants = wants[1:]
+		case <-time.After(time.Second):
+			t.Fatalf("event %d did not come with the commit", wants[0])
+		}
+	}
+	pub.Flush(ctx)
+	if n := repository.Sends(pub) - before; n != 1 {
+		t.Fatalf("the events took %d statements; want 1 (the transaction's)", n)
+	}
+	for len(got) > 0 {
+		if e := <-got; e.Type != "probe" {
+			t.Fatalf("event %d arrived after the commit's", e.ID)
+		}
+	}
 }
 
 // Events published a few milliseconds apart, as a turn's are, go to the

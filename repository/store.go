@@ -32,6 +32,11 @@ type DBTX interface {
 // Store is the PostgreSQL implementation of services.Store.
 type Store struct {
 	db DBTX
+	// in is the transaction this store is bound to (nil on a pool): a
+	// savepoint's events go with it.
+	in *Tx
+	// claims sends a claimed run's status (AnnounceClaims).
+	claims *Notifier
 }
 
 var _ services.Store = (*Store)(nil)
@@ -44,12 +49,22 @@ func New(pool *pgxpool.Pool) *Store { return &Store{db: pool} }
 type Tx struct {
 	*Store
 	tx pgx.Tx
+	// committed: Transact commits tx, and sends the events published with
+	// it (Notifier.PublishTx) by its last statement before COMMIT; on a
+	// Tx of the caller's own (NewTx) they are sent at once, in tx.
+	committed bool
+	events    []string
+	notifier  *Notifier
 }
 
 var _ services.Tx = (*Tx)(nil)
 
 // NewTx returns the stores bound to the caller's transaction.
-func NewTx(tx pgx.Tx) *Tx { return &Tx{Store: &Store{db: tx}, tx: tx} }
+func NewTx(tx pgx.Tx) *Tx {
+	t := &Tx{tx: tx}
+	t.Store = &Store{db: tx, in: t}
+	return t
+}
 
 // DriverTx implements services.Tx: the pgx.Tx, for the job queue's inserts.
 func (t *Tx) DriverTx() any { return t.tx }
@@ -106,11 +121,22 @@ func (s *Store) transact(ctx context.Context, fn func(tx *Tx) error) (err error)
 			_ = tx.Rollback(ctx)
 		}
 	}()
-	if err = fn(NewTx(tx)); err != nil {
+	t := NewTx(tx)
+	t.committed = true
+	if err = fn(t); err != nil {
 		return err
+	}
+	if s.in == nil {
+		if err = t.sendEvents(ctx); err != nil {
+			return err
+		}
 	}
 	if err = tx.Commit(ctx); err != nil {
 		return wrapErr("commit", err)
+	}
+	if s.in != nil && len(t.events) > 0 {
+		// A savepoint released: its events commit with the transaction.
+		return s.in.addEvents(ctx, t.notifier, t.events...)
 	}
 	return nil
 }

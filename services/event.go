@@ -42,6 +42,22 @@ type Publisher interface {
 	Publish(ctx context.Context, e Event) error
 }
 
+// TxPublisher is a Publisher that can also send an event with the
+// transaction that produced it, so the event costs no commit of its own:
+// the other instances hear it when the transaction commits (NOTIFY is
+// transactional) and nothing when it rolls back. After the commit the
+// caller hands the same event to PublishCommitted, which delivers it to
+// this instance's listeners (and does whatever PublishTx could not).
+type TxPublisher interface {
+	Publisher
+	// PublishTx queues e to be sent with tx's commit, after the events
+	// published before it.
+	PublishTx(ctx context.Context, tx Tx, e Event) error
+	// PublishCommitted is called once tx committed, for each event given
+	// to PublishTx: it delivers e in this process, exactly once.
+	PublishCommitted(ctx context.Context, e Event)
+}
+
 // TimelineItem is what a timeline's subscriber receives: a stored message,
 // or a transient event (run status, streamed text) with no row behind it.
 type TimelineItem struct {

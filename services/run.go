@@ -51,6 +51,10 @@ type Run struct {
 	// ResumesRunID is the waiting run this one resumes after the owner's
 	// decisions (0: a run of its own trigger's, with no held calls).
 	ResumesRunID int64
+	// Announced: the claim that started the run also sent its `running`
+	// status to the other instances (NOTIFY with the claim's commit); the
+	// executor then delivers it in this process only. Not stored.
+	Announced bool
 }
 
 // IsMain reports whether r is a run of the main agent (answering a

@@ -167,7 +167,7 @@ func (q *Queue) drainLocal(ctx context.Context, timeline string, trigger service
 		return nil
 	}
 	for {
-		err := q.withTimelineLock(ctx, timeline, func() error { return q.runQueued(ctx, timeline, q.heldTrigger(h)) })
+		err := q.drainHeld(ctx, timeline, q.heldTrigger(h))
 		if err != nil && !errors.Is(err, errBusy) {
 			q.local.mu.Lock()
 			delete(q.local.held, timeline)

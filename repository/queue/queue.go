@@ -298,6 +298,36 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 	return q.withLock(ctx, runLockKey, timeline, fn)
 }
 
+// drainHeld runs the timeline's queued runs holding its lock (runQueued);
+// the last claim, which finds none, lets go of the lock.
+func (q *Queue) drainHeld(ctx context.Context, timeline string, trigger func(services.Run) *services.Message) error {
+	return q.withHeldLock(ctx, runLockKey, timeline, func(h *heldLock) error { return q.runQueued(ctx, timeline, trigger, h) })
+}
+
+// releasingClaimer claims on the session holding the timeline's lock and
+// lets go of it when nothing is left (repository.Store).
+type releasingClaimer interface {
+	ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (services.Run, []services.Run, bool, error)
+}
+
+// claim claims the timeline's next run: on h's connection, letting go of
+// the lock when there is none, when the store can (h.released then says
+// so), else as ClaimNextRun.
+func (q *Queue) claim(ctx context.Context, timeline string, h *heldLock) (services.Run, []services.Run, error) {
+	rc, ok := q.store.(releasingClaimer)
+	if !ok || h == nil {
+		return q.store.ClaimNextRun(ctx, timeline)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return q.store.ClaimNextRun(ctx, timeline)
+	}
+	run, orphans, released, err := rc.ClaimNextRunReleasing(ctx, h.conn, timeline, runLockKey)
+	h.released = released
+	return run, orphans, err
+}
+
 // withLock runs fn holding the session advisory lock (key, name), or
 // returns errBusy at once when another session holds it.
 //
@@ -310,6 +340,12 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 // the work is that session's to close (exactly once, as after a crash) and
 // the lock is not asked for again.
 func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() error) error {
+	return q.withHeldLock(ctx, key, name, func(*heldLock) error { return fn() })
+}
+
+// withHeldLock is withLock giving fn the held lock: fn may let go of it
+// with its last statement (heldLock.released).
+func (q *Queue) withHeldLock(ctx context.Context, key int32, name string, fn func(h *heldLock) error) error {
 	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -338,6 +374,10 @@ func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() 
 		if h.conn == nil {
 			return
 		}
+		if h.released {
+			h.conn.Release()
+			return
+		}
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := h.conn.Exec(uctx, unlockSQL, key, name); err != nil {
@@ -346,7 +386,7 @@ func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() 
 		}
 		h.conn.Release()
 	}()
-	return fn()
+	return fn(h)
 }
 
 const (
@@ -362,6 +402,8 @@ const lockCheckEvery = time.Second
 type heldLock struct {
 	mu   sync.Mutex
 	conn *pgxpool.Conn
+	// released: the holder let go of it (its last claim found nothing).
+	released bool
 }
 
 // keepLock pings h's connection until stop; when the ping fails it takes the
@@ -380,6 +422,10 @@ func (q *Queue) keepLock(ctx context.Context, h *heldLock, key int32, name strin
 		case <-t.C:
 		}
 		h.mu.Lock()
+		if h.released {
+			h.mu.Unlock()
+			return
+		}
 		if !lost {
 			pctx, cancel := context.WithTimeout(ctx, lockCheckEvery)
 			err := h.conn.Ping(pctx)
@@ -428,7 +474,7 @@ func (q *Queue) keepLock(ctx context.Context, h *heldLock, key int32, name strin
 // scheduler's period.
 func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 	for {
-		err := q.withTimelineLock(ctx, timeline, func() error { return q.runQueued(ctx, timeline, nil) })
+		err := q.drainHeld(ctx, timeline, nil)
 		if errors.Is(err, errBusy) {
 			return nil
 		}
@@ -448,9 +494,9 @@ func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 // lock: each claimed in one statement, which also says when runs left
 // running by a dead worker must be closed first. trigger, when not nil, is
 // how a claimed run's message is found when this process holds it (not read again).
-func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message) error {
+func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message, h *heldLock) error {
 	for ctx.Err() == nil {
-		run, orphans, err := q.store.ClaimNextRun(ctx, timeline)
+		run, orphans, err := q.claim(ctx, timeline, h)
 		if err != nil {
 			return err
 		}

@@ -247,8 +247,14 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 	if err != nil {
 		return nil, err
 	}
+	// The run's status commits with the message (the other instances hear
+	// both at once); this instance hears it after the commit.
+	queued, status := &endStatus{s: s}, services.RunQueued
+	if err := queued.step(&status)(ctx, tx, &closed{run: run}); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context) {
-		s.publishRun(ctx, run, services.RunQueued)
+		queued.announce(ctx, true, run, services.RunQueued)
 		if start != nil {
 			start(ctx, msg)
 		}
@@ -289,8 +295,52 @@ func (s *Service) publishRun(ctx context.Context, run services.Run, status servi
 	if s.opts.Publisher == nil {
 		return
 	}
-	data := []byte(`{"status":"` + status + `"}`)
-	if err := s.opts.Publisher.Publish(ctx, services.Event{Type: services.EventRun, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data}); err != nil {
+	if err := s.opts.Publisher.Publish(ctx, runEvent(run, status)); err != nil {
 		s.log.Warn("publish run status", "run_id", run.ID, "err", err)
 	}
+}
+
+// runEvent says run is now status.
+func runEvent(run services.Run, status services.RunStatus) services.Event {
+	data := []byte(`{"status":"` + status + `"}`)
+	return services.Event{Type: services.EventRun, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data}
+}
+
+// endStatus is a run's status event sent with its end's transaction, when
+// the publisher sends events with transactions: the other instances hear
+// it with the commit (after the answer's own event), this one from
+// announce.
+type endStatus struct {
+	s    *Service
+	sent *services.Event
+}
+
+// step queues the status the end closed its run with (*status when the
+// step runs) in the end's transaction.
+func (st *endStatus) step(status *services.RunStatus) closeStep {
+	return func(ctx context.Context, tx services.Tx, c *closed) error {
+		st.sent = nil
+		txp, ok := st.s.opts.Publisher.(services.TxPublisher)
+		if !ok || c.run.ID == 0 {
+			return nil
+		}
+		e := runEvent(c.run, *status)
+		if err := txp.PublishTx(ctx, tx, e); err != nil {
+			st.s.log.Warn("publish run status", "run_id", c.run.ID, "err", err)
+			return nil
+		}
+		st.sent = &e
+		return nil
+	}
+}
+
+// announce publishes the status after the end: here only, when the end
+// committed (every step ran in the transaction that did) and the step sent
+// it with the transaction.
+func (st *endStatus) announce(ctx context.Context, committed bool, run services.Run, status services.RunStatus) {
+	if committed && st.sent != nil {
+		st.s.opts.Publisher.(services.TxPublisher).PublishCommitted(ctx, *st.sent)
+		return
+	}
+	st.s.publishRun(ctx, run, status)
 }

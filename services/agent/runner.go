@@ -63,7 +63,11 @@ func (s *Service) ExecuteClaimed(ctx context.Context, run services.Run, trigger 
 		}
 		trigger = &msg
 	}
-	s.publishRun(ctx, run, services.RunRunning)
+	if txp, ok := s.opts.Publisher.(services.TxPublisher); ok && run.Announced {
+		txp.PublishCommitted(ctx, runEvent(run, services.RunRunning)) // the others heard it with the claim
+	} else {
+		s.publishRun(ctx, run, services.RunRunning)
+	}
 	return s.execute(ctx, run, *trigger)
 }
 
@@ -138,7 +142,9 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 	// when no end commits it, it is settled on its own.
 	committed := false
 	defer func() { s.finishSettle(endCtx, e.answerSettle, committed) }()
-	done, ok, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep}})
+	// The run's status goes with the end's commit, after the answer.
+	status := &endStatus{s: s}
+	done, ok, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep, status.step(&fin.Status)}})
 	if out.err == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
 		// An answer that cannot be stored must not leave the run open (it
 		// would end 'interrupted' as if the server had restarted): the run
@@ -146,13 +152,13 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 		s.log.Error("store answer", "run_id", run.ID, "err", err)
 		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
 		done, ok, err = e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(noticeParams(run, e.trigger,
-			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), txStep(e.lastStep)}})
+			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), txStep(e.lastStep), status.step(&fin.Status)}})
 	}
 	committed = err == nil && ok
 	if err != nil {
 		return err
 	}
-	s.publishRun(endCtx, done, fin.Status)
+	status.announce(endCtx, committed, done, fin.Status)
 	if out.err == nil && fin.Status == services.RunOK && s.opts.LLM.Name() != llm.ProviderOffline {
 		// Checked after the answer's commit: a check never holds it back.
 		e.checkAnswer(endCtx, out.answer)

@@ -72,6 +72,9 @@ type options struct {
 type Service struct {
 	opts options
 	log  *slog.Logger
+	// txp is the publisher when it sends events with their transaction:
+	// a new message's event then commits with its row.
+	txp services.TxPublisher
 }
 
 // New returns a ChatService.
@@ -83,7 +86,8 @@ func New(d Deps, cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: options{Deps: d, Config: cfg}, log: log}
+	txp, _ := d.Publisher.(services.TxPublisher)
+	return &Service{opts: options{Deps: d, Config: cfg}, log: log, txp: txp}
 }
 
 // Post validates and stores a visible message in its timeline, publishes it
@@ -181,6 +185,14 @@ func (s *Service) PostTx(ctx context.Context, tx services.Tx, p services.PostPar
 		attrs = append(attrs, "content", msg.Content)
 	}
 	s.log.Debug("message stored", attrs...)
+	if created && s.txp != nil {
+		// The other instances hear of it when it commits; this one when
+		// the caller announces it.
+		if err := s.txp.PublishTx(ctx, tx, messageEvent(msg)); err != nil {
+			// As after commit: subscribers catch up on their next event.
+			s.log.Warn("publish event", "type", services.EventMessage, "id", msg.ID, "err", err)
+		}
+	}
 	if created {
 		for _, a := range p.Attachments {
 			a.MessageID, a.TimelineScope = msg.ID, msg.TimelineScope
@@ -212,12 +224,23 @@ func CleanAnswer(text string) string {
 	return strings.ReplaceAll(text, "\x00", "\uFFFD")
 }
 
-// Announce does what follows a committed post: publish a new message.
-// (A reply's delivery was scheduled in the post's transaction.)
+// Announce does what follows a committed post: publish a new message
+// (to this instance: the others heard of it with the commit, when the
+// publisher sends events with transactions). A reply's delivery was
+// scheduled in the post's transaction.
 func (s *Service) Announce(ctx context.Context, msg services.Message, created bool) {
-	if created {
-		s.publish(ctx, services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID})
+	switch {
+	case !created:
+	case s.txp != nil:
+		s.txp.PublishCommitted(ctx, messageEvent(msg))
+	default:
+		s.publish(ctx, messageEvent(msg))
 	}
+}
+
+// messageEvent says msg was stored.
+func messageEvent(msg services.Message) services.Event {
+	return services.Event{Type: services.EventMessage, TimelineScope: msg.TimelineScope, ID: msg.ID}
 }
 
 // routeReplyTx hands a reply to the router of the answered message's

@@ -14,7 +14,7 @@ type Fanout struct {
 	Remote services.Publisher
 }
 
-var _ services.Publisher = Fanout{}
+var _ services.TxPublisher = Fanout{}
 
 // Publish implements services.Publisher.
 func (f Fanout) Publish(ctx context.Context, e services.Event) error {
@@ -25,4 +25,27 @@ func (f Fanout) Publish(ctx context.Context, e services.Event) error {
 		return f.Remote.Publish(ctx, e)
 	}
 	return nil
+}
+
+// PublishTx sends e to the other instances with tx when the remote can
+// (services.TxPublisher); PublishCommitted delivers it here after the
+// commit.
+func (f Fanout) PublishTx(ctx context.Context, tx services.Tx, e services.Event) error {
+	if r, ok := f.Remote.(services.TxPublisher); ok {
+		return r.PublishTx(ctx, tx, e)
+	}
+	return nil
+}
+
+// PublishCommitted delivers an event given to PublishTx to this process's
+// hub, and to a remote that could not take it with the transaction.
+func (f Fanout) PublishCommitted(ctx context.Context, e services.Event) {
+	if f.Hub != nil {
+		f.Hub.Notify(e)
+	}
+	if r, ok := f.Remote.(services.TxPublisher); ok {
+		r.PublishCommitted(ctx, e)
+	} else if f.Remote != nil {
+		_ = f.Remote.Publish(ctx, e)
+	}
 }
