@@ -42,21 +42,12 @@ func splicedIsSDKs(t *testing.T, api string, req llm.Request, stream bool) {
 }
 
 // sameAsSDK fails unless body is byte for byte the body the provider SDKs
-// sent for this test when they were still used (testdata/sdkbodies, written
-// by the SDK-based code with SB_WRITE_SDKBODIES=1 before our own clients
-// replaced them).
+// sent for this test when the package still used them
+// (testdata/sdkbodies, recorded from the SDK-based code before our own
+// clients replaced it; not to be rewritten from this code).
 func sameAsSDK(t *testing.T, body []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", "sdkbodies", strings.ReplaceAll(t.Name(), "/", "_")+".json")
-	if os.Getenv("SB_WRITE_SDKBODIES") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
