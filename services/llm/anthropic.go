@@ -154,23 +154,19 @@ func anthropicStream(body io.Reader, onDelta func(string)) (*anthropicMessage, e
 		if !ok {
 			break
 		}
-		switch e.typ {
-		case "ping":
+		if e.typ == "ping" || len(bytes.TrimSpace(e.data)) == 0 {
 			continue
-		case "error":
-			var ev anthropicEvent
-			_ = json.Unmarshal(e.data, &ev)
+		}
+		var ev anthropicEvent
+		err := json.Unmarshal(e.data, &ev)
+		if e.typ == "error" || (err == nil && ev.Type == "error") {
 			if ev.Error.Type == "" && ev.Error.Message == "" {
 				return nil, fmt.Errorf("%w: %s", errStreamFailed, truncate(string(e.data), 300))
 			}
 			// overloaded_error, api_error: retried as a failed stream.
 			return nil, fmt.Errorf("%w: %s %s", errStreamFailed, ev.Error.Type, ev.Error.Message)
 		}
-		if len(bytes.TrimSpace(e.data)) == 0 {
-			continue
-		}
-		var ev anthropicEvent
-		if err := json.Unmarshal(e.data, &ev); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%w: event %q: %v", errBadReply, truncate(string(e.data), 200), err)
 		}
 		switch ev.Type {

@@ -206,14 +206,18 @@ func TestAnthropicStreamEdges(t *testing.T) {
 			t.Errorf("tool calls = %+v, want {} with the raw input in Malformed", resp.ToolCalls)
 		}
 	})
-	t.Run("error event", func(t *testing.T) {
-		body := start + event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-		_, _, err := rawComplete(t, ProviderAnthropic, body)
-		pe := providerErr(t, err)
-		if !errors.Is(err, errStreamFailed) || !pe.Retryable || !strings.Contains(err.Error(), "overloaded_error Overloaded") {
-			t.Errorf("err = %v (retryable %v), want a retryable mid-stream failure naming type and message", err, pe.Retryable)
-		}
-	})
+	for name, ev := range map[string]string{
+		"error event":                event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
+		"error event without a name": "data: " + `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}` + "\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := rawComplete(t, ProviderAnthropic, start+ev)
+			pe := providerErr(t, err)
+			if !errors.Is(err, errStreamFailed) || !pe.Retryable || !strings.Contains(err.Error(), "overloaded_error Overloaded") {
+				t.Errorf("err = %v (retryable %v), want a retryable mid-stream failure naming type and message", err, pe.Retryable)
+			}
+		})
+	}
 	t.Run("malformed JSON", func(t *testing.T) {
 		_, _, err := rawComplete(t, ProviderAnthropic, start+event("content_block_start", `{"type":"content_block_start","index":0,`))
 		if !errors.Is(err, errBadReply) {
