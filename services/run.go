@@ -301,7 +301,7 @@ type ErrorStep struct {
 }
 
 // RunRequest is the exact body of one model request a run sent (the JSON
-// the provider's SDK put on the wire), gzip-compressed: run_requests, one
+// the provider put on the wire), gzip-compressed: run_requests, one
 // row per recorded model call.
 type RunRequest struct {
 	ID            int64

@@ -1,15 +1,16 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"sort"
 	"strings"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/switchboard/switchboard/services"
 )
@@ -20,13 +21,17 @@ const DefaultAnthropicBaseURL = "https://api.anthropic.com"
 // Anthropic is a Provider speaking the Anthropic Messages API. It makes one
 // attempt per call; wrap it with Retry (New does).
 type Anthropic struct {
-	messages anthropic.MessageService
-	model    string
-	baseURL  string
-	window   int
+	client  *http.Client
+	apiKey  string
+	model   string
+	baseURL string
+	window  int
 }
 
 var _ Provider = (*Anthropic)(nil)
+
+// anthropicVersion is the API version sent as anthropic-version.
+const anthropicVersion = "2023-06-01"
 
 // NewAnthropic returns an Anthropic provider for cfg after applying the same
 // defaults and validation as New; the error is an EINVALID *services.Error
@@ -40,19 +45,10 @@ func NewAnthropic(cfg Config) (*Anthropic, error) {
 	return newAnthropic(cfg), nil
 }
 
+// newAnthropic is the provider for a normalized cfg. Only LLM_* configures
+// it, never ANTHROPIC_* from the environment.
 func newAnthropic(cfg Config) *Anthropic {
-	client := anthropic.NewClient(
-		// Only LLM_* configures the provider, never ANTHROPIC_* or profiles.
-		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithHTTPClient(cfg.httpClient()),
-		option.WithMaxRetries(0), // Retry is the only retry layer
-		// An explicit timeout also stops the SDK from refusing non-streaming
-		// calls with a large max_tokens.
-		option.WithRequestTimeout(cfg.Timeout),
-	)
-	return &Anthropic{messages: client.Messages, model: cfg.Model, baseURL: cfg.BaseURL, window: cfg.ContextWindow}
+	return &Anthropic{client: cfg.httpClient(), apiKey: cfg.APIKey, model: cfg.Model, baseURL: cfg.BaseURL, window: cfg.ContextWindow}
 }
 
 // Name returns "anthropic".
@@ -70,45 +66,128 @@ func (p *Anthropic) BaseURL() string { return p.baseURL }
 // Complete implements Provider with one Messages request, streamed when
 // onDelta is non-nil. Errors are as documented on Provider.
 func (p *Anthropic) Complete(ctx context.Context, req Request, onDelta func(string)) (*Response, error) {
-	var params anthropic.MessageNewParams
-	var opts []option.RequestOption
-	var err error
-	if splicing() {
-		params, opts, err = p.anthropicOptions(req)
-	} else {
-		params, err = p.params(req)
-	}
+	body, err := p.anthropicBody(req, onDelta != nil)
 	if err != nil {
 		return nil, err
 	}
+	header := http.Header{}
+	header.Set("Anthropic-Version", anthropicVersion)
+	if onDelta != nil {
+		header.Set("Accept", "text/event-stream")
+	} else {
+		header.Set("Accept", "application/json")
+	}
+	if p.apiKey != "" {
+		header.Set("X-Api-Key", p.apiKey)
+	}
+	resp, err := post(ctx, p.client, strings.TrimRight(p.baseURL, "/")+"/v1/messages", header, body)
+	if err != nil {
+		return nil, p.failure(ctx, err)
+	}
 	if onDelta == nil {
-		msg, err := p.messages.New(ctx, params, opts...)
-		if err != nil {
+		var msg anthropicMessage
+		if err := readJSON(resp, &msg); err != nil {
 			return nil, p.failure(ctx, err)
 		}
-		return p.response(msg, nil)
+		return p.response(&msg)
 	}
+	defer resp.Body.Close()
+	msg, err := anthropicStream(resp.Body, onDelta)
+	if err != nil {
+		return nil, p.failure(ctx, err)
+	}
+	return p.response(msg)
+}
 
-	stream := p.messages.NewStreaming(ctx, params, opts...)
-	defer stream.Close()
-	var msg anthropic.Message
-	// Tool inputs are gathered here too: the SDK's accumulator quietly
-	// replaces malformed input with {}, which would hide the model's mistake.
-	inputs := map[int64]*strings.Builder{}
-	stopped := false
-	for stream.Next() {
-		ev := stream.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, p.failure(ctx, fmt.Errorf("%w: %v", errBadReply, err))
+// anthropicMessage is the part of a Messages reply that is read.
+type anthropicMessage struct {
+	Model      string                  `json:"model"`
+	Content    []anthropicContentBlock `json:"content"`
+	StopReason string                  `json:"stop_reason"`
+	Usage      anthropicUsage          `json:"usage"`
+}
+
+type anthropicContentBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type anthropicUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// anthropicEvent is a streamed event of the Messages API.
+type anthropicEvent struct {
+	Type         string                `json:"type"`
+	Message      anthropicMessage      `json:"message"`
+	Index        int                   `json:"index"`
+	ContentBlock anthropicContentBlock `json:"content_block"`
+	Delta        struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anthropicUsage `json:"usage"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// anthropicStream reads a streamed reply, passing text to onDelta, into the
+// message it adds up to. Tool inputs are the joined input_json_delta
+// fragments, kept as they came: malformed input is the model's mistake to
+// be told about (toolCall), not replaced.
+func anthropicStream(body io.Reader, onDelta func(string)) (*anthropicMessage, error) {
+	var msg anthropicMessage
+	inputs := map[int]*strings.Builder{}
+	sse := newSSEReader(body)
+	for {
+		e, ok := sse.next()
+		if !ok {
+			break
+		}
+		if e.typ == "ping" || len(bytes.TrimSpace(e.data)) == 0 {
+			continue
+		}
+		var ev anthropicEvent
+		err := json.Unmarshal(e.data, &ev)
+		if e.typ == "error" || (err == nil && ev.Type == "error") {
+			if ev.Error.Type == "" && ev.Error.Message == "" {
+				return nil, fmt.Errorf("%w: %s", errStreamFailed, truncate(string(e.data), 300))
+			}
+			// overloaded_error, api_error: retried as a failed stream.
+			return nil, fmt.Errorf("%w: %s %s", errStreamFailed, ev.Error.Type, ev.Error.Message)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: event %q: %v", errBadReply, truncate(string(e.data), 200), err)
 		}
 		switch ev.Type {
+		case "message_start":
+			msg = ev.Message
+			msg.Content = nil
 		case "content_block_start":
+			if ev.Index != len(msg.Content) {
+				return nil, fmt.Errorf("%w: content block %d started after %d blocks", errBadReply, ev.Index, len(msg.Content))
+			}
+			msg.Content = append(msg.Content, ev.ContentBlock)
 			if ev.ContentBlock.Type == "tool_use" {
 				inputs[ev.Index] = &strings.Builder{}
 			}
 		case "content_block_delta":
+			if ev.Index < 0 || ev.Index >= len(msg.Content) {
+				return nil, fmt.Errorf("%w: a delta for content block %d of %d", errBadReply, ev.Index, len(msg.Content))
+			}
 			switch ev.Delta.Type {
 			case "text_delta":
+				msg.Content[ev.Index].Text += ev.Delta.Text
 				if ev.Delta.Text != "" {
 					onDelta(ev.Delta.Text)
 				}
@@ -117,224 +196,251 @@ func (p *Anthropic) Complete(ctx context.Context, req Request, onDelta func(stri
 					b.WriteString(ev.Delta.PartialJSON)
 				}
 			}
+		case "message_delta":
+			if ev.Delta.StopReason != "" {
+				msg.StopReason = ev.Delta.StopReason
+			}
+			if u := ev.Usage; u != nil {
+				msg.Usage.OutputTokens = u.OutputTokens
+				if u.InputTokens != 0 {
+					msg.Usage.InputTokens = u.InputTokens
+				}
+				if u.CacheReadInputTokens != 0 {
+					msg.Usage.CacheReadInputTokens = u.CacheReadInputTokens
+				}
+				if u.CacheCreationInputTokens != 0 {
+					msg.Usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+				}
+			}
 		case "message_stop":
-			stopped = true
+			for i, b := range inputs {
+				if b.Len() > 0 {
+					msg.Content[i].Input = json.RawMessage(b.String())
+				}
+			}
+			return &msg, nil
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return nil, p.failure(ctx, err)
+	if sse.err != nil {
+		return nil, sse.err
 	}
-	if !stopped {
-		return nil, p.failure(ctx, errStreamTruncated)
-	}
-	return p.response(&msg, inputs)
+	return nil, errStreamTruncated
 }
 
-// params translates a Request into Messages API parameters.
-func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = DefaultMaxTokens
+// The request's JSON, field for field as Anthropic's SDK wrote it (the bytes
+// the provider caches stay those of earlier releases).
+type (
+	anthropicCacheControl struct {
+		Type string `json:"type"`
 	}
-	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model), MaxTokens: int64(maxTokens), System: anthropicSystem(req)}
-	var err error
-	if params.Tools, err = anthropicTools(req); err != nil {
-		return params, err
+	anthropicText struct {
+		Text         string                 `json:"text"`
+		CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+		Type         string                 `json:"type"`
 	}
-	var lastBlock [][2]int
-	if params.Messages, lastBlock, err = anthropicMessages(req.Messages); err != nil {
-		return params, err
+	anthropicImage struct {
+		Source struct {
+			Data      string `json:"data"`
+			MediaType string `json:"media_type,omitempty"`
+			Type      string `json:"type"`
+		} `json:"source"`
+		CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+		Type         string                 `json:"type"`
 	}
-	if req.CacheSystem {
-		markCachePoints(&params, req, lastBlock)
+	anthropicToolUse struct {
+		ID           string                 `json:"id"`
+		Input        json.RawMessage        `json:"input,omitempty"`
+		Name         string                 `json:"name"`
+		CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+		Type         string                 `json:"type"`
 	}
-	if req.Temperature != nil {
-		params.Temperature = anthropic.Float(*req.Temperature)
+	anthropicToolResult struct {
+		ToolUseID    string                 `json:"tool_use_id"`
+		IsError      bool                   `json:"is_error,omitempty"`
+		CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+		Content      []any                  `json:"content,omitempty"`
+		Type         string                 `json:"type"`
 	}
-	if len(req.Stop) > 0 {
-		params.StopSequences = req.Stop
+	anthropicTool struct {
+		InputSchema  anthropicSchema        `json:"input_schema"`
+		Name         string                 `json:"name"`
+		Description  string                 `json:"description,omitempty"`
+		CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 	}
-	if text := responseFormatInstruction(req.ResponseFormat); text != "" {
-		// The Messages API has no response_format: the instruction closes
-		// the conversation, after the user's turn (or the tool results).
-		params.Messages = addBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewTextBlock(text))
+	// anthropicHead is the request's small parameters.
+	anthropicHead struct {
+		MaxTokens     int      `json:"max_tokens"`
+		Model         string   `json:"model,omitempty"`
+		Temperature   *float64 `json:"temperature,omitempty"`
+		StopSequences []string `json:"stop_sequences,omitempty"`
 	}
-	return params, nil
+)
+
+func ephemeral() *anthropicCacheControl { return &anthropicCacheControl{Type: "ephemeral"} }
+
+func textBlock(text string) *anthropicText { return &anthropicText{Text: text, Type: "text"} }
+
+func imageBlock(im services.Image) *anthropicImage {
+	b := &anthropicImage{Type: "image"}
+	b.Source.Data, b.Source.MediaType, b.Source.Type = base64.StdEncoding.EncodeToString(im.Data), im.MIMEType, "base64"
+	return b
+}
+
+// anthropicSchema is a tool's JSON Schema: properties, required and type
+// first, the other keywords after them in key order.
+type anthropicSchema map[string]any
+
+func (s anthropicSchema) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	add := func(k string, v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(raw)
+		return nil
+	}
+	if v, ok := s["properties"]; ok && v != nil {
+		if err := add("properties", v); err != nil {
+			return nil, err
+		}
+	}
+	var required []string
+	if list, ok := s["required"].([]any); ok {
+		for _, r := range list {
+			if name, ok := r.(string); ok {
+				required = append(required, name)
+			}
+		}
+	}
+	if len(required) > 0 {
+		_ = add("required", required)
+	}
+	_ = add("type", "object")
+	var extra []string
+	for k := range s {
+		if k != "type" && k != "properties" && k != "required" {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		if err := add(k, s[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // anthropicSystem is the request's system blocks: the system prompt (the
 // cache breakpoint when the request caches it), then the system context.
-func anthropicSystem(req Request) []anthropic.TextBlockParam {
-	var system []anthropic.TextBlockParam
+func anthropicSystem(req Request) []*anthropicText {
+	var system []*anthropicText
 	if req.System != "" {
-		sys := anthropic.TextBlockParam{Text: req.System}
+		sys := textBlock(req.System)
 		if req.CacheSystem {
-			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
+			sys.CacheControl = ephemeral()
 		}
-		system = []anthropic.TextBlockParam{sys}
+		system = []*anthropicText{sys}
 	}
 	if req.SystemContext != "" {
 		// After the breakpoint: it changes without breaking the cached prefix.
-		system = append(system, anthropic.TextBlockParam{Text: req.SystemContext})
+		system = append(system, textBlock(req.SystemContext))
 	}
 	return system
 }
 
 // anthropicTools is the request's tool definitions.
-func anthropicTools(req Request) ([]anthropic.ToolUnionParam, error) {
-	var out []anthropic.ToolUnionParam
+func anthropicTools(req Request) ([]anthropicTool, error) {
+	var out []anthropicTool
 	for i, t := range req.Tools {
 		schema, err := schemaObject(t)
 		if err != nil {
 			return out, err
 		}
-		tool := anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(schema)}
-		if t.Description != "" {
-			tool.Description = anthropic.String(t.Description)
-		}
+		tool := anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema}
 		if req.CacheSystem && req.System == "" && i == len(req.Tools)-1 {
 			// Tools come first in Anthropic's prefix order (tools, system,
 			// messages); the system block's breakpoint covers them, and
 			// without a system prompt a breakpoint on the last tool does.
-			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+			tool.CacheControl = ephemeral()
 		}
-		out = append(out, anthropic.ToolUnionParam{OfTool: &tool})
+		out = append(out, tool)
 	}
 	return out, nil
-}
-
-// addBlocks appends blocks of role to msgs. Consecutive messages of one
-// role are merged: the API wants user and assistant turns to alternate,
-// and all results of one assistant turn's tool calls in the next user
-// message.
-func addBlocks(msgs []anthropic.MessageParam, role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) []anthropic.MessageParam {
-	if len(blocks) == 0 {
-		return msgs
-	}
-	if n := len(msgs); n > 0 && msgs[n-1].Role == role {
-		msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
-		return msgs
-	}
-	return append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
-}
-
-// anthropicMessages translates the conversation, and says where each of
-// its messages ended: lastBlock[i] is message i's last block's message and
-// block index in the result ({-1, -1}: nothing before it).
-func anthropicMessages(msgs []Message) ([]anthropic.MessageParam, [][2]int, error) {
-	var out []anthropic.MessageParam
-	lastBlock := make([][2]int, len(msgs))
-	end := func() [2]int {
-		if n := len(out); n > 0 {
-			return [2]int{n - 1, len(out[n-1].Content) - 1}
-		}
-		return [2]int{-1, -1}
-	}
-	for i, m := range msgs {
-		if i > 0 {
-			lastBlock[i-1] = end()
-		}
-		role, blocks, err := anthropicBlocks(i, m)
-		if err != nil {
-			return out, lastBlock, err
-		}
-		out = addBlocks(out, role, blocks...)
-	}
-	if n := len(msgs); n > 0 {
-		lastBlock[n-1] = end()
-	}
-	return out, lastBlock, nil
 }
 
 // anthropicBlocks is message i's role and content blocks: a user's text
 // and images, an assistant's text and tool calls, a tool result (sent as
 // the user's) with its images.
-func anthropicBlocks(i int, m Message) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
-	var blocks []anthropic.ContentBlockParamUnion
+func anthropicBlocks(i int, m Message) (string, []any, error) {
+	var blocks []any
 	switch m.Role {
 	case RoleUser:
 		if m.Content != "" { // empty text blocks are refused
-			blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			blocks = append(blocks, textBlock(m.Content))
 		}
 		for _, im := range m.Images {
-			blocks = append(blocks, anthropic.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
+			blocks = append(blocks, imageBlock(im))
 		}
-		return anthropic.MessageParamRoleUser, blocks, nil
+		return roleUser, blocks, nil
 	case RoleAssistant:
 		if m.Content != "" {
-			blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			blocks = append(blocks, textBlock(m.Content))
 		}
 		for _, tc := range m.ToolCalls {
 			args, ok := toolArguments(tc.Arguments)
 			if !ok {
 				return "", nil, services.Errorf(services.EINVALID, "message %d: tool call %q has arguments that are not a JSON object", i, tc.Name)
 			}
-			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, json.RawMessage(args), tc.Name))
+			blocks = append(blocks, &anthropicToolUse{ID: tc.ID, Input: json.RawMessage(args), Name: tc.Name, Type: "tool_use"})
 		}
-		return anthropic.MessageParamRoleAssistant, blocks, nil
+		return roleAssistant, blocks, nil
 	case RoleTool:
 		if m.ToolCallID == "" {
 			return "", nil, services.Errorf(services.EINVALID, "message %d: tool message without ToolCallID", i)
 		}
-		result := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-		if m.IsError {
-			result.IsError = anthropic.Bool(true)
-		}
+		result := &anthropicToolResult{ToolUseID: m.ToolCallID, IsError: m.IsError, Type: "tool_result"}
 		if m.Content != "" {
-			result.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
+			result.Content = []any{textBlock(m.Content)}
 		}
 		for _, im := range m.Images {
-			result.Content = append(result.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
-				Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
-					Data: base64.StdEncoding.EncodeToString(im.Data), MediaType: anthropic.Base64ImageSourceMediaType(im.MIMEType)}}}})
+			result.Content = append(result.Content, imageBlock(im))
 		}
-		return anthropic.MessageParamRoleUser, []anthropic.ContentBlockParamUnion{{OfToolResult: &result}}, nil
+		return roleUser, []any{result}, nil
 	default:
 		return "", nil, services.Errorf(services.EINVALID, "message %d: unknown role %q", i, m.Role)
 	}
 }
 
+// The roles of Anthropic's API messages.
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+)
+
 // maxCachePoints is the Messages API's limit of cache_control blocks.
 const maxCachePoints = 4
 
-// markCachePoints puts cache_control breakpoints on the ends of the
-// messages req.CacheAt names and on the last message, within the API's
-// limit of four (the system block or last tool holds one; the oldest
-// message marks are dropped first). A turn's request then reads the prefix
-// the previous turn's request wrote (the end of the history it sent) and
-// writes its own for the next model call and the next turn.
-func markCachePoints(params *anthropic.MessageNewParams, req Request, lastBlock [][2]int) {
-	used := 0
-	if len(params.System) > 0 || len(params.Tools) > 0 {
-		used = 1
-	}
-	points := append([]int(nil), req.CacheAt...)
-	if n := len(req.Messages); n > 0 && (len(points) == 0 || points[len(points)-1] != n-1) {
-		points = append(points, n-1)
-	}
-	if extra := len(points) - (maxCachePoints - used); extra > 0 {
-		points = points[extra:]
-	}
-	for _, i := range points {
-		if i < 0 || i >= len(lastBlock) || lastBlock[i][0] < 0 {
-			continue
-		}
-		setCacheControl(&params.Messages[lastBlock[i][0]].Content[lastBlock[i][1]])
-	}
-}
-
-// setCacheControl puts a cache breakpoint on b.
-func setCacheControl(b *anthropic.ContentBlockParamUnion) {
-	cc := anthropic.NewCacheControlEphemeralParam()
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfImage != nil:
-		b.OfImage.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
+// setCacheControl puts a cache breakpoint on block b.
+func setCacheControl(b any) {
+	switch b := b.(type) {
+	case *anthropicText:
+		b.CacheControl = ephemeral()
+	case *anthropicImage:
+		b.CacheControl = ephemeral()
+	case *anthropicToolUse:
+		b.CacheControl = ephemeral()
+	case *anthropicToolResult:
+		b.CacheControl = ephemeral()
 	}
 }
 
@@ -353,55 +459,28 @@ func responseFormatInstruction(rf *services.ResponseFormat) string {
 	return ""
 }
 
-// inputSchema spreads a decoded JSON Schema over the SDK's schema type.
-func inputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
-	s := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
-	for k, v := range schema {
-		switch k {
-		case "type":
-			// always "object"
-		case "properties":
-			s.Properties = v
-		case "required":
-			if list, ok := v.([]any); ok {
-				for _, r := range list {
-					if name, ok := r.(string); ok {
-						s.Required = append(s.Required, name)
-					}
-				}
-			}
-		default:
-			s.ExtraFields[k] = v
-		}
-	}
-	return s
-}
-
 // response translates a (possibly accumulated) message into a Response.
 // inputs holds streamed tool inputs by content block index.
-func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.Builder) (*Response, error) {
+func (p *Anthropic) response(msg *anthropicMessage) (*Response, error) {
 	resp := &Response{
 		Model: string(msg.Model),
 		Usage: services.TokenUsage{
-			PromptTokens:     int(msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens),
-			CompletionTokens: int(msg.Usage.OutputTokens),
-			CachedTokens:     int(msg.Usage.CacheReadInputTokens),
-			CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
+			PromptTokens:     msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens,
+			CompletionTokens: msg.Usage.OutputTokens,
+			CachedTokens:     msg.Usage.CacheReadInputTokens,
+			CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
 		},
 	}
 	if resp.Model == "" {
 		resp.Model = p.model
 	}
 	var text strings.Builder
-	for i, block := range msg.Content {
+	for _, block := range msg.Content {
 		switch block.Type {
 		case "text":
 			text.WriteString(block.Text)
 		case "tool_use":
 			raw := []byte(block.Input)
-			if b := inputs[int64(i)]; b != nil && b.Len() > 0 {
-				raw = []byte(b.String())
-			}
 			resp.ToolCalls = append(resp.ToolCalls, toolCall(block.ID, block.Name, raw))
 		}
 	}
@@ -419,30 +498,12 @@ func (p *Anthropic) response(msg *anthropic.Message, inputs map[int64]*strings.B
 	return resp, nil
 }
 
-// failure classifies an SDK error.
+// failure classifies a failed call.
 func (p *Anthropic) failure(ctx context.Context, err error) error {
-	var apiErr *anthropic.Error
+	var apiErr *apiError
 	if errors.As(err, &apiErr) {
-		var body struct {
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
-		if apiErr.StatusCode == 0 || apiErr.StatusCode == 200 {
-			// An error event inside a stream (overloaded_error, api_error).
-			return providerFailure(ctx, ProviderAnthropic, p.model,
-				fmt.Errorf("%w: %s %s", errStreamFailed, body.Error.Type, body.Error.Message), nil)
-		}
-		info := &statusInfo{status: apiErr.StatusCode, message: body.Error.Message}
-		if apiErr.Response != nil {
-			info.header = apiErr.Response.Header
-		}
+		info := &statusInfo{status: apiErr.status, header: apiErr.header, message: parseErrorBody(apiErr.body).Message}
 		return providerFailure(ctx, ProviderAnthropic, p.model, err, info)
-	}
-	if strings.HasPrefix(err.Error(), "received error while streaming") {
-		err = fmt.Errorf("%w: %v", errStreamFailed, err)
 	}
 	return providerFailure(ctx, ProviderAnthropic, p.model, err, nil)
 }

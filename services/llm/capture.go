@@ -9,7 +9,7 @@ import (
 )
 
 // Capture keeps the exact body of the last HTTP request a provider sent
-// for one Complete call (the JSON its SDK put on the wire; with retries,
+// for one Complete call (the JSON it put on the wire; with retries,
 // the last attempt's). Attach it with WithCapture.
 type Capture struct {
 	// Encode, when set, is applied to each captured body in the

@@ -142,7 +142,7 @@ func (cfg Config) normalize() (Config, error) {
 		return invalid("LLM_BASE_URL: %q is not an http(s) URL (e.g. http://localhost:11434/v1)", cfg.BaseURL)
 	}
 	if cfg.Provider == ProviderAnthropic {
-		// The SDK adds /v1/messages itself; a base ending in /v1 is a common
+		// The provider adds /v1/messages itself; a base ending in /v1 is a common
 		// copy from OpenAI-style settings.
 		cfg.BaseURL = strings.TrimSuffix(strings.TrimRight(cfg.BaseURL, "/"), "/v1")
 	}
@@ -156,7 +156,7 @@ func exampleModel(provider string) string {
 	return "gpt-4o-mini, or llama3.1 on Ollama"
 }
 
-// httpClient is the client the SDKs use: the configured one (or a new
+// httpClient is the client the providers use: the configured one (or a new
 // one), its transport recording request bodies for a Capture.
 func (cfg Config) httpClient() *http.Client {
 	if cfg.HTTPClient != nil {

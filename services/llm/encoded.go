@@ -3,24 +3,22 @@ package llm
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"hash/maphash"
 	"strconv"
 	"sync"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 )
 
 // A turn's request repeats the previous turn's almost entirely: the system
 // prompt, the tool definitions and the history, byte for byte (the prompt
-// is built so that providers can cache it). The SDK encodes its parameter
-// types by reflection, several times over for nested unions, which was the
-// largest CPU cost of a turn after prompt building. The JSON the SDK gave a
-// message or a tool definition is therefore kept, by a 128-bit hash of
-// what it was made from, and the body is the SDK's encoding of the other
-// parameters with the kept parts spliced in: the same bytes as the SDK's
-// own (TestEncodedPartsAreTheSDKsBytes), without encoding (or
-// re-validating) the history every turn.
+// is built so that providers can cache it). Encoding every part anew each
+// turn was, with the provider SDKs this package once used, the largest CPU
+// cost of a turn after prompt building. The JSON of a message or a tool
+// definition is therefore kept, by a 128-bit hash of what it was made
+// from, and the body is the encoding of the other parameters with the
+// kept parts spliced in: the same bytes as made from scratch, and as the
+// SDKs sent (TestEncodedPartsAreTheSDKsBytes, testdata/sdkbodies), without
+// encoding the history every turn.
 
 // encodedMaxBytes bounds the JSON kept; the table starts over when full.
 const encodedMaxBytes = 2 << 20
@@ -184,42 +182,35 @@ func splicing() bool {
 	return !encoded.off
 }
 
-// openAIRequest collects a request's messages and tool definitions: as
-// the SDK's values in params, or, when splice is set (the usual case), as
-// their JSON, spliced into the body the SDK made of the other parameters.
+// openAIRequest collects a request's messages and tool definitions as
+// their JSON (kept under their keys when splice is set, the usual case;
+// made anew each time when not) and the other parameters in head.
 type openAIRequest struct {
-	params          openai.ChatCompletionNewParams
-	splice          bool
+	head            openAIHead
+	splice, stream  bool
 	messages, tools [][]byte
 }
 
 // message adds the message build makes, kept under k when keep.
-func (r *openAIRequest) message(k encodedKey, keep bool, build func() (openai.ChatCompletionMessageParamUnion, error)) error {
-	return addPart(r.splice, k, keep, build, &r.params.Messages, &r.messages)
+func (r *openAIRequest) message(k encodedKey, keep bool, build func() (any, error)) error {
+	return addPart(k, keep && r.splice, build, &r.messages)
 }
 
 // tool adds the tool definition build makes.
-func (r *openAIRequest) tool(name, description string, parameters []byte, build func() (openai.ChatCompletionToolUnionParam, error)) error {
+func (r *openAIRequest) tool(name, description string, parameters []byte, build func() (any, error)) error {
 	k := newKeyer("tool").str(name).str(description).str(string(parameters)).key()
-	return addPart(r.splice, k, true, build, &r.params.Tools, &r.tools)
+	return addPart(k, r.splice, build, &r.tools)
 }
 
-// addPart appends what build makes to values (the SDK encodes it) or, when
-// splicing, its JSON (kept under k when keep) to raws.
-func addPart[T interface{ MarshalJSON() ([]byte, error) }](splice bool, k encodedKey, keep bool, build func() (T, error), values *[]T, raws *[][]byte) error {
-	if !splice {
-		v, err := build()
-		if err == nil {
-			*values = append(*values, v)
-		}
-		return err
-	}
+// addPart appends the JSON of what build makes (kept under k when keep) to
+// raws.
+func addPart(k encodedKey, keep bool, build func() (any, error), raws *[][]byte) error {
 	raw, err := keptJSON(k, keep, func() ([]byte, error) {
 		v, err := build()
 		if err != nil {
 			return nil, err
 		}
-		return v.MarshalJSON()
+		return marshalOpenAI(v)
 	})
 	if err == nil {
 		*raws = append(*raws, raw)
@@ -227,24 +218,23 @@ func addPart[T interface{ MarshalJSON() ([]byte, error) }](splice bool, k encode
 	return err
 }
 
-// options returns the parameters to give the SDK and, when splicing, the
-// option that sets the body: the SDK's encoding of the other parameters
-// with "messages" first and "tools" last, where the SDK puts them (the
-// fields after "tools" are never set).
-func (r *openAIRequest) options() (openai.ChatCompletionNewParams, []option.RequestOption, error) {
-	if !r.splice {
-		return r.params, nil, nil
+// marshalOpenAI is v's JSON as OpenAI's SDK wrote it: map keys sorted, '<',
+// '>' and '&' not escaped.
+func marshalOpenAI(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	body, err := r.body()
-	if err != nil {
-		return r.params, nil, err
-	}
-	return openai.ChatCompletionNewParams{}, []option.RequestOption{option.WithRequestBody("application/json", body)}, nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// body is the spliced request body.
+// body is the request body: "messages" first, the other parameters, then
+// "tools", and "stream":true last for a streamed reply (the order of the
+// SDK this replaced, so the bytes servers cache stay the same).
 func (r *openAIRequest) body() ([]byte, error) {
-	head, err := r.params.MarshalJSON()
+	head, err := marshalOpenAI(r.head)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +265,12 @@ func (r *openAIRequest) body() ([]byte, error) {
 		b.Write(inner[1 : len(inner)-1])
 	}
 	field("tools", r.tools)
+	if r.stream {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"stream":true`)
+	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }

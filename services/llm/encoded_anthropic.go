@@ -2,67 +2,55 @@ package llm
 
 import (
 	"bytes"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"encoding/json"
 
 	"github.com/switchboard/switchboard/services"
 )
 
 // The Anthropic request is made the way the OpenAI one is (encoded.go):
-// the SDK encodes the small parameters (max_tokens, model, temperature,
-// stop_sequences), and the system blocks, the tool definitions and each
-// message's content blocks are spliced in from the JSON the SDK gave them
-// before, kept by a hash of what they were made from and whether their
-// last block carries the cache breakpoint. Messages of one role in a row
-// are merged into one API message there as in params (addBlocks); the
-// bytes are the SDK's own (TestAnthropicEncodedPartsAreTheSDKsBytes).
+// the small parameters (max_tokens, model, temperature, stop_sequences)
+// are encoded each time, and the system blocks, the tool definitions and
+// each message's content blocks are spliced in from the JSON they were
+// given before, kept by a hash of what they were made from and whether
+// their last block carries the cache breakpoint. Messages of one role in a
+// row are merged into one API message (writeMessages); the bytes are those
+// Anthropic's SDK sent (TestAnthropicEncodedPartsAreTheSDKsBytes).
 
-// anthropicOptions is the option that sets the request body for req, and
-// the parameters to give the SDK with it (it reads model and max_tokens).
-func (p *Anthropic) anthropicOptions(req Request) (anthropic.MessageNewParams, []option.RequestOption, error) {
-	params, body, err := p.anthropicBody(req)
+// anthropicBody is the request body for req, "stream":true last when
+// streamed.
+func (p *Anthropic) anthropicBody(req Request, stream bool) ([]byte, error) {
+	head := anthropicHead{MaxTokens: req.MaxTokens, Model: p.model, Temperature: req.Temperature, StopSequences: req.Stop}
+	if head.MaxTokens <= 0 {
+		head.MaxTokens = DefaultMaxTokens
+	}
+	if len(head.StopSequences) == 0 {
+		head.StopSequences = nil
+	}
+	raw, err := json.Marshal(head)
 	if err != nil {
-		return params, nil, err
-	}
-	return params, []option.RequestOption{option.WithRequestBody("application/json", body)}, nil
-}
-
-// anthropicBody is the request body for req, and the parameters it was
-// made from besides the spliced parts.
-func (p *Anthropic) anthropicBody(req Request) (anthropic.MessageNewParams, []byte, error) {
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = DefaultMaxTokens
-	}
-	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model), MaxTokens: int64(maxTokens)}
-	if req.Temperature != nil {
-		params.Temperature = anthropic.Float(*req.Temperature)
-	}
-	if len(req.Stop) > 0 {
-		params.StopSequences = req.Stop
-	}
-	head, err := params.MarshalJSON()
-	if err != nil {
-		return params, nil, err
+		return nil, err
 	}
 	system, err := anthropicSystemJSON(req)
 	if err != nil {
-		return params, nil, err
+		return nil, err
 	}
 	tools, err := anthropicToolsJSON(req)
 	if err != nil {
-		return params, nil, err
+		return nil, err
 	}
 	parts, err := anthropicMessageParts(req, len(system) > 0 || len(tools) > 0)
 	if err != nil {
-		return params, nil, err
+		return nil, err
 	}
-	return params, spliceAnthropic(head, parts, system, tools), nil
+	body := spliceAnthropic(raw, parts, system, tools)
+	if stream {
+		body = append(body[:len(body)-1], `,"stream":true}`...)
+	}
+	return body, nil
 }
 
-// spliceAnthropic writes the body: the SDK puts the fields in the order of
-// MessageNewParams, max_tokens (always there) first, then messages, the
+// spliceAnthropic writes the body in the field order Anthropic's SDK used,
+// max_tokens (always there) first, then messages, the
 // fields head holds, system, and tools last (the fields between system and
 // tools, thinking and tool_choice, are never set).
 func spliceAnthropic(head []byte, messages []messagePart, system, tools [][]byte) []byte {
@@ -111,7 +99,7 @@ func anthropicSystemJSON(req Request) ([][]byte, error) {
 	for i, block := range anthropicSystem(req) {
 		cached := req.CacheSystem && i == 0 && req.System != ""
 		k := newKeyer("anthropic-system").str(block.Text).str(boolStr(cached)).key()
-		raw, err := keptJSON(k, true, block.MarshalJSON)
+		raw, err := keptJSON(k, true, func() ([]byte, error) { return json.Marshal(block) })
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +119,7 @@ func anthropicToolsJSON(req Request) ([][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			return tools[0].MarshalJSON()
+			return json.Marshal(tools[0])
 		})
 		if err != nil {
 			return nil, err
@@ -204,7 +192,7 @@ func anthropicMarked(req Request, prefixMarked bool) []bool {
 // messagePart is the JSON of one message's content blocks (joined by
 // commas) and the role of the API message they go in.
 type messagePart struct {
-	role   anthropic.MessageParamRole
+	role   string
 	blocks []byte
 }
 
@@ -217,9 +205,9 @@ func anthropicMessageParts(req Request, prefixMarked bool) ([]messagePart, error
 		if blockCount(m) == 0 {
 			continue
 		}
-		r := anthropic.MessageParamRoleUser
+		r := roleUser
 		if m.Role == RoleAssistant {
-			r = anthropic.MessageParamRoleAssistant
+			r = roleAssistant
 		}
 		var k encodedKey
 		kr := messageKeyer("anthropic-message", m)
@@ -234,18 +222,17 @@ func anthropicMessageParts(req Request, prefixMarked bool) ([]messagePart, error
 		parts = append(parts, messagePart{r, raw})
 	}
 	if text := responseFormatInstruction(req.ResponseFormat); text != "" {
-		raw, err := anthropic.NewTextBlock(text).MarshalJSON()
+		raw, err := json.Marshal(textBlock(text))
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, messagePart{anthropic.MessageParamRoleUser, raw})
+		parts = append(parts, messagePart{roleUser, raw})
 	}
 	return parts, nil
 }
 
 // writeMessages writes the API messages: parts of one role in a row are
-// merged into one (addBlocks), {"content":[...],"role":...} as the SDK
-// writes a MessageParam.
+// merged into one, {"content":[...],"role":...}.
 func writeMessages(b *bytes.Buffer, parts []messagePart) {
 	for i, p := range parts {
 		switch {
@@ -264,7 +251,7 @@ func writeMessages(b *bytes.Buffer, parts []messagePart) {
 	}
 }
 
-func closeMessage(b *bytes.Buffer, role anthropic.MessageParamRole) {
+func closeMessage(b *bytes.Buffer, role string) {
 	b.WriteString(`],"role":"`)
 	b.WriteString(string(role))
 	b.WriteString(`"}`)
@@ -278,11 +265,11 @@ func anthropicBlocksJSON(i int, m Message, marked bool) ([]byte, error) {
 		return nil, err
 	}
 	if marked && len(blocks) > 0 {
-		setCacheControl(&blocks[len(blocks)-1])
+		setCacheControl(blocks[len(blocks)-1])
 	}
 	var b bytes.Buffer
 	for j, block := range blocks {
-		raw, err := block.MarshalJSON()
+		raw, err := json.Marshal(block)
 		if err != nil {
 			return nil, err
 		}

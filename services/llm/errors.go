@@ -53,7 +53,7 @@ type ProviderError struct {
 	// Retryable reports whether the same request may succeed later: 408,
 	// 409, 429, 5xx, timeouts and connection failures.
 	Retryable bool
-	// Err is the underlying SDK or transport error.
+	// Err is the underlying HTTP, stream or transport error.
 	Err error
 }
 
@@ -91,14 +91,14 @@ var (
 	errBadReply = errors.New("the reply could not be understood")
 )
 
-// statusInfo is what the providers extract from their SDK's API error.
+// statusInfo is what the providers extract from an error response.
 type statusInfo struct {
 	status  int
 	header  http.Header
 	message string // the server's error message, if any
 }
 
-// providerFailure turns an SDK or transport error into the *services.Error a
+// providerFailure turns an HTTP, stream or transport error into the *services.Error a
 // provider returns. info is nil when no HTTP error response arrived.
 func providerFailure(ctx context.Context, provider, model string, err error, info *statusInfo) error {
 	if errors.Is(ctx.Err(), context.Canceled) {

@@ -28,8 +28,8 @@ func EncodedCacheBytes() int {
 // EncodedRotate is how many lookups a generation of the cache lasts.
 const EncodedRotate = encodedRotate
 
-// RequestBody is the body p's Complete sends for req (not streamed): the
-// spliced one when the cache is on, the SDK's own when it is off. A
+// RequestBody is the body p's Complete sends for req (not streamed): from
+// kept parts when the cache is on, made from scratch when it is off. A
 // provider New made is looked at through its retries.
 func RequestBody(p Provider, req Request) ([]byte, error) {
 	if r, ok := p.(*Retrying); ok {
@@ -37,24 +37,13 @@ func RequestBody(p Provider, req Request) ([]byte, error) {
 	}
 	switch p := p.(type) {
 	case *OpenAI:
-		r, err := p.request(req)
+		r, err := p.request(req, false)
 		if err != nil {
 			return nil, err
 		}
-		if !r.splice {
-			return r.params.MarshalJSON()
-		}
 		return r.body()
 	case *Anthropic:
-		if !splicing() {
-			params, err := p.params(req)
-			if err != nil {
-				return nil, err
-			}
-			return params.MarshalJSON()
-		}
-		_, body, err := p.anthropicBody(req)
-		return body, err
+		return p.anthropicBody(req, false)
 	}
 	return nil, fmt.Errorf("RequestBody: %T is not a provider of this package", p)
 }
