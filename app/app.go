@@ -332,7 +332,9 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 func (a *App) buildContext(context.Context) error {
 	po := a.cfg.Context
 	po.Store, po.Context, po.Workspace, po.Tokenizer = a.store, a.store, a.spaces, a.tokenizer
-	po.Manifests, po.Budgets = a.spaces, a.store
+	// The store is also the archive handoffs are recalled from, and reads
+	// a build's sources (Context's and Budgets') in one statement.
+	po.Manifests, po.Budgets, po.Recall, po.Sources = a.spaces, a.store, a.store, a.store
 	po.Window, po.Logger = a.provider.ContextWindow(), a.log
 	po.HistoryRule = historyRule(a.registry)
 	po.Attachments, po.Media = a.store, a.media
@@ -452,8 +454,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 		Plans:  agent.Plans{Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved, Watcher: a.watcher},
 		// Tool calls that last or leave, and every approval decision, go
 		// to the hash-chained audit trail.
-		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store,
-			Requests: a.store},
+		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store},
 	}, ac)
 	if err != nil {
 		return err
