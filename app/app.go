@@ -333,7 +333,9 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 func (a *App) buildContext(context.Context) error {
 	po := a.cfg.Context
 	po.Store, po.Context, po.Workspace, po.Tokenizer = a.store, a.store, a.spaces, a.tokenizer
-	po.Manifests, po.Budgets = a.spaces, a.store
+	// The store is also the archive handoffs are recalled from, and reads
+	// a build's sources (Context's and Budgets') in one statement.
+	po.Manifests, po.Budgets, po.Recall, po.Sources = a.spaces, a.store, a.store, a.store
 	po.Window, po.Logger = a.provider.ContextWindow(), a.log
 	po.HistoryRule = historyRule(a.registry)
 	po.Attachments, po.Media = a.store, a.media
@@ -453,8 +455,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 		Plans:  agent.Plans{Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved, Watcher: a.watcher},
 		// Tool calls that last or leave, and every approval decision, go
 		// to the hash-chained audit trail.
-		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store,
-			Requests: a.store},
+		Oversight: agent.Oversight{Catalog: a.mcp, Exec: a.execStatus, Budgets: a.budgets, Pairings: a.pairings(), Audit: a.store},
 	}, ac)
 	if err != nil {
 		return err
@@ -514,16 +515,17 @@ func (a *App) buildWeb(context.Context) error {
 		Logger: a.log, Chat: a.chat, Hub: a.hub, TokenHash: a.tokenHash, Sessions: a.store, Ready: a.ready,
 		ContextStore: a.store, Inspector: a.agent, Manifests: a.spaces, ContextBudgets: a.store,
 		Blocks: workspaceBlocks{spaces: a.spaces, count: a.tokenizer.Count}, Tools: a.mcp,
-		Model: a.provider.Model(), Provider: a.provider.Name(), MaxMessageBytes: cfg.Chat.MaxContentBytes,
 		Activity: a.store, Debug: a.store, Pairings: a.desk, Schedules: a.scheduler, Budgets: a.budgets,
 		Approvals: a.agent, ToolResults: a.agent, Media: a.media, Attachments: a.store, Audit: a.store,
 		Metrics: web.Metrics{Handler: a.meter.Handler(), Requests: a.meter, Websockets: a.meter},
 	}
-	if d.MaxMessageBytes <= 0 {
-		d.MaxMessageBytes = chat.DefaultMaxContentBytes
+	wc := cfg.Web
+	wc.Model, wc.Provider, wc.MaxMessageBytes = a.provider.Model(), a.provider.Name(), cfg.Chat.MaxContentBytes
+	if wc.MaxMessageBytes <= 0 {
+		wc.MaxMessageBytes = chat.DefaultMaxContentBytes
 	}
 	oc := cfg.OpenAI
-	oc.OwnerTimeline, oc.Provider, oc.MaxMessageBytes = cfg.Web.OwnerTimeline, d.Provider, d.MaxMessageBytes
+	oc.OwnerTimeline, oc.Provider, oc.MaxMessageBytes = wc.OwnerTimeline, wc.Provider, wc.MaxMessageBytes
 	d.OpenAI = openai.New(openai.Deps{Logger: a.log, Chat: a.chat, Hub: a.hub, Runs: a.store, Media: a.media, Stopper: a.agent}, oc)
 	if a.bot != nil && cfg.Telegram.Mode == "webhook" {
 		d.TelegramWebhook = a.bot.WebhookHandler(cfg.Telegram.WebhookSecret)
@@ -536,7 +538,7 @@ func (a *App) buildWeb(context.Context) error {
 	if cfg.Hooks.Web != nil {
 		cfg.Hooks.Web(&d)
 	}
-	a.web = web.New(d, cfg.Web)
+	a.web = web.New(d, wc)
 	return nil
 }
 

@@ -138,12 +138,12 @@ type BudgetHold struct {
 type Budgets interface {
 	Reserve(ctx context.Context, call BudgetCall) (BudgetHold, error)
 	Settle(ctx context.Context, hold BudgetHold, used TokenUsage)
-	// ReserveIn and SettleIn are Reserve and Settle in st, a store bound
-	// to the caller's transaction, so they commit with its rows; SettleIn's
-	// after (the call counted, the owner told past 80 %) runs once that
-	// transaction committed.
-	ReserveIn(ctx context.Context, st BudgetStore, call BudgetCall) (BudgetHold, error)
-	SettleIn(ctx context.Context, st BudgetStore, hold BudgetHold, used TokenUsage) (after func(context.Context), err error)
+	// ReserveTx and SettleTx are Reserve and Settle in tx, the caller's
+	// transaction, so they commit with its rows; SettleTx's after (the
+	// call counted, the owner told past 80 %) runs once that transaction
+	// committed.
+	ReserveTx(ctx context.Context, tx Tx, call BudgetCall) (BudgetHold, error)
+	SettleTx(ctx context.Context, tx Tx, hold BudgetHold, used TokenUsage) (after func(context.Context), err error)
 	Report(ctx context.Context) (BudgetReport, error)
 }
 

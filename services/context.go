@@ -178,7 +178,8 @@ type PromptSources struct {
 }
 
 // PromptSourceReader reads a build's PromptSources in one statement (one
-// snapshot); the prompt manager uses it when its stores are the reader.
+// snapshot): the prompt manager's Sources, given when the stores it reads
+// rules, settings, summaries and the budget profile from are the reader's.
 type PromptSourceReader interface {
 	ReadPromptSources(ctx context.Context, timelineScope, scope string) (PromptSources, error)
 }

@@ -214,8 +214,9 @@ func ParsePin(s string) (Pin, error) {
 }
 
 // ContextManifests read and write the context manifest of a timeline's
-// workspace.
+// workspace, and find the section a pin by block id names now.
 type ContextManifests interface {
+	PinBlocks
 	// ContextManifest reads the manifest: version 0 and no pins when the
 	// file does not exist; EINVALID (CONTEXT_MANIFEST_INVALID) when it is
 	// not a valid manifest.

@@ -4,10 +4,16 @@ import "context"
 
 // Store is every store plus transactions. Transact runs fn with a Tx, the
 // stores bound to one database transaction, committed when fn returns nil
-// and rolled back when it returns an error or panics.
+// and rolled back when it returns an error or panics. The stores whose
+// rows commit with a run's steps are part of it, so a Tx can write them:
+// the daily budgets (a run's first reservation commits with its prompt
+// step, its answer's settlement with its answer) and the kept requests (a
+// model call's step and its request in one statement).
 type Store interface {
 	ChatStore
 	RunStore
+	RunRequests
+	BudgetStore
 	ScheduleStore
 	AttachmentStore
 	ApprovalStore

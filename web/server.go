@@ -42,6 +42,12 @@ type Config struct {
 	// Conns bounds connections and their idle time (zero fields: the
 	// defaults of DefaultConnLimits); see conns.go.
 	Conns ConnLimits
+	// Model and Provider name the model in use (the page says when it is
+	// the offline one; the app names the provider it built);
+	// MaxMessageBytes is the limit of one message (CHAT_MAX_CONTENT_BYTES:
+	// the page names it before sending).
+	Model, Provider string
+	MaxMessageBytes int
 }
 
 // Deps are the server's collaborators. Each optional one is a capability:
@@ -78,11 +84,6 @@ type Deps struct {
 	Blocks services.WorkspaceBlocks
 	// Tools lists the agent's tools and MCP servers (GET /api/tools).
 	Tools services.ToolCatalog
-	// Model and Provider name the model in use (the page says when it is
-	// the offline one); MaxMessageBytes is the limit of one message (the page
-	// names it before sending).
-	Model, Provider string
-	MaxMessageBytes int
 	// Activity reads the tool calls shown under answers; nil: none shown.
 	Activity services.ToolActivity
 	// OpenAI is the OpenAI-compatible channel, mounted at /v1 (nil: /v1

@@ -38,7 +38,7 @@ type Config struct {
 	// Fire bounds one schedule fire.
 	Fire FireLimits
 	// RequestRetention is how long each model call's exact request is kept
-	// (AGENT_REQUEST_RETENTION; 0 or a nil Deps.Requests: none kept).
+	// in the Store, with its step (AGENT_REQUEST_RETENTION; 0: none kept).
 	RequestRetention time.Duration
 	// ToolsCore names the tools every run has loaded (TOOLS_CORE; names
 	// or "<server>__*"); nil: tools.DefaultCore, and for main runs with
@@ -150,9 +150,6 @@ type Oversight struct {
 	// Audit keeps the audit trail of tool calls, approval decisions and
 	// the changes chat commands make (nil: none).
 	Audit services.AuditLog
-	// Requests keeps each model call's exact request for
-	// Config.RequestRetention (nil: none kept).
-	Requests services.RunRequests
 }
 
 // options are what the runtime reads: its collaborators and settings.

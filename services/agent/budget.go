@@ -36,16 +36,15 @@ func (s *Service) reserve(ctx context.Context, l loopSpec, req llm.Request) rese
 	return reservation{hold: hold, prompt: call.PromptTokens, err: err}
 }
 
-// reserveIn is reserve in st's transaction (a main run's first call,
-// reserved in its prompt step's transaction): a refusal is the
-// reservation's error and the transaction commits the refusal's count;
-// nil when st cannot hold it (then the loop reserves on its own).
-func (s *Service) reserveIn(ctx context.Context, st any, call services.BudgetCall) (r *reservation, err error) {
-	bs, ok := st.(services.BudgetStore)
-	if s.opts.Budgets == nil || !ok {
+// reserveIn is reserve in tx, the caller's transaction (a main run's
+// first call, reserved in its prompt step's transaction): a refusal is
+// the reservation's error and the transaction commits the refusal's
+// count; nil without budgets.
+func (s *Service) reserveIn(ctx context.Context, tx services.Tx, call services.BudgetCall) (r *reservation, err error) {
+	if s.opts.Budgets == nil {
 		return nil, nil
 	}
-	hold, err := s.opts.Budgets.ReserveIn(ctx, bs, call)
+	hold, err := s.opts.Budgets.ReserveTx(ctx, tx, call)
 	if err != nil && services.ErrorCode(err) != services.CodeBudgetExceeded {
 		return nil, err
 	}
@@ -86,17 +85,16 @@ type pendingSettle struct {
 	after func(context.Context)
 }
 
-// settleIn settles p in tx's transaction, when tx can hold it.
+// settleIn settles p in tx, the answer's transaction.
 func (s *Service) settleIn(ctx context.Context, tx services.Tx, p *pendingSettle) error {
 	if p == nil {
 		return nil
 	}
 	p.after = nil
-	bs, ok := tx.(services.BudgetStore)
-	if s.opts.Budgets == nil || p.r.hold.Day == "" || !ok {
+	if s.opts.Budgets == nil || p.r.hold.Day == "" {
 		return nil
 	}
-	after, err := s.opts.Budgets.SettleIn(ctx, bs, p.r.hold, p.used)
+	after, err := s.opts.Budgets.SettleTx(ctx, tx, p.r.hold, p.used)
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,9 @@ import (
 type recorder interface {
 	// assistant stores the model's message that calls tools.
 	assistant(ctx context.Context, resp *llm.Response) error
-	// toolResult stores one call's result.
-	toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error
+	// toolResultTx stores one call's result in tx, the transaction of
+	// the result's step.
+	toolResultTx(ctx context.Context, tx services.Tx, call services.ToolCall, res tools.Result) error
 	// answer stores the final answer.
 	answer(ctx context.Context, text string) error
 }
@@ -341,24 +342,15 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 	s.publishTool(ctx, l, use)
 	step := s.stepPayload(services.ToolResultStep{
 		ID: call.ID, Name: call.Name, IsError: res.IsError, Code: res.ErrorCode, Chars: len(res.Content), StepOrigin: l.origin()})
-	if tr, ok := l.rec.(txResultRecorder); ok {
-		// The result's step and its row commit together: one commit, and
-		// never one without the other.
-		if err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
-			if _, err := tx.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
-				return err
-			}
-			return tr.toolResultIn(ctx, tx, call, res)
-		}); err != nil {
-			return llm.Message{}, false, err
+	// The result's step and its row commit together: one commit, and
+	// never one without the other.
+	if err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
+		if _, err := tx.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
+			return err
 		}
-	} else {
-		if _, err := s.opts.Store.AppendStep(ctx, l.stepRun(), services.StepToolResult, step); err != nil {
-			return llm.Message{}, false, err
-		}
-		if err := l.rec.toolResult(ctx, call, res); err != nil {
-			return llm.Message{}, false, err
-		}
+		return l.rec.toolResultTx(ctx, tx, call, res)
+	}); err != nil {
+		return llm.Message{}, false, err
 	}
 	msg := llm.Message{Role: llm.RoleTool, Content: res.Content, ToolCallID: call.ID, IsError: res.IsError}
 	if frame != nil {
@@ -396,28 +388,18 @@ func (r mainRecorder) assistant(ctx context.Context, resp *llm.Response) error {
 	return err
 }
 
-// txResultRecorder records a tool's result in st: the caller's transaction
-// (with the result's step), or the Store.
-type txResultRecorder interface {
-	toolResultIn(ctx context.Context, st services.Store, call services.ToolCall, res tools.Result) error
-}
-
-func (r mainRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
-	return r.toolResultIn(ctx, r.s.opts.Store, call, res)
-}
-
-func (r mainRecorder) toolResultIn(ctx context.Context, st services.Store, call services.ToolCall, res tools.Result) error {
+func (r mainRecorder) toolResultTx(ctx context.Context, tx services.Tx, call services.ToolCall, res tools.Result) error {
 	if res.Stored { // the tool stored its result itself (a handoff)
 		return nil
 	}
-	m, _, err := st.InsertMessage(ctx, services.NewMessage{
+	m, _, err := tx.InsertMessage(ctx, services.NewMessage{
 		TimelineScope: r.run.TimelineScope, ContextScope: r.s.mainScope(), Role: services.RoleTool,
 		Source: services.SourceAgent, Content: res.Content, Visible: false,
 		TokenCount: r.s.opts.Tokenizer.Count(res.Content),
 		Metadata:   services.MessageMeta{RunID: r.run.ID, ReplyTo: r.run.TriggerMessageID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError, TaintedBy: taintedRow(ctx)}.Encode(),
 	})
 	if err == nil && len(res.Images) > 0 {
-		err = r.s.saveResultImages(ctx, st, r.run.TimelineScope, m.ID, call, res)
+		err = r.s.saveResultImages(ctx, tx, r.run.TimelineScope, m.ID, call, res)
 	}
 	return err
 }
@@ -439,6 +421,11 @@ type childRecorder struct {
 }
 
 func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error {
+	return r.recordIn(ctx, r.s.opts.Store, m)
+}
+
+// recordIn is record in st: the Store, or the Tx of the row's step.
+func (r *childRecorder) recordIn(ctx context.Context, st services.Store, m services.NewMessage) error {
 	if !r.store {
 		return nil
 	}
@@ -455,7 +442,7 @@ func (r *childRecorder) record(ctx context.Context, m services.NewMessage) error
 		meta.TaintedBy = taint
 		m.Metadata = meta.Encode()
 	}
-	_, _, err := r.s.opts.Store.InsertMessage(ctx, m)
+	_, _, err := st.InsertMessage(ctx, m)
 	return err
 }
 
@@ -464,8 +451,8 @@ func (r *childRecorder) assistant(ctx context.Context, resp *llm.Response) error
 		Metadata: services.MessageMeta{RunID: r.childID, ToolCalls: resp.ToolCalls}.Encode()})
 }
 
-func (r *childRecorder) toolResult(ctx context.Context, call services.ToolCall, res tools.Result) error {
-	if err := r.record(ctx, services.NewMessage{Role: services.RoleTool, Content: res.Content,
+func (r *childRecorder) toolResultTx(ctx context.Context, tx services.Tx, call services.ToolCall, res tools.Result) error {
+	if err := r.recordIn(ctx, tx, services.NewMessage{Role: services.RoleTool, Content: res.Content,
 		Metadata: services.MessageMeta{RunID: r.childID, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError}.Encode()}); err != nil {
 		return err
 	}

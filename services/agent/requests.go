@@ -14,9 +14,9 @@ import (
 )
 
 // capture is a fresh request capture when requests are kept
-// (AGENT_REQUEST_RETENTION > 0 and a store for them), nil otherwise.
+// (AGENT_REQUEST_RETENTION > 0), nil otherwise.
 func (s *Service) capture() *llm.Capture {
-	if s.opts.Requests == nil || s.opts.RequestRetention <= 0 {
+	if s.opts.RequestRetention <= 0 {
 		return nil
 	}
 	return &llm.Capture{Encode: Gzip}
@@ -44,10 +44,7 @@ func (s *Service) appendCallStepIn(ctx context.Context, st services.Store, l loo
 		TimelineScope: l.call.TimelineScope, ContextScope: l.call.ContextScope,
 		Provider: l.provider.Name(), Model: l.provider.Model(), URL: url, Bytes: len(body), Gzip: c.Encoded(),
 	}
-	if rr, ok := st.(services.RunRequests); ok {
-		return rr.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
-	}
-	return s.opts.Requests.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
+	return st.AppendStepWithRequest(ctx, l.stepRun(), kind, payload, req)
 }
 
 // gzipWriters are reused: a new gzip.Writer allocates most of a megabyte.
@@ -73,7 +70,7 @@ func Gzip(body []byte) []byte {
 // pruneRequests deletes stored requests older than the retention, at most
 // once an hour per process.
 func (s *Service) pruneRequests(ctx context.Context) {
-	if s.opts.Requests == nil || s.opts.RequestRetention <= 0 {
+	if s.opts.RequestRetention <= 0 {
 		return
 	}
 	now := time.Now()
@@ -81,7 +78,7 @@ func (s *Service) pruneRequests(ctx context.Context) {
 	if now.Unix()-last < 3600 || !s.lastPrune.CompareAndSwap(last, now.Unix()) {
 		return
 	}
-	n, err := s.opts.Requests.PruneRunRequests(ctx, now.Add(-s.opts.RequestRetention))
+	n, err := s.opts.Store.PruneRunRequests(ctx, now.Add(-s.opts.RequestRetention))
 	if err != nil {
 		s.log.Warn("prune stored model requests", "err", err)
 		return

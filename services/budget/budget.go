@@ -132,13 +132,18 @@ func (s *Service) limit(kind services.BudgetKind) services.BudgetAmount {
 // answer, in tokens and (for a priced model) in money. A call that would
 // pass either of the kind's budgets is refused with CodeBudgetExceeded.
 func (s *Service) Reserve(ctx context.Context, call services.BudgetCall) (services.BudgetHold, error) {
-	return s.ReserveIn(ctx, s.opts.Store, call)
+	return s.reserveIn(ctx, s.opts.Store, call)
 }
 
-// ReserveIn is Reserve in st: a store bound to the caller's transaction
-// (the run's prompt step commits with its first call's reservation). A
-// refusal is counted in st too; the transaction should commit it.
-func (s *Service) ReserveIn(ctx context.Context, st services.BudgetStore, call services.BudgetCall) (services.BudgetHold, error) {
+// ReserveTx is Reserve in tx, the caller's transaction (the run's prompt
+// step commits with its first call's reservation). A refusal is counted
+// in tx too; the transaction should commit it.
+func (s *Service) ReserveTx(ctx context.Context, tx services.Tx, call services.BudgetCall) (services.BudgetHold, error) {
+	return s.reserveIn(ctx, tx, call)
+}
+
+// reserveIn is Reserve in st: the Store, or a Tx.
+func (s *Service) reserveIn(ctx context.Context, st services.BudgetStore, call services.BudgetCall) (services.BudgetHold, error) {
 	day, resets := s.day()
 	kind := call.Kind
 	hold := services.BudgetHold{Day: day, Kind: kind, Model: call.Model, Reserved: int64(max(call.PromptTokens, 0) + max(call.MaxOutput, 0))}
@@ -185,7 +190,7 @@ func (s *Service) refused(kind services.BudgetKind) {
 // price); past WarnPercent of a budget the owner is told, once per day,
 // kind and unit.
 func (s *Service) Settle(ctx context.Context, hold services.BudgetHold, used services.TokenUsage) {
-	after, err := s.SettleIn(context.WithoutCancel(ctx), s.opts.Store, hold, used)
+	after, err := s.settleIn(context.WithoutCancel(ctx), s.opts.Store, hold, used)
 	if err != nil {
 		s.log.Error("settle budget", "kind", hold.Kind, "day", hold.Day, "err", err)
 		return
@@ -193,11 +198,16 @@ func (s *Service) Settle(ctx context.Context, hold services.BudgetHold, used ser
 	after(ctx)
 }
 
-// SettleIn is Settle in st, a store bound to the caller's transaction (a
-// main run's answer commits with its call's settlement); after, called
-// once that transaction committed, counts the call and tells the owner
-// past WarnPercent.
-func (s *Service) SettleIn(ctx context.Context, st services.BudgetStore, hold services.BudgetHold, used services.TokenUsage) (after func(context.Context), err error) {
+// SettleTx is Settle in tx, the caller's transaction (a main run's answer
+// commits with its call's settlement); after, called once that
+// transaction committed, counts the call and tells the owner past
+// WarnPercent.
+func (s *Service) SettleTx(ctx context.Context, tx services.Tx, hold services.BudgetHold, used services.TokenUsage) (after func(context.Context), err error) {
+	return s.settleIn(ctx, tx, hold, used)
+}
+
+// settleIn is Settle in st (the Store, or a Tx), its after work returned.
+func (s *Service) settleIn(ctx context.Context, st services.BudgetStore, hold services.BudgetHold, used services.TokenUsage) (after func(context.Context), err error) {
 	if hold.Day == "" {
 		return func(context.Context) {}, nil
 	}

@@ -17,10 +17,6 @@ import (
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
-// chatOnly is the store without its archive (services.RecallStore), for
-// builds without handoff retrieval.
-type chatOnly struct{ services.ChatStore }
-
 // BenchmarkBuildSizes measures ContextManager.Build for a scope with 200
 // recent turns (and rules, settings, a summary segment, 60 archived
 // handoffs that share words with the input) in chat_messages
@@ -74,10 +70,11 @@ func BenchmarkBuildSizes(b *testing.B) {
 				_, _ = s.UpsertMemory(ctx, services.MemoryItem{TimelineScope: "global", Key: fmt.Sprint("k", i), Value: "v", Confidence: 0.5})
 			}
 			dbtest.Exec(b, pool, `ANALYZE`)
-			m := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
-			// The same builds without the archive (no handoff retrieval),
-			// interleaved so both see the same machine load.
-			plain := prompt.New(prompt.Options{Store: chatOnly{s}, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			// The same builds without the archive (no Recall: no handoff
+			// retrieval) and without the one-statement sources, interleaved
+			// so both see the same machine load.
+			plain := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
 			lat := make([]time.Duration, 0, b.N)
 			latPlain := make([]time.Duration, 0, b.N)
 			b.ResetTimer()

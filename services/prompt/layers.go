@@ -362,17 +362,13 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 }
 
 // pinTarget is what a pin includes: a pin by block id as a pin by the
-// heading path its section has now (services.PinBlocks), any other pin
-// as it is.
+// heading path its section has now (the manifests' PinBlock), any other
+// pin as it is.
 func (m *Manager) pinTarget(timeline string, pin services.Pin) (services.Pin, error) {
 	if pin.ID == "" {
 		return pin, nil
 	}
-	pb, ok := m.opts.Manifests.(services.PinBlocks)
-	if !ok {
-		return services.Pin{}, services.Errorf(services.ENOTFOUND, "block ids cannot be read here")
-	}
-	return pb.PinBlock(timeline, pin)
+	return m.opts.Manifests.PinBlock(timeline, pin)
 }
 
 // maxRetrievedHandoffs bounds the handoffs one prompt retrieves.

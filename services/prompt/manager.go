@@ -24,6 +24,9 @@ type Workspace interface {
 	ReadFile(timelineScope, path string) ([]byte, error)
 	// RootFiles lists the names of the files at the workspace's root.
 	RootFiles(timelineScope string) ([]string, error)
+	// FileStamp is a file's size and modification time: the todo recap's
+	// files are read again only when they change, not on every build.
+	FileStamp(timelineScope, path string) (size int64, mtime time.Time, err error)
 }
 
 // Options configure a Manager.
@@ -39,6 +42,12 @@ type Options struct {
 	// Budgets hold each timeline's budget profile, the layers' shares and
 	// minimums (nil: the default profile).
 	Budgets services.ContextBudgets
+	// Sources read what a build reads besides its history (budget
+	// profile, rules, settings, summary and segments) in one statement
+	// (nil: each is read on its own from Budgets and Context). Give it
+	// only when it reads the stores Context and Budgets are (the
+	// PostgreSQL store is all three).
+	Sources services.PromptSourceReader
 	// Tokenizer counts tokens of text not counted when stored.
 	Tokenizer Tokenizer
 	// SystemPrompt defaults to DefaultSystemPrompt.
@@ -64,7 +73,7 @@ type Options struct {
 	// Compaction settings; see compact.go.
 	Compaction CompactionOptions
 	// Recall finds the handoffs of earlier sub-agents for the retrieved
-	// layer (nil: the Store's, when it keeps an archive).
+	// layer (nil: none are retrieved).
 	Recall services.RecallStore
 	// HistoryRule returns a tool's rule for keeping its results in history
 	// (the tool registry's); tools without one get DefaultCompressionRule.
@@ -128,9 +137,6 @@ func New(opts Options) *Manager {
 	}
 	if opts.Location == nil {
 		opts.Location = time.Local
-	}
-	if opts.Recall == nil {
-		opts.Recall, _ = opts.Store.(services.RecallStore)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -772,16 +778,14 @@ func (m *Manager) budgetProfile(ctx context.Context, timeline string, src *servi
 }
 
 // readSources reads what a build of (timeline, scope) reads besides its
-// history in one statement, when the stores it reads them from are one
-// services.PromptSourceReader (the PostgreSQL store); nil otherwise, or
-// when that read fails (each part is then read on its own, and fails or
-// is skipped as it would).
+// history in one statement, with Sources; nil without them, or when that
+// read fails (each part is then read on its own, and fails or is skipped
+// as it would).
 func (m *Manager) readSources(ctx context.Context, timeline, scope string) *services.PromptSources {
-	r, ok := m.opts.Context.(services.PromptSourceReader)
-	if !ok || any(m.opts.Store) != any(r) || m.opts.Budgets != nil && any(m.opts.Budgets) != any(r) {
+	if m.opts.Sources == nil {
 		return nil
 	}
-	src, err := r.ReadPromptSources(ctx, timeline, scope)
+	src, err := m.opts.Sources.ReadPromptSources(ctx, timeline, scope)
 	if err != nil {
 		return nil
 	}

@@ -50,7 +50,7 @@ func TestBuildNeverExceedsBudgetAndTrimsInOrder(t *testing.T) {
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "now what?", Visible: true})
 	tok := prompt.HeuristicTokenizer{}
 	for _, window := range []int{1500, 3000, 8000, 64000} {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: tok, Window: window})
+		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok, Window: window})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 		if err != nil {
 			t.Fatalf("window %d: %v", window, err)
@@ -92,7 +92,7 @@ func TestInputTooLarge(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: strings.Repeat("huge ", 5000), Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 2000})
+	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 2000})
 	_, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 	if services.ErrorCode(err) != prompt.CodeInputTooLarge || !services.IsKind(err, services.ETOOLARGE) {
 		t.Fatalf("want CONTEXT_INPUT_TOO_LARGE, got %v", err)
@@ -164,7 +164,7 @@ func TestScopeViolationRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "hi", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 8000})
+	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID,
 		Retrieved: []prompt.RetrievedItem{
 			{TimelineScope: "tg:7", Kind: "handoff", Title: "theirs", Text: "PRIVATE DATA OF ANOTHER USER", Score: 1},
@@ -205,8 +205,8 @@ func TestPrefixHashStableAndReadPaths(t *testing.T) {
 	_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "tool", Source: "agent", Content: "HIDDEN STEP",
 		Metadata: []byte(fmt.Sprintf(`{"reply_to":%d,"tool_call_id":"c1"}`, u.ID))})
 	_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "sub:r:1", Role: "assistant", Source: "agent", Content: "CHILD STEP"})
-	legacy := prompt.New(prompt.Options{Store: s, Context: s, Window: 8000})
-	scoped := prompt.New(prompt.Options{Store: s, Context: s, Window: 8000, ScopedRead: true})
+	legacy := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000})
+	scoped := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000, ScopedRead: true})
 	p1, _ := legacy.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID})
 	p2, _ := legacy.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID})
 	if p1.Inspection.PrefixUnchanged || !p2.Inspection.PrefixUnchanged || p1.Inspection.PrefixHash != p2.Inspection.PrefixHash {
@@ -275,7 +275,7 @@ func TestHistoryPagesBackwardsFromTheNewest(t *testing.T) {
 	s := dbtest.Store(t)
 	last := seedTurns(t, s, "global", 260, "words")
 	for _, window := range []int{4000, 128000} {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Window: window, ScopedRead: true})
+		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: window, ScopedRead: true})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
 		if err != nil {
 			t.Fatalf("window %d: %v", window, err)
@@ -303,7 +303,7 @@ func TestDeferredToolListInTheStablePrefix(t *testing.T) {
 	if _, err := s.CreateConstraint(ctx, services.Constraint{TimelineScope: "global", Text: "a rule", Hard: true}); err != nil {
 		t.Fatal(err)
 	}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 8000, SystemPrompt: "BASE"})
+	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000, SystemPrompt: "BASE"})
 	const list = "## More tools\n\n- web: fetch a web page (fetch_url)"
 	bp := prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID}
 	plain, _ := m.Build(ctx, bp)

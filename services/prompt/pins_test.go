@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/repository/dbtest"
 	"github.com/switchboard/switchboard/services"
@@ -32,6 +34,22 @@ func (w mapSpace) ReadFile(_, path string) ([]byte, error) {
 }
 
 func (w mapSpace) RootFiles(string) ([]string, error) { return nil, nil }
+
+// FileStamp stamps a file with its size and, for a modification time, a
+// hash of its content: a changed file is read again.
+func (w mapSpace) FileStamp(_, path string) (int64, time.Time, error) {
+	data, err := w.ReadFile("", path)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	h := fnv.New64a()
+	h.Write(data)
+	return int64(len(data)), time.Unix(0, int64(h.Sum64()>>1)), nil
+}
+
+func (w mapSpace) PinBlock(string, services.Pin) (services.Pin, error) {
+	return services.Pin{}, services.Errorf(services.ENOTFOUND, "block ids cannot be read here")
+}
 
 func (w mapSpace) ContextManifest(_ context.Context, _ string) (services.ContextManifest, error) {
 	if w.manifest == "" {
@@ -60,7 +78,7 @@ func TestPinsFitTheRetrievedLayerAndNameWhatDoesNot(t *testing.T) {
 	}, manifest: `{"version":3,"pins":[{"path":"plan.md","lines":[2,2]},{"path":"big.md"},{"path":"gone.md","block":"Intro"}]}`}
 	build := func(scope string) prompt.Preview {
 		t.Helper()
-		m := prompt.New(prompt.Options{Store: s, Context: s, Workspace: space, Manifests: space, Window: 8000})
+		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Workspace: space, Manifests: space, Window: 8000})
 		pv, err := m.Preview(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: scope})
 		if err != nil {
 			t.Fatal(err)

@@ -13,13 +13,6 @@ import (
 // todo recap.
 const TodoListHeading = "Your task list (set with the todo tool; call it again to tick items off or change them):"
 
-// fileStamper is a Workspace that tells a file's size and modification
-// time (tools.Workspaces): the todo recap's files are then read again only
-// when they change, not on every build.
-type fileStamper interface {
-	FileStamp(timelineScope, path string) (int64, time.Time, error)
-}
-
 // maxRecapFiles bounds the recap files a Manager remembers.
 const maxRecapFiles = 512
 
@@ -39,11 +32,7 @@ type recapFile struct {
 // todoRead reads a file of the todo recap: from memory when its size and
 // modification time are those it was read at, else from the workspace.
 func (m *Manager) todoRead(timeline, path string) ([]byte, error) {
-	st, ok := m.opts.Workspace.(fileStamper)
-	if !ok {
-		return m.opts.Workspace.ReadFile(timeline, path)
-	}
-	size, mtime, err := st.FileStamp(timeline, path)
+	size, mtime, err := m.opts.Workspace.FileStamp(timeline, path)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func TestWorkingSetBoundsHistory(t *testing.T) {
 	s := dbtest.Store(t)
 	last := seedTurns(t, s, "global", 400, "a message of about a dozen words that the owner and the agent exchanged")
 	build := func(historyTokens int) (prompt.Prompt, *prompt.Manager) {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Window: 128000, HistoryTokens: historyTokens,
+		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, HistoryTokens: historyTokens,
 			Compaction: prompt.CompactionOptions{Provider: &recordingProvider{reply: "x"}, KeepTurns: 5}})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
 		if err != nil {
@@ -71,7 +71,7 @@ func TestWorkingSetKeepsThePrefixUntilCompaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	rp := &recordingProvider{reply: "## Archived Session Summary\n\nThe owner asked many questions."}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 128000, HistoryTokens: 800,
+	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, HistoryTokens: 800,
 		Now:        func() time.Time { return time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC) },
 		Compaction: prompt.CompactionOptions{Provider: rp, KeepTurns: 3}})
 	var prev []llm.Message
@@ -138,7 +138,7 @@ func TestSummaryTimeoutMovesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	seedTurns(t, s, "global", 6, "talk")
-	m := prompt.New(prompt.Options{Store: s, Context: s, Window: 16000,
+	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000,
 		Compaction: prompt.CompactionOptions{Provider: &hangingProvider{}, KeepTurns: 2, Timeout: 200 * time.Millisecond}})
 	_, err := m.Compact(ctx, "global", "main", "")
 	if services.ErrorCode(err) != prompt.CodeSummaryTimeout || !strings.Contains(services.ErrorMessage(err), "did not answer within 200ms") {
