@@ -187,7 +187,7 @@ type App struct {
 
 	// What New builds on the way, for the parts built after it.
 	tokenHash   []byte
-	publisher   services.Publisher
+	publisher   services.TxPublisher
 	tokenizer   prompt.Tokenizer
 	registry    *tools.Registry
 	watcher     *fetch.Fetcher
@@ -375,7 +375,7 @@ func (a *App) buildChat(ctx context.Context) (err error) {
 	if a.enqueuer, err = queue.NewEnqueuer(ctx, a.pool, a.log); err != nil {
 		return err
 	}
-	d := chat.Deps{Store: a.store, Publisher: a.publisher, Logger: a.log, CountTokens: a.tokenizer.Count, Turns: a.cfg.Hooks.Turns}
+	d := chat.Deps{Store: a.store, Publisher: a.publisher, TxEvents: a.publisher, Logger: a.log, CountTokens: a.tokenizer.Count, Turns: a.cfg.Hooks.Turns}
 	if d.Turns == nil {
 		d.Turns = chat.TurnFunc(a.startTurn)
 	}
@@ -449,7 +449,7 @@ func (a *App) buildAgent(context.Context) (err error) {
 		cfg.Media.TranscribeAPIKey, cfg.Media.TTSAPIKey, hex.EncodeToString(cfg.Web.ScrapeTokenHash))
 	a.agent, err = agent.New(agent.Deps{
 		Store: a.store, Chat: a.chat, LLM: a.provider, ProfileLLMs: a.profileLLMs, Queue: a.enqueuer, Compactions: a.enqueuer, Context: a.context,
-		Tools: a.registry, Publisher: a.publisher, Observers: observers, Logger: a.log,
+		Tools: a.registry, Publisher: a.publisher, TxEvents: a.publisher, Observers: observers, Logger: a.log,
 		Memory: agent.Memory{ContextStore: a.store, Manifests: a.spaces, Recall: a.store, Proposals: a.store, Tokenizer: a.tokenizer},
 		Files:  agent.Files{Media: a.media, Transcriber: a.transcriber, Speaker: a.speaker},
 		Plans:  agent.Plans{Schedules: a.scheduler, Fires: a.scheduler, FireObserved: a.meter.FireObserved, Watcher: a.watcher},
@@ -919,7 +919,7 @@ func NewPairingDesk(ctx context.Context, pool *pgxpool.Pool, owners []int64, log
 	}
 	// This process's one ChatService: it posts notices, and no message here
 	// starts a turn.
-	poster := chat.New(chat.Deps{Store: repository.New(pool), Publisher: notifier, Logger: log}, chat.Config{})
+	poster := chat.New(chat.Deps{Store: repository.New(pool), Publisher: notifier, TxEvents: notifier, Logger: log}, chat.Config{})
 	done = func() {
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

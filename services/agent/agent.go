@@ -82,6 +82,11 @@ type Deps struct {
 	// app/tools.go).
 	Tools     *tools.Registry
 	Publisher services.Publisher
+	// TxEvents sends a run's events with the transaction that commits
+	// what they announce (the claim's running status, the end's status),
+	// so the other instances hear them with the commit; nil: they are
+	// published after it.
+	TxEvents  services.TxPublisher
 	Observers []services.RunObserver
 	Logger    *slog.Logger
 
@@ -317,8 +322,8 @@ type endStatus struct {
 func (st *endStatus) step(status *services.RunStatus) closeStep {
 	return func(ctx context.Context, tx services.Tx, c *closed) error {
 		st.sent = nil
-		txp, ok := st.s.opts.Publisher.(services.TxPublisher)
-		if !ok || c.run.ID == 0 {
+		txp := st.s.opts.TxEvents
+		if txp == nil || c.run.ID == 0 {
 			return nil
 		}
 		e := runEvent(c.run, *status)
@@ -336,7 +341,7 @@ func (st *endStatus) step(status *services.RunStatus) closeStep {
 // it with the transaction.
 func (st *endStatus) announce(ctx context.Context, committed bool, run services.Run, status services.RunStatus) {
 	if committed && st.sent != nil {
-		st.s.opts.Publisher.(services.TxPublisher).PublishCommitted(ctx, *st.sent)
+		st.s.opts.TxEvents.PublishCommitted(ctx, *st.sent)
 		return
 	}
 	st.s.publishRun(ctx, run, status)

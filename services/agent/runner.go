@@ -63,8 +63,8 @@ func (s *Service) ExecuteClaimed(ctx context.Context, run services.Run, trigger 
 		}
 		trigger = &msg
 	}
-	if txp, ok := s.opts.Publisher.(services.TxPublisher); ok && run.Announced {
-		txp.PublishCommitted(ctx, runEvent(run, services.RunRunning)) // the others heard it with the claim
+	if s.opts.TxEvents != nil && run.Announced {
+		s.opts.TxEvents.PublishCommitted(ctx, runEvent(run, services.RunRunning)) // the others heard it with the claim
 	} else {
 		s.publishRun(ctx, run, services.RunRunning)
 	}

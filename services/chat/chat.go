@@ -37,6 +37,10 @@ func (f TurnFunc) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 type Deps struct {
 	Store     services.Store
 	Publisher services.Publisher
+	// TxEvents sends a new message's event with the transaction that
+	// stores its row, so the other instances hear it with the commit
+	// (nil: it is published after the commit).
+	TxEvents services.TxPublisher
 	// Turns starts the answer to each new user message (nil: none).
 	Turns  TurnHandler
 	Logger *slog.Logger
@@ -86,8 +90,7 @@ func New(d Deps, cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	txp, _ := d.Publisher.(services.TxPublisher)
-	return &Service{opts: options{Deps: d, Config: cfg}, log: log, txp: txp}
+	return &Service{opts: options{Deps: d, Config: cfg}, log: log, txp: d.TxEvents}
 }
 
 // Post validates and stores a visible message in its timeline, publishes it

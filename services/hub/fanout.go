@@ -10,8 +10,10 @@ import (
 // then to the other instances (NOTIFY; the publisher's own echo is dropped
 // by its listener).
 type Fanout struct {
-	Hub    *Hub
-	Remote services.Publisher
+	Hub *Hub
+	// Remote sends to the other instances, with a transaction's commit
+	// when given one (repository.Notifier); nil: this instance only.
+	Remote services.TxPublisher
 }
 
 var _ services.TxPublisher = Fanout{}
@@ -27,12 +29,11 @@ func (f Fanout) Publish(ctx context.Context, e services.Event) error {
 	return nil
 }
 
-// PublishTx sends e to the other instances with tx when the remote can
-// (services.TxPublisher); PublishCommitted delivers it here after the
-// commit.
+// PublishTx sends e to the other instances with tx's commit;
+// PublishCommitted delivers it here after the commit.
 func (f Fanout) PublishTx(ctx context.Context, tx services.Tx, e services.Event) error {
-	if r, ok := f.Remote.(services.TxPublisher); ok {
-		return r.PublishTx(ctx, tx, e)
+	if f.Remote != nil {
+		return f.Remote.PublishTx(ctx, tx, e)
 	}
 	return nil
 }
@@ -43,9 +44,7 @@ func (f Fanout) PublishCommitted(ctx context.Context, e services.Event) {
 	if f.Hub != nil {
 		f.Hub.Notify(e)
 	}
-	if r, ok := f.Remote.(services.TxPublisher); ok {
-		r.PublishCommitted(ctx, e)
-	} else if f.Remote != nil {
-		_ = f.Remote.Publish(ctx, e)
+	if f.Remote != nil {
+		f.Remote.PublishCommitted(ctx, e)
 	}
 }
