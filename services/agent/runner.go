@@ -232,8 +232,8 @@ func (e *execution) mainNotice(ctx, runCtx context.Context, fin *services.RunFin
 // recordPrompt stores the prompt's observation on the run, its prompt
 // step and the reservation of its first model call (call) in one
 // transaction: one commit before the model is called. The reservation is
-// nil when the store cannot make it in the transaction (the loop makes
-// it); a refused one commits (its count) and carries the refusal.
+// nil when no budget applies; a refused one commits (its count) and
+// carries the refusal.
 func (s *Service) recordPrompt(ctx context.Context, runID int64, obs prompt.Inspection, call services.BudgetCall) (*reservation, error) {
 	var first *reservation
 	err := s.opts.Store.Transact(ctx, func(tx services.Tx) error {
