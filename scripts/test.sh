@@ -59,7 +59,7 @@ fi
 # they overlap one another instead of one running alone at the end), and
 # the tests that use PostgreSQL share a budget of connections
 # (repository/dbtest): a test's first use of the database waits until its
-# package's share per test (5; 14 for a test starting whole instances,
+# package's share per test (5; 9 for a test starting whole instances,
 # app/apptest; 12 for one running service processes, internal/servetest;
 # the shares are the most a test was measured to hold; a test holding
 # more by design, or one of such a package starting no instance or

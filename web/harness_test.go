@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,26 +22,15 @@ import (
 	"github.com/switchboard/switchboard/web/wire"
 )
 
-// TestMain is apptest.Main with the package's own share of the suite's
-// connection budget (webTestConns instead of apptest.TestConns), then
-// stops the browser the tests share.
+// TestMain is apptest.Main (each test counts as apptest.TestShare in the
+// suite's connection budget: 5 to 10 connections were measured per test
+// of this package), then stops the browser the tests share. A test
+// holding more by design (two instances) reserves its own
+// (dbtest.Reserve); one found holding more has its holding raised while
+// it runs.
 func TestMain(m *testing.M) {
-	dbtest.SetTestConns(webTestConns)
-	code := dbtest.Run(m)
-	browsertest.Close()
-	os.Exit(code)
+	apptest.Main(m, browsertest.Close)
 }
-
-// webTestConns is what one test of this package counts for in the suite's
-// connection budget (dbtest.SetTestConns): the most a test starting one
-// instance was measured to hold (the budget's peaks file, TEST_DB_BUDGET
-// set: 5 to 10 connections per test; apptest.TestConns, 14, is the most
-// one instance and a test pool could open). With 14, two tests of this
-// package took the suite's whole budget of 28 and every other package's
-// database tests waited for them. A test holding more by design (two
-// instances) reserves its own (dbtest.Reserve); one found holding more has
-// its holding raised while it runs.
-const webTestConns = 10
 
 // twoInstanceConns is what a test starting two instances on one schema
 // reserves (dbtest.Reserve): 14 and 16 measured.

@@ -344,6 +344,7 @@ func TestNULAndInvalidUTF8AreRefusedNamingTheField(t *testing.T) {
 // old sessions are refused.
 func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
 	t.Parallel()
+	dbtest.Reserve(t, twoInstanceConns) // two instances on one schema: 15 measured
 	dbURL := apptest.SchemaURL(t)
 	a, b := serveReal(t, dbURL, nil), serveReal(t, dbURL, nil)
 	c := clientFrom("127.0.0.1")

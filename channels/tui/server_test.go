@@ -187,6 +187,7 @@ func contents(msgs []any) []string {
 // delivers exactly the messages stored meanwhile, once each, in order.
 func TestFeedSurvivesServerRestart(t *testing.T) {
 	t.Parallel()
+	dbtest.Reserve(t, 18) // the restarted server's pool opens while the first one's closes: 13 to 16 measured
 	pool, _ := dbtest.Schema(t)
 	a := startServer(t, pool, "127.0.0.1:0")
 	addr := strings.TrimPrefix(a.URL, "http://")
