@@ -127,6 +127,11 @@ func (t *Tx) addEvents(ctx context.Context, n *Notifier, payloads ...string) err
 	n.waitIdle(ctx)
 	events := t.events
 	t.events = nil
+	return t.notify(ctx, n, events)
+}
+
+// notify sends events on n's channel in t, in one statement.
+func (t *Tx) notify(ctx context.Context, n *Notifier, events []string) error {
 	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
 	n.sends.Add(1)
 	return wrapErr("publish events", err)
@@ -147,12 +152,11 @@ func (t *Tx) sendEvents(ctx context.Context) error {
 	taken := n.takePending(ctx)
 	events := append(taken, t.events...)
 	t.events = nil
-	_, err := t.tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, events)
-	n.sends.Add(1)
+	err := t.notify(ctx, n, events)
 	if err != nil {
 		n.requeue(taken)
 	}
-	return wrapErr("publish events", err)
+	return err
 }
 
 // takePending waits for the batch being sent (or ctx's end) and takes the
