@@ -175,7 +175,7 @@ func (s *Store) AnnounceClaims(n *Notifier) { s.claims = n }
 func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, orphans []services.Run, released bool, err error) {
 	return s.claimNextRun(ctx, conn, timelineScope, claimSQL+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
 		SELECT f.* FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM found)
-			THEN pg_advisory_unlock($6, hashtext(current_schema() || '/' || $1)) END AS released) r
+			THEN pg_advisory_unlock($7, hashtext(current_schema() || '/' || $1)) END AS released) r
 		LEFT JOIN found f ON true`, lockKey)
 }
 
@@ -194,9 +194,9 @@ const claimSQL = `
 			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 			RETURNING ` + runColumns + `,
-				-- The run's status to the other instances ($4: their channel, '' for none).
-				(SELECT true FROM (SELECT CASE WHEN $4 <> '' THEN pg_notify($4, json_build_object('t', 'run', 'tl', timeline_scope,
-					'run', id, 'd', json_build_object('status', 'running'), 'o', $5::text)::text) END) n) AS claimed
+				-- The run's status to the other instances ($4: their channel, '' for none;
+				-- $5 and $6: the event as the Notifier encodes it, before and after the id).
+				(SELECT true FROM (SELECT CASE WHEN $4 <> '' THEN pg_notify($4, $5 || id || $6) END) n) AS claimed
 		), job AS (
 			UPDATE river_job SET state = 'completed', finalized_at = now()
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
@@ -206,11 +206,14 @@ const claimSQL = `
 // claimNextRun runs a claim statement (claimSQL and its query) on db;
 // released: it returned the one row of no run (its lock let go).
 func (s *Store) claimNextRun(ctx context.Context, db DBTX, timelineScope, query string, more ...any) (run services.Run, orphans []services.Run, released bool, err error) {
-	var channel, origin string
+	var channel, before, after string
 	if s.claims != nil {
-		channel, origin = s.claims.channel, s.claims.origin
+		channel = s.claims.channel
+		if before, after, err = s.claims.claimEvent(timelineScope); err != nil {
+			return services.Run{}, nil, false, err
+		}
 	}
-	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind, channel, origin}, more...)...)
+	rows, err := db.Query(ctx, query, append([]any{timelineScope, services.ScheduleAgent, turnJobKind, channel, before, after}, more...)...)
 	if err != nil {
 		return services.Run{}, nil, false, wrapErr(fmt.Sprintf("claim next run of %q", timelineScope), err)
 	}

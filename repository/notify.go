@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +94,24 @@ func (n *Notifier) encode(e services.Event) (string, error) {
 		return "", services.Errorf(services.ETOOLARGE, "event payload is %d bytes, NOTIFY allows 8000", len(payload))
 	}
 	return string(payload), nil
+}
+
+// claimEvent is the `running` status of a run of timelineScope that a
+// claim statement starts, as encode writes it, cut where the run's id
+// goes: the statement, which learns the id, sends before || id || after.
+func (n *Notifier) claimEvent(timelineScope string) (before, after string, err error) {
+	const id = math.MaxInt64
+	payload, err := n.encode(services.RunEvent(timelineScope, id, services.RunRunning))
+	if err != nil {
+		return "", "", err
+	}
+	// The timeline is a JSON string before it, whose quotes are escaped:
+	// only the field itself reads "run":<id>.
+	before, after, ok := strings.Cut(payload, `"run":`+strconv.FormatInt(id, 10))
+	if !ok {
+		return "", "", fmt.Errorf("store: encode claim event: no run id in %s", payload)
+	}
+	return before + `"run":`, after, nil
 }
 
 // PublishTx sends e to the other instances with tx (a Tx of this

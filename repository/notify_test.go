@@ -192,3 +192,31 @@ func TestNotifierSendsEventsPublishedTogetherInOneStatement(t *testing.T) {
 		t.Fatalf("two events published 200 ms apart took %d statements; want 1", n)
 	}
 }
+
+// A claim announces its run's `running` status to the other instances in
+// its own statement, and they hear the event exactly as the Notifier
+// encodes a run's status (services.RunEvent), even for a timeline whose
+// name reads like the event's own fields.
+func TestClaimSendsTheRunningStatusAsTheNotifierEncodesIt(t *testing.T) {
+	ctx, pool, pub, got := listeningPairOn(t)
+	s := repository.New(pool)
+	s.AnnounceClaims(pub)
+	const timeline = `tl-"run":9223372036854775807,"d":{}` + "\n\u2028"
+	queued, err := s.CreateRun(ctx, services.NewRun{TimelineScope: timeline, Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := s.ClaimNextRun(ctx, timeline)
+	if err != nil || run.ID != queued.ID || !run.Announced {
+		t.Fatalf("claim = %+v, %v; want run %d claimed and announced", run, err, queued.ID)
+	}
+	want := services.RunEvent(timeline, run.ID, services.RunRunning)
+	select {
+	case e := <-got:
+		if e.Type != want.Type || e.TimelineScope != want.TimelineScope || e.RunID != want.RunID || string(e.Data) != string(want.Data) || e.Origin == "" {
+			t.Fatalf("heard %+v (data %s), want %+v (data %s) with the publisher's origin", e, e.Data, want, want.Data)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event heard for the claim")
+	}
+}

@@ -34,6 +34,11 @@ type Event struct {
 	Origin string `json:"o,omitempty"`
 }
 
+// RunEvent says run id of timelineScope is now status.
+func RunEvent(timelineScope string, id int64, status RunStatus) Event {
+	return Event{Type: EventRun, TimelineScope: timelineScope, RunID: id, Data: []byte(`{"status":"` + status + `"}`)}
+}
+
 // Publisher sends events to every instance's hub. Publish is called after
 // the transaction that produced the event has committed.
 type Publisher interface {

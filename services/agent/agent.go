@@ -304,8 +304,7 @@ func (s *Service) publishRun(ctx context.Context, run services.Run, status servi
 
 // runEvent says run is now status.
 func runEvent(run services.Run, status services.RunStatus) services.Event {
-	data := []byte(`{"status":"` + status + `"}`)
-	return services.Event{Type: services.EventRun, TimelineScope: run.TimelineScope, RunID: run.ID, Data: data}
+	return services.RunEvent(run.TimelineScope, run.ID, status)
 }
 
 // endStatus is a run's status event sent with its end's transaction, when
