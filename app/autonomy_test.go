@@ -318,6 +318,17 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	if n := h.hits.Load(); n != 1 {
 		t.Fatalf("the approved call ran %d times", n)
 	}
+	// The decision is written once: its notice is the command's reply.
+	page, _ := second.Chat.Timeline(context.Background(), services.DefaultTimeline, 0, 0, 100)
+	var decided []string
+	for _, m := range page.Messages {
+		if strings.Contains(m.Content, fmt.Sprintf("#%d approved", a.ID)) {
+			decided = append(decided, m.Content)
+		}
+	}
+	if len(decided) != 1 {
+		t.Fatalf("the timeline tells the decision %d times, want once: %q", len(decided), decided)
+	}
 }
 
 // command posts a chat command on the owner's timeline and returns its answer.

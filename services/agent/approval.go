@@ -106,7 +106,7 @@ func (s *Service) DecideApproval(ctx context.Context, id int64, approve bool, ch
 	if approve {
 		to = services.ApprovalApproved
 	}
-	a, err := s.decide(ctx, id, to, channel)
+	a, err := s.decide(ctx, id, to, channel, commandReply{})
 	return s.shown(a), err
 }
 
@@ -142,7 +142,11 @@ func (s *Service) shown(a services.Approval) services.Approval {
 // what follows: once the run's last held call is decided, the run that
 // resumes it is queued; the owner's timeline says what was decided. Of two
 // decisions at once exactly one wins; the other gets ECONFLICT.
-func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalState, by string) (services.Approval, error) {
+//
+// command is the chat command that decided it (/approve N, /deny N; zero
+// for a button or a timeout): the notice is then that command's reply, so
+// the decision is written once.
+func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalState, by string, command commandReply) (services.Approval, error) {
 	var a services.Approval
 	var msg services.Message
 	var created bool
@@ -157,7 +161,7 @@ func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalStat
 				return err
 			}
 		}
-		msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(a))
+		msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(a, command))
 		return err
 	})
 	if err != nil {
@@ -174,14 +178,27 @@ func (s *Service) decide(ctx context.Context, id int64, to services.ApprovalStat
 	return a, nil
 }
 
+// commandReply is the chat command a decision answers: its message and
+// name (zero: no command).
+type commandReply struct {
+	message int64
+	name    string
+}
+
 // decidedNotice tells the owner, on their timeline (every channel), how a
-// was decided: the page and Telegram update the request with it.
-func decidedNotice(a services.Approval) services.PostParams {
-	return services.PostParams{
+// was decided: the page and Telegram update the request with it. When a
+// chat command decided it, the notice is also that command's reply.
+func decidedNotice(a services.Approval, command commandReply) services.PostParams {
+	meta := services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_decided"}
+	p := services.PostParams{
 		TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: decisionText(a), DedupeKey: fmt.Sprintf("approval:%d:decided", a.ID), NotifyOwner: true,
-		Metadata: services.MessageMeta{RunID: a.RunID, ApprovalID: a.ID, Notice: "approval_decided"}.Encode(),
 	}
+	if command.message != 0 {
+		p.ReplyTo, meta.ReplyTo, meta.Command = command.message, command.message, command.name
+	}
+	p.Metadata = meta.Encode()
+	return p
 }
 
 func decisionText(a services.Approval) string {
@@ -438,7 +455,7 @@ func (s *Service) cancelApprovals(ctx context.Context, timeline string) (int, er
 			if err != nil {
 				return err
 			}
-			if msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(cur)); err != nil || cur.Detached {
+			if msg, created, err = s.opts.Chat.PostTx(ctx, tx, decidedNotice(cur, commandReply{})); err != nil || cur.Detached {
 				return err
 			}
 			res := tools.ErrorResult("APPROVAL_CANCELLED", fmt.Sprintf("The owner stopped the run while this call waited (approval #%d); it was not run.", a.ID))
@@ -467,7 +484,7 @@ func (s *Service) ExpireApprovals(ctx context.Context, now time.Time) (int, erro
 	}
 	n := 0
 	for _, a := range due {
-		if _, err := s.decide(ctx, a.ID, services.ApprovalTimedOut, "timeout"); err == nil {
+		if _, err := s.decide(ctx, a.ID, services.ApprovalTimedOut, "timeout", commandReply{}); err == nil {
 			n++
 		} else if !services.IsKind(err, services.ECONFLICT) {
 			return n, err
@@ -538,14 +555,16 @@ func (s *Service) cmdDecide(ctx context.Context, msg services.Message, args stri
 		}
 		return b.String(), nil
 	}
-	a, err := s.DecideApproval(ctx, id, approve, string(msg.Source))
+	to, name := services.ApprovalDenied, "deny"
+	if approve {
+		to, name = services.ApprovalApproved, "approve"
+	}
+	_, err := s.decide(ctx, id, to, string(msg.Source), commandReply{message: msg.ID, name: name})
 	if services.IsKind(err, services.ECONFLICT) || services.IsKind(err, services.ENOTFOUND) {
 		return services.ErrorMessage(err), nil
 	}
-	if err != nil {
-		return "", err
-	}
-	return decisionText(a), nil
+	// The decision's notice is the command's reply.
+	return "", err
 }
 
 // cmdPolicy answers /policy: the table in force.

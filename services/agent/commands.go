@@ -27,6 +27,9 @@ func (s *Service) command(ctx context.Context, msg services.Message, name, args 
 	if err != nil {
 		reply = "That command failed: " + services.ErrorMessage(err)
 	}
+	if reply == "" {
+		return nil // the handler posted its reply itself (an approval's decision)
+	}
 	_, _, perr := s.opts.Chat.Post(ctx, services.PostParams{
 		TimelineScope: msg.TimelineScope, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: reply, DedupeKey: fmt.Sprintf("cmd:%d", msg.ID), ReplyTo: msg.ID,
