@@ -76,9 +76,12 @@ type Config struct {
 	WorkspaceDir string
 	Workspace    tools.WriteLimits
 
-	LLM     llm.Config
-	Chat    chat.Config
-	Context prompt.Options
+	LLM  llm.Config
+	Chat chat.Config
+	// Context are the prompt manager's settings; New sets its Window to
+	// the provider's, its Location when nil to Schedule's, and gives it
+	// its collaborators.
+	Context prompt.Config
 	// SummaryModel is the model compaction's summaries are written with,
 	// on LLM's provider (CONTEXT_SUMMARY_MODEL; empty: LLM.Model).
 	SummaryModel string
@@ -119,6 +122,10 @@ type Hooks struct {
 	TelegramClient *http.Client
 	// Turns answers new user messages instead of the agent runtime.
 	Turns chat.TurnHandler
+	// Context sees and changes the prompt manager's collaborators (a
+	// fixed clock, so prompts are the same bytes run after run) before
+	// it is built.
+	Context func(*prompt.Deps)
 }
 
 // BudgetOptions configure the daily budgets (BUDGET_DAILY_TOKENS,
@@ -330,22 +337,26 @@ func (a *App) buildModel(ctx context.Context) (err error) {
 
 // buildContext builds the context manager and the context payloads
 // (`switchboard context`).
-func (a *App) buildContext(context.Context) error {
-	po := a.cfg.Context
-	po.Store, po.Context, po.Workspace, po.Tokenizer = a.store, a.store, a.spaces, a.tokenizer
+func (a *App) buildContext(context.Context) (err error) {
+	cfg := a.cfg.Context
 	// The store is also the archive handoffs are recalled from, and reads
 	// a build's sources (Context's and Budgets') in one statement.
-	po.Manifests, po.Budgets, po.Recall, po.Sources = a.spaces, a.store, a.store, a.store
-	po.Window, po.Logger = a.provider.ContextWindow(), a.log
-	po.HistoryRule = historyRule(a.registry)
-	po.Attachments, po.Media = a.store, a.media
-	if po.Location == nil {
+	d := prompt.Deps{Store: a.store, Context: a.store, Workspace: a.spaces, Manifests: a.spaces, Budgets: a.store, Sources: a.store,
+		Tokenizer: a.tokenizer, Recall: a.store, HistoryRule: historyRule(a.registry), Attachments: a.store, Media: a.media,
+		Summariser: a.summariser, OnCompaction: a.meter.CompactionObserved, Logger: a.log}
+	// The window is the model's (LLM_CONTEXT_WINDOW or the provider's default).
+	cfg.Window = a.provider.ContextWindow()
+	if cfg.Location == nil {
 		// The owner's zone (OWNER_TIMEZONE) dates the prompt's input and
 		// the summariser's transcript, as it does schedules.
-		po.Location = a.cfg.Schedule.Location
+		cfg.Location = a.cfg.Schedule.Location
 	}
-	po.Compaction.Provider, po.Compaction.OnResult = a.summariser, a.meter.CompactionObserved
-	a.context = prompt.New(po)
+	if a.cfg.Hooks.Context != nil {
+		a.cfg.Hooks.Context(&d)
+	}
+	if a.context, err = prompt.New(d, cfg); err != nil {
+		return err
+	}
 	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces, Known: a.knownProfile,
 		Profiles: payloadProfiles(a.cfg.Agent.Profiles)})
 	return nil

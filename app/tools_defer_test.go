@@ -180,7 +180,7 @@ func TestProfileToolsAndUnderThreshold(t *testing.T) {
 			Configure: func(o *app.Config) {
 				o.MCP = mcp.Config{"everything": mcptest.Everything(t)}
 				o.Agent.ToolsDeferOver = over
-				o.Context.Now = func() time.Time { return fixedNow }
+				o.Hooks.Context = func(d *prompt.Deps) { d.Now = func() time.Time { return fixedNow } }
 				o.Agent.Profiles = map[string]agent.Profile{"researcher": {SystemPrompt: "Research.", Tools: []string{"read_file", "list_files", "everything__echo"}}}
 			}})
 		everythingReady(t, in, 1)

@@ -41,7 +41,7 @@ func (c *Config) AppConfig(dbURL string, log *slog.Logger, stdout io.Writer) app
 		Workspace:       c.WorkspaceOptions(),
 		LLM:             c.LLMOptions(),
 		Chat:            c.ChatConfig(),
-		Context:         c.ContextOptions(),
+		Context:         c.ContextConfig(),
 		SummaryModel:    c.ContextSummaryModel,
 		Budget:          app.BudgetOptions{Limits: c.BudgetDailyTokens, Money: c.BudgetDailyUSD, Prices: c.LLMPrices},
 		Agent:           c.AgentConfig(),
@@ -89,16 +89,17 @@ func (c *Config) ChatConfig() chat.Config {
 	return chat.Config{ScopedWrite: c.Flags.ScopedWrite, LogContent: c.LogContent}
 }
 
-// ContextOptions configure the context manager and its compaction.
-func (c *Config) ContextOptions() prompt.Options {
-	return prompt.Options{
+// ContextConfig configures the context manager and its compaction (the
+// window is the provider's, which app.New gives it).
+func (c *Config) ContextConfig() prompt.Config {
+	return prompt.Config{
 		// The owner's zone dates the prompt's input and the summariser's
 		// transcript, as it does schedules.
 		Location:      c.OwnerTimezone,
 		ScopedRead:    c.Flags.ScopedRead,
 		Images:        c.LLMImages,
 		HistoryTokens: c.ContextHistoryTokens,
-		Compaction: prompt.CompactionOptions{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite,
+		Compaction: prompt.CompactionConfig{KeepTurns: c.ContextKeepTurns, Trigger: c.ContextCompactAt, ScopedWrite: c.Flags.ScopedWrite,
 			NoGlobal: c.Flags.NoGlobalWrite},
 	}
 }

@@ -128,10 +128,10 @@ func setupOn(t testing.TB, dbURL string, model *llmtest.Server, o setupOpts) *bu
 	}
 	opts.Chat.ScopedWrite = o.flags.ScopedWrite
 	opts.Context.ScopedRead = o.flags.ScopedRead
-	opts.Context.Compaction = prompt.CompactionOptions{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite, NoGlobal: o.flags.NoGlobalWrite}
+	opts.Context.Compaction = prompt.CompactionConfig{KeepTurns: o.keepTurns, ScopedWrite: o.flags.ScopedWrite, NoGlobal: o.flags.NoGlobalWrite}
 	// A fixed clock and zone: prompts carry the date and time, and must be
 	// the same bytes run after run (TestFlagMatrix).
-	opts.Context.Now = func() time.Time { return testNow }
+	opts.Hooks.Context = func(d *prompt.Deps) { d.Now = func() time.Time { return testNow } }
 	opts.Context.Location = time.UTC
 	if o.configure != nil {
 		o.configure(&opts)

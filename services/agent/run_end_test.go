@@ -81,12 +81,16 @@ func TestRunRowAndJobCommitTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	manager, err := prompt.New(prompt.Deps{Store: store, Context: store}, prompt.Config{Window: 16000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ag *agent.Service
 	svc := chat.New(chat.Deps{Store: store, Turns: chat.TurnFunc(func(ctx context.Context, tx services.Tx, m services.Message) (func(context.Context), error) {
 		return ag.StartTurn(ctx, tx, m)
 	})}, chat.Config{})
 	ag, err = agent.New(agent.Deps{Store: store, Chat: svc, Queue: failingQueue{}, LLM: provider, Tools: tools.NewRegistry(nil),
-		Context: prompt.New(prompt.Options{Store: store, Context: store, Window: 16000})}, agent.Config{})
+		Context: manager}, agent.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

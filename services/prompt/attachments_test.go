@@ -39,7 +39,7 @@ func TestInputImagesCountAndHistoryKeepsTheLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	build := func(images bool, trigger int64) prompt.Prompt {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 32000, Attachments: s, Media: fixedMedia{[]byte("jpeg")}, Images: images})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Attachments: s, Media: fixedMedia{[]byte("jpeg")}}, prompt.Config{Window: 32000, Images: images})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger})
 		if err != nil {
 			t.Fatal(err)
@@ -109,8 +109,7 @@ func TestCompactionKeepsTheFilesLines(t *testing.T) {
 		_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "assistant", Source: "agent", Content: "ok", Visible: true,
 			Metadata: services.MessageMeta{ReplyTo: u.ID}.Encode()})
 	}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 32000, Attachments: s,
-		Compaction: prompt.CompactionOptions{Provider: provider, KeepTurns: 1}})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Attachments: s, Summariser: provider}, prompt.Config{Window: 32000, Compaction: prompt.CompactionConfig{KeepTurns: 1}})
 	if _, err := m.Compact(ctx, "global", "main", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ const (
 	// CodeBudgetConflict: a budget configuration update lost an optimistic-lock race.
 	CodeBudgetConflict = "CONTEXT_BUDGET_CONFLICT"
 	// CodeSummaryTimeout: the summary call of a compaction did not answer
-	// within CompactionOptions.Timeout; nothing moved.
+	// within CompactionConfig.Timeout; nothing moved.
 	CodeSummaryTimeout = "CONTEXT_SUMMARY_TIMEOUT"
 	// CodePinMissing: a pin of the context manifest names a file or section
 	// the workspace does not have (or lines past its end); it was skipped.

@@ -70,11 +70,11 @@ func BenchmarkBuildSizes(b *testing.B) {
 				_, _ = s.UpsertMemory(ctx, services.MemoryItem{TimelineScope: "global", Key: fmt.Sprint("k", i), Value: "v", Confidence: 0.5})
 			}
 			dbtest.Exec(b, pool, `ANALYZE`)
-			m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			m := mustNew(b, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}}, prompt.Config{Window: 128000, ScopedRead: true})
 			// The same builds without the archive (no Recall: no handoff
 			// retrieval) and without the one-statement sources, interleaved
 			// so both see the same machine load.
-			plain := prompt.New(prompt.Options{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 128000, ScopedRead: true})
+			plain := mustNew(b, prompt.Deps{Store: s, Context: s, Tokenizer: prompt.HeuristicTokenizer{}}, prompt.Config{Window: 128000, ScopedRead: true})
 			lat := make([]time.Duration, 0, b.N)
 			latPlain := make([]time.Duration, 0, b.N)
 			b.ResetTimer()

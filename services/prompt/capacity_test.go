@@ -22,7 +22,7 @@ func TestRetrievedCapacity(t *testing.T) {
 		items = append(items, prompt.RetrievedItem{TimelineScope: "global", Kind: "handoff", Title: fmt.Sprintf("h%d", i),
 			Text: "x", Score: 1 - float64(i)/1000})
 	}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 200000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 200000})
 	pv, err := m.Preview(context.Background(), prompt.BuildParams{TimelineScope: "global", ContextScope: services.MainScope, Retrieved: items})
 	if err != nil {
 		t.Fatal(err)

@@ -13,14 +13,14 @@ import (
 	"github.com/switchboard/switchboard/services/llm"
 )
 
-// CompactionOptions configure compaction (002's turn-aligned compaction with
-// summary cursors).
-type CompactionOptions struct {
-	// Provider writes the summaries; nil turns compaction off.
-	Provider llm.Provider
-	// KeepTurns is how many recent whole turns are never summarised (default 10).
+// CompactionConfig are compaction's settings (002's turn-aligned
+// compaction with summary cursors); its summariser is Deps.Summariser.
+type CompactionConfig struct {
+	// KeepTurns is how many recent whole turns are never summarised
+	// (CONTEXT_KEEP_TURNS; default 10).
 	KeepTurns int
-	// Trigger is the share of the window at which a scope is compacted (0.8).
+	// Trigger is the share of the working set or window at which a scope
+	// is compacted (CONTEXT_COMPACT_AT; default 0.8).
 	Trigger float64
 	// Timeout bounds one summary call (default 120 s); on timeout nothing moves.
 	Timeout time.Duration
@@ -32,11 +32,9 @@ type CompactionOptions struct {
 	NoGlobal bool
 	// MaxInputTokens bounds the transcript of one summary call (default: half the window).
 	MaxInputTokens int
-	// OnResult, when set, hears "ok", "skipped" or "failed" per scope (metrics).
-	OnResult func(result string)
 }
 
-func (o *CompactionOptions) defaults() {
+func (o *CompactionConfig) defaults() {
 	if o.KeepTurns <= 0 {
 		o.KeepTurns = 10
 	}
@@ -66,7 +64,7 @@ type CompactResult struct {
 // ShouldCompact reports whether the last prompt's size (provider-reported
 // when known) plus the next input reaches the trigger share of the window.
 func (m *Manager) ShouldCompact(lastPromptTokens, nextInputTokens int) bool {
-	if m.opts.Compaction.Provider == nil {
+	if m.opts.Summariser == nil {
 		return false
 	}
 	return float64(lastPromptTokens+nextInputTokens) >= m.opts.Compaction.Trigger*float64(m.opts.Window)
@@ -82,7 +80,7 @@ func (m *Manager) ShouldCompact(lastPromptTokens, nextInputTokens int) bool {
 // grows at its end, so the prompt's prefix stays byte-stable and the
 // provider's cache keeps hitting.
 func (m *Manager) WorkingSetFull(ins Inspection, nextInputTokens int) bool {
-	if m.opts.Compaction.Provider == nil || ins.WorkingSet <= 0 {
+	if m.opts.Summariser == nil || ins.WorkingSet <= 0 {
 		return false
 	}
 	if ins.HistoryTrimmed > 0 {
@@ -112,7 +110,7 @@ func (m *Manager) WrittenScopes(contextScope string) []string {
 // a failed or invalid summary moves nothing (the prompt keeps recent turns
 // only) and is returned as an error after the other scopes are tried.
 func (m *Manager) Compact(ctx context.Context, timeline, contextScope, focus string) ([]CompactResult, error) {
-	if m.opts.Compaction.Provider == nil {
+	if m.opts.Summariser == nil {
 		return nil, services.Errorf(services.EUNAVAILABLE, "compaction needs a model; none is configured")
 	}
 	if m.opts.Context == nil {
@@ -134,8 +132,8 @@ func (m *Manager) Compact(ctx context.Context, timeline, contextScope, focus str
 		case res.FreeForm:
 			result = "free_form"
 		}
-		if m.opts.Compaction.OnResult != nil {
-			m.opts.Compaction.OnResult(result)
+		if m.opts.OnCompaction != nil {
+			m.opts.OnCompaction(result)
 		}
 		results = append(results, res)
 	}
@@ -211,7 +209,7 @@ func (m *Manager) compactScope(ctx context.Context, timeline, scope, focus strin
 	transcript := renderTranscript(turns[:n], m.historyRule, m.opts.Location)
 	cctx, cancel := context.WithTimeout(ctx, m.opts.Compaction.Timeout)
 	defer cancel()
-	resp, err := m.opts.Compaction.Provider.Complete(cctx, llm.Request{
+	resp, err := m.opts.Summariser.Complete(cctx, llm.Request{
 		System:    "You write faithful, compact summaries of conversations for an assistant's memory.",
 		Messages:  []llm.Message{{Role: llm.RoleUser, Content: SummaryPrompt(transcript, focus)}},
 		MaxTokens: 2048,

@@ -11,7 +11,7 @@ import (
 // keeping the last KeepTurns turns; the main and global summaries are left
 // alone. A failed or invalid summary moves nothing.
 func (m *Manager) CompactScope(ctx context.Context, timeline, scope string) (CompactResult, error) {
-	if m.opts.Compaction.Provider == nil {
+	if m.opts.Summariser == nil {
 		return CompactResult{Scope: scope}, services.Errorf(services.EUNAVAILABLE, "compaction needs a model; none is configured")
 	}
 	if m.opts.Context == nil {
@@ -23,7 +23,7 @@ func (m *Manager) CompactScope(ctx context.Context, timeline, scope string) (Com
 	m.compactMu.Lock()
 	defer m.compactMu.Unlock()
 	res, err := m.compactScope(ctx, timeline, scope, "")
-	if m.opts.Compaction.OnResult != nil {
+	if m.opts.OnCompaction != nil {
 		result := "ok"
 		switch {
 		case err != nil:
@@ -33,7 +33,7 @@ func (m *Manager) CompactScope(ctx context.Context, timeline, scope string) (Com
 		case res.FreeForm:
 			result = "free_form"
 		}
-		m.opts.Compaction.OnResult(result)
+		m.opts.OnCompaction(result)
 	}
 	return res, err
 }

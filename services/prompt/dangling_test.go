@@ -31,7 +31,7 @@ func TestPromptRepairsDanglingToolCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	q2, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "next question", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000, ScopedRead: true})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 16000, ScopedRead: true})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q2.ID})
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func TestFailingSourcesAreSkippedAndNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := prompt.New(prompt.Options{Store: s, Context: brokenMemory{s}, Recall: brokenRecall{s}, Budgets: brokenBudgets{}, Window: 16000, ScopedRead: true})
+	m := mustNew(t, prompt.Deps{Store: s, Context: brokenMemory{s}, Recall: brokenRecall{s}, Budgets: brokenBudgets{}}, prompt.Config{Window: 16000, ScopedRead: true})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q.ID})
 	if err != nil {
 		t.Fatalf("a failing source failed the build: %v", err)

@@ -98,7 +98,7 @@ func TestHistoryFormsInAPrompt(t *testing.T) {
 	}
 	turn("tidy the docs", calls)
 	q2 := turn("and now?", calls[5:6]) // the newest turn: its write result stays whole
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 64000, ScopedRead: true, HistoryRule: formRules(t)})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, HistoryRule: formRules(t)}, prompt.Config{Window: 64000, ScopedRead: true})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q2})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestTodoRecapEndsThePrompt(t *testing.T) {
 		services.TodoPath("sub:coder:9"): "- [ ] a sub-agent's step\n",
 	}}
 	q, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "summarise @notes.md", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Workspace: space, Window: 16000, ScopedRead: true})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Workspace: space}, prompt.Config{Window: 16000, ScopedRead: true})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q.ID})
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestPromptCarriesTimeChannelAndSummaryOutsideThePrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 4, 9, 15, 0, 0, time.UTC)
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000, Location: tokyo, Now: func() time.Time { return now }})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Now: func() time.Time { return now }}, prompt.Config{Window: 16000, Location: tokyo})
 	build := func() prompt.Prompt {
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 		if err != nil {
@@ -116,8 +116,7 @@ func TestSummariserIsGivenTimestamps(t *testing.T) {
 	tokyo, _ := time.LoadLocation("Asia/Tokyo")
 	first := "[" + rows[0].CreatedAt.In(tokyo).Format("2006-01-02 15:04 MST") + "] User: q0 talk"
 	rp := &recordingProvider{reply: "the owner talked"}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000, Location: tokyo,
-		Compaction: prompt.CompactionOptions{Provider: rp, KeepTurns: 2}})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Summariser: rp}, prompt.Config{Window: 16000, Location: tokyo, Compaction: prompt.CompactionConfig{KeepTurns: 2}})
 	if _, err := m.Compact(ctx, "global", "main", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -29,8 +30,11 @@ type Workspace interface {
 	FileStamp(timelineScope, path string) (size int64, mtime time.Time, err error)
 }
 
-// Options configure a Manager.
-type Options struct {
+// Deps are the Manager's collaborators: the stores and workspace a build
+// reads, the tokenizer, the summariser compaction writes with, the clock
+// and the logger. Store is required; an optional collaborator left nil
+// turns off what it backs.
+type Deps struct {
 	Store services.ChatStore
 	// Context holds segments, rules and remembered settings (nil: none).
 	Context services.ContextStore
@@ -48,12 +52,43 @@ type Options struct {
 	// only when it reads the stores Context and Budgets are (the
 	// PostgreSQL store is all three).
 	Sources services.PromptSourceReader
-	// Tokenizer counts tokens of text not counted when stored.
+	// Tokenizer counts tokens of text not counted when stored (default
+	// HeuristicTokenizer); New remembers its counts (Memo).
 	Tokenizer Tokenizer
+	// Recall finds the handoffs of earlier sub-agents for the retrieved
+	// layer (nil: none are retrieved).
+	Recall services.RecallStore
+	// HistoryRule returns a tool's rule for keeping its results in history
+	// (the tool registry's); tools without one get DefaultCompressionRule.
+	HistoryRule func(toolName string) (CompressionRule, bool)
+	// Attachments are the files that came with messages (nil: none): each
+	// user message carries a line per file (Attachment.Describe), in
+	// history too. Media reads the current input's images, which go to the
+	// model as images when Config.Images is set and count in the input's
+	// tokens; history keeps the lines only.
+	Attachments services.AttachmentStore
+	Media       services.Media
+	// Summariser writes compaction's summaries (see compact.go); nil turns
+	// compaction off.
+	Summariser llm.Provider
+	// OnCompaction, when set, hears "ok", "skipped", "failed" or
+	// "free_form" per scope compacted (metrics).
+	OnCompaction func(result string)
+	// Now is the clock the current input's date and time come from
+	// (default time.Now; tests fix it so prompts are deterministic).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Config are the Manager's settings: what cmd/switchboard maps the env
+// table to (ContextConfig), plus the model's window, which app.New takes
+// from the provider, and SystemPrompt, which no variable sets.
+type Config struct {
 	// SystemPrompt defaults to DefaultSystemPrompt.
 	SystemPrompt string
-	// Window is the model's context window; OutputReserve is kept free for
-	// the answer (default: a quarter of the window, at most 8192).
+	// Window is the model's context window (LLM_CONTEXT_WINDOW through the
+	// provider; default 128000); OutputReserve is kept free for the answer
+	// (default: a quarter of the window, at most 8192).
 	Window        int
 	OutputReserve int
 	// HistoryTokens is the working set: the tokens of recent whole turns
@@ -70,35 +105,26 @@ type Options struct {
 	ScopedRead bool
 	// MaxConcurrentBuilds per timeline; more get CONTEXT_BACKPRESSURE (default 4).
 	MaxConcurrentBuilds int
-	// Compaction settings; see compact.go.
-	Compaction CompactionOptions
-	// Recall finds the handoffs of earlier sub-agents for the retrieved
-	// layer (nil: none are retrieved).
-	Recall services.RecallStore
-	// HistoryRule returns a tool's rule for keeping its results in history
-	// (the tool registry's); tools without one get DefaultCompressionRule.
-	HistoryRule func(toolName string) (CompressionRule, bool)
-	// Attachments are the files that came with messages (nil: none): each
-	// user message carries a line per file (Attachment.Describe), in
-	// history too. Media reads the current input's images, which go to the
-	// model as images when Images is set (LLM_IMAGES: the model reads
-	// them) and count in the input's tokens; history keeps the lines only.
-	Attachments services.AttachmentStore
-	Media       services.Media
-	Images      bool
-	// Now is the clock the current input's date and time come from
-	// (default time.Now; tests fix it so prompts are deterministic).
-	Now func() time.Time
+	// Images (LLM_IMAGES: the model reads them) sends the current input's
+	// images to the model as images (Deps.Media reads them).
+	Images bool
 	// Location is the owner's time zone (OWNER_TIMEZONE) the date and time
 	// of the current input and the summariser's timestamps are written in
 	// (default: the server's zone).
 	Location *time.Location
-	Logger   *slog.Logger
+	// Compaction settings; see compact.go.
+	Compaction CompactionConfig
+}
+
+// options are what the Manager reads: its collaborators and settings.
+type options struct {
+	Deps
+	Config
 }
 
 // Manager compiles prompts from stored state.
 type Manager struct {
-	opts Options
+	opts options
 	log  *slog.Logger
 
 	mu        sync.Mutex
@@ -110,39 +136,43 @@ type Manager struct {
 	compactMu sync.Mutex
 }
 
-// New returns a Manager.
-func New(opts Options) *Manager {
-	if opts.SystemPrompt == "" {
-		opts.SystemPrompt = DefaultSystemPrompt
+// New returns a Manager built from its collaborators and settings, the
+// defaults filled in. Errors: d.Store is nil.
+func New(d Deps, cfg Config) (*Manager, error) {
+	if d.Store == nil {
+		return nil, errors.New("prompt: Store is required")
 	}
-	if opts.Tokenizer == nil {
-		opts.Tokenizer = HeuristicTokenizer{}
+	if cfg.SystemPrompt == "" {
+		cfg.SystemPrompt = DefaultSystemPrompt
 	}
-	opts.Tokenizer = Memo(opts.Tokenizer)
-	if opts.Window <= 0 {
-		opts.Window = 128000
+	if d.Tokenizer == nil {
+		d.Tokenizer = HeuristicTokenizer{}
 	}
-	if opts.OutputReserve <= 0 {
-		opts.OutputReserve = min(opts.Window/4, 8192)
+	d.Tokenizer = Memo(d.Tokenizer)
+	if cfg.Window <= 0 {
+		cfg.Window = 128000
 	}
-	if opts.MaxConcurrentBuilds <= 0 {
-		opts.MaxConcurrentBuilds = 4
+	if cfg.OutputReserve <= 0 {
+		cfg.OutputReserve = min(cfg.Window/4, 8192)
 	}
-	opts.Compaction.defaults()
-	if opts.HistoryTokens == 0 {
-		opts.HistoryTokens = DefaultHistoryTokens
+	if cfg.MaxConcurrentBuilds <= 0 {
+		cfg.MaxConcurrentBuilds = 4
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	cfg.Compaction.defaults()
+	if cfg.HistoryTokens == 0 {
+		cfg.HistoryTokens = DefaultHistoryTokens
 	}
-	if opts.Location == nil {
-		opts.Location = time.Local
+	if d.Now == nil {
+		d.Now = time.Now
 	}
-	log := opts.Logger
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: log, building: map[string]int{}, lastHash: map[string]string{}, lastCut: map[string]int64{}}
+	return &Manager{opts: options{Deps: d, Config: cfg}, log: log, building: map[string]int{}, lastHash: map[string]string{}, lastCut: map[string]int64{}}, nil
 }
 
 // DefaultHistoryTokens is the default working set (CONTEXT_HISTORY_TOKENS).

@@ -16,6 +16,23 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// mustNew builds a Manager from d and cfg.
+func mustNew(t testing.TB, d prompt.Deps, cfg prompt.Config) *prompt.Manager {
+	t.Helper()
+	m, err := prompt.New(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A Manager without a store is refused when built, not when it first reads.
+func TestNewNeedsAStore(t *testing.T) {
+	if m, err := prompt.New(prompt.Deps{}, prompt.Config{}); err == nil || m != nil {
+		t.Fatalf("New without a Store: err %v, a manager %t; want an error and none", err, m != nil)
+	}
+}
+
 func seedTurns(t testing.TB, s *repository.Store, timeline string, n int, text string) int64 {
 	t.Helper()
 	ctx := context.Background()
@@ -50,7 +67,7 @@ func TestBuildNeverExceedsBudgetAndTrimsInOrder(t *testing.T) {
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "now what?", Visible: true})
 	tok := prompt.HeuristicTokenizer{}
 	for _, window := range []int{1500, 3000, 8000, 64000} {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok, Window: window})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok}, prompt.Config{Window: window})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 		if err != nil {
 			t.Fatalf("window %d: %v", window, err)
@@ -92,7 +109,7 @@ func TestInputTooLarge(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: strings.Repeat("huge ", 5000), Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 2000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 2000})
 	_, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 	if services.ErrorCode(err) != prompt.CodeInputTooLarge || !services.IsKind(err, services.ETOOLARGE) {
 		t.Fatalf("want CONTEXT_INPUT_TOO_LARGE, got %v", err)
@@ -117,7 +134,7 @@ func TestBackpressure(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	slow := &slowStore{ChatStore: s, release: make(chan struct{}), entered: make(chan struct{}, 10)}
-	m := prompt.New(prompt.Options{Store: slow, Window: 8000})
+	m := mustNew(t, prompt.Deps{Store: slow}, prompt.Config{Window: 8000})
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
@@ -164,7 +181,7 @@ func TestScopeViolationRefused(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "hi", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 8000})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID,
 		Retrieved: []prompt.RetrievedItem{
 			{TimelineScope: "tg:7", Kind: "handoff", Title: "theirs", Text: "PRIVATE DATA OF ANOTHER USER", Score: 1},
@@ -205,8 +222,8 @@ func TestPrefixHashStableAndReadPaths(t *testing.T) {
 	_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "tool", Source: "agent", Content: "HIDDEN STEP",
 		Metadata: []byte(fmt.Sprintf(`{"reply_to":%d,"tool_call_id":"c1"}`, u.ID))})
 	_, _, _ = s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "sub:r:1", Role: "assistant", Source: "agent", Content: "CHILD STEP"})
-	legacy := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000})
-	scoped := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000, ScopedRead: true})
+	legacy := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 8000})
+	scoped := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 8000, ScopedRead: true})
 	p1, _ := legacy.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID})
 	p2, _ := legacy.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID})
 	if p1.Inspection.PrefixUnchanged || !p2.Inspection.PrefixUnchanged || p1.Inspection.PrefixHash != p2.Inspection.PrefixHash {
@@ -275,7 +292,7 @@ func TestHistoryPagesBackwardsFromTheNewest(t *testing.T) {
 	s := dbtest.Store(t)
 	last := seedTurns(t, s, "global", 260, "words")
 	for _, window := range []int{4000, 128000} {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: window, ScopedRead: true})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: window, ScopedRead: true})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
 		if err != nil {
 			t.Fatalf("window %d: %v", window, err)
@@ -303,7 +320,7 @@ func TestDeferredToolListInTheStablePrefix(t *testing.T) {
 	if _, err := s.CreateConstraint(ctx, services.Constraint{TimelineScope: "global", Text: "a rule", Hard: true}); err != nil {
 		t.Fatal(err)
 	}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000, SystemPrompt: "BASE"})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 8000, SystemPrompt: "BASE"})
 	const list = "## More tools\n\n- web: fetch a web page (fetch_url)"
 	bp := prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: u.ID}
 	plain, _ := m.Build(ctx, bp)

@@ -64,7 +64,10 @@ func TestMemoCountsOnceAndStaysBounded(t *testing.T) {
 // The per-scope memory of prefix hashes and history cuts stays bounded
 // however many timelines an instance serves.
 func TestScopeMemoryIsBounded(t *testing.T) {
-	m := New(Options{})
+	m, err := New(Deps{Store: unreadStore{}}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	turns := []turn{{msgs: []services.Message{{ID: 1}}, tokens: 10}, {msgs: []services.Message{{ID: 2}}, tokens: 10}}
 	for i := range maxScopesRemembered + 50 {
 		m.stepCut(fmt.Sprintf("tl-%d/main", i), turns, 1, 20, 10, true)
@@ -73,3 +76,6 @@ func TestScopeMemoryIsBounded(t *testing.T) {
 		t.Fatalf("%d history cuts remembered, bound %d", n, maxScopesRemembered)
 	}
 }
+
+// unreadStore is a Store the test never reads.
+type unreadStore struct{ services.ChatStore }

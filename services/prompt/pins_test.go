@@ -78,7 +78,7 @@ func TestPinsFitTheRetrievedLayerAndNameWhatDoesNot(t *testing.T) {
 	}, manifest: `{"version":3,"pins":[{"path":"plan.md","lines":[2,2]},{"path":"big.md"},{"path":"gone.md","block":"Intro"}]}`}
 	build := func(scope string) prompt.Preview {
 		t.Helper()
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Workspace: space, Manifests: space, Window: 8000})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Workspace: space, Manifests: space}, prompt.Config{Window: 8000})
 		pv, err := m.Preview(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: scope})
 		if err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ func TestPromptPrefixStableTurnToTurn(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	seedTurns(t, s, "global", 40, strings.Repeat("talk ", 100))
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 6000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}}, prompt.Config{Window: 6000})
 	var prev llm.Request
 	trimmedTurns, sameFirst := 0, 0
 	for i := range 12 {

@@ -36,8 +36,7 @@ func fact(i int) (site, code string) {
 func runRetention(tb testing.TB, s *repository.Store, facts, turns, historyTokens int) retention {
 	tb.Helper()
 	ctx := context.Background()
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, HistoryTokens: historyTokens,
-		Compaction: prompt.CompactionOptions{Provider: &recordingProvider{reply: "## Archived Session Summary\n\nThe owner chatted about many everyday things."}, KeepTurns: 3}})
+	m := mustNew(tb, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Summariser: &recordingProvider{reply: "## Archived Session Summary\n\nThe owner chatted about many everyday things."}}, prompt.Config{Window: 128000, HistoryTokens: historyTokens, Compaction: prompt.CompactionConfig{KeepTurns: 3}})
 	r := retention{facts: facts, firstCompaction: -1}
 	for i := 0; i < turns; i++ {
 		q := fmt.Sprintf("question %d about the weather, the garden and what to cook tonight", i)

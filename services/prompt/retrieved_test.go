@@ -47,7 +47,7 @@ func TestArchivedHandoffsEnterTheRetrievedLayerByRelevance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000, ScopedRead: scoped})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 16000, ScopedRead: scoped})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q.ID})
 		if err != nil {
 			t.Fatal(err)

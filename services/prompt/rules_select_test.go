@@ -57,7 +57,7 @@ func TestRulesOverShareKeepOwnersThenRelevant(t *testing.T) {
 	tok := prompt.HeuristicTokenizer{}
 	// A window whose rules share (15 %) holds the owner's rule and about
 	// two of the six long proposals.
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok, Window: 6000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok}, prompt.Config{Window: 6000})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID, Explain: true})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestRulesOverShareKeepOwnersThenRelevant(t *testing.T) {
 
 	// With a window whose share holds them all, every rule is sent in its
 	// order and nothing is named.
-	big := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok, Window: 64000})
+	big := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok}, prompt.Config{Window: 64000})
 	p3, err := big.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestOwnersRulesOverBudgetByRelevance(t *testing.T) {
 	}
 	trigger, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web",
 		Content: "What are mortgage rates doing?", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}, Window: 2000})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: prompt.HeuristicTokenizer{}}, prompt.Config{Window: 2000})
 	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: trigger.ID})
 	if err != nil {
 		t.Fatal(err)

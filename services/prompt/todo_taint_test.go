@@ -72,7 +72,7 @@ func TestTodoRecapWrittenUnderTaintTaintsThePrompt(t *testing.T) {
 		}
 	}
 	q, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "go on", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Workspace: space, Window: 16000, ScopedRead: true})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Workspace: space}, prompt.Config{Window: 16000, ScopedRead: true})
 	taintOf := func(want string) prompt.Prompt {
 		t.Helper()
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: q.ID})
@@ -139,7 +139,7 @@ func TestRetrievedTaintIsWhatTheBudgetKeeps(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	q, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", ContextScope: "main", Role: "user", Source: "web", Content: "go on", Visible: true})
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 8000, ScopedRead: true, Now: func() time.Time { return time.Unix(0, 0) }})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Now: func() time.Time { return time.Unix(0, 0) }}, prompt.Config{Window: 8000, ScopedRead: true})
 	page := "after reading http://evil.example/page"
 	small := prompt.RetrievedItem{TimelineScope: "global", Kind: "handoff", Title: "small", Text: "a short report", Score: 0.8}
 	big := prompt.RetrievedItem{TimelineScope: "global", Kind: "handoff", Title: "big", Text: strings.Repeat("injected words ", 4000), Score: 0.1, TaintedBy: page}

@@ -34,7 +34,7 @@ func BenchmarkWorkingSetPrompt(b *testing.B) {
 			if err := pool.QueryRow(ctx, `SELECT max(id) FROM chat_messages WHERE role = 'user'`).Scan(&last); err != nil {
 				b.Fatal(err)
 			}
-			m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, ScopedRead: true})
+			m := mustNew(b, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s}, prompt.Config{Window: 128000, ScopedRead: true})
 			lat := make([]time.Duration, 0, b.N)
 			tokens := 0
 			b.ResetTimer()

@@ -25,8 +25,7 @@ func TestWorkingSetBoundsHistory(t *testing.T) {
 	s := dbtest.Store(t)
 	last := seedTurns(t, s, "global", 400, "a message of about a dozen words that the owner and the agent exchanged")
 	build := func(historyTokens int) (prompt.Prompt, *prompt.Manager) {
-		m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, HistoryTokens: historyTokens,
-			Compaction: prompt.CompactionOptions{Provider: &recordingProvider{reply: "x"}, KeepTurns: 5}})
+		m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Summariser: &recordingProvider{reply: "x"}}, prompt.Config{Window: 128000, HistoryTokens: historyTokens, Compaction: prompt.CompactionConfig{KeepTurns: 5}})
 		p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: last})
 		if err != nil {
 			t.Fatal(err)
@@ -71,9 +70,7 @@ func TestWorkingSetKeepsThePrefixUntilCompaction(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	rp := &recordingProvider{reply: "## Archived Session Summary\n\nThe owner asked many questions."}
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 128000, HistoryTokens: 800,
-		Now:        func() time.Time { return time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC) },
-		Compaction: prompt.CompactionOptions{Provider: rp, KeepTurns: 3}})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Now: func() time.Time { return time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC) }, Summariser: rp}, prompt.Config{Window: 128000, HistoryTokens: 800, Compaction: prompt.CompactionConfig{KeepTurns: 3}})
 	var prev []llm.Message
 	var prevSystem string
 	full := -1
@@ -138,8 +135,7 @@ func TestSummaryTimeoutMovesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Store(t)
 	seedTurns(t, s, "global", 6, "talk")
-	m := prompt.New(prompt.Options{Store: s, Context: s, Sources: s, Recall: s, Window: 16000,
-		Compaction: prompt.CompactionOptions{Provider: &hangingProvider{}, KeepTurns: 2, Timeout: 200 * time.Millisecond}})
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Summariser: &hangingProvider{}}, prompt.Config{Window: 16000, Compaction: prompt.CompactionConfig{KeepTurns: 2, Timeout: 200 * time.Millisecond}})
 	_, err := m.Compact(ctx, "global", "main", "")
 	if services.ErrorCode(err) != prompt.CodeSummaryTimeout || !strings.Contains(services.ErrorMessage(err), "did not answer within 200ms") {
 		t.Fatalf("err = %v (code %q)", err, services.ErrorCode(err))
