@@ -22,7 +22,10 @@
 //     so compaction succeeds against the fake;
 //   - call tools on request, for trying tools by hand: a user message
 //     "call NAME {json arguments}" is answered with that tool call, and the
-//     tool's result with "NAME answered: <result>";
+//     tool's result with "The tool answered: <result>". Start the service
+//     with TOOLS_DEFER_OVER=0 for this: by default most tools are deferred,
+//     and the one call the fake makes per message would only load the tool
+//     ({"status":"loaded",…}) without running it (docs/TOOLS.md);
 //   - -first-pause D: answer every streamed OpenAI chat completion with a
 //     first token at once, "t=<unix ns> " (the fake's wall clock just before
 //     writing it), then wait D before the rest, so a client can time the
