@@ -364,7 +364,7 @@ func (m *Manager) inspect(b *build) {
 		{Layer: LayerRules, Tokens: b.used(b.rulesText), Budget: b.rulesBudget, Items: len(b.rules.items), Trimmed: b.rulesTrim, Reason: b.rulesReason()},
 		{Layer: LayerSettings, Tokens: b.used(b.settingsText), Budget: alloc[LayerSettings], Items: len(b.settings.items) - b.settingsTrim, Trimmed: b.settingsTrim, Reason: trimReason(b.settingsTrim, "lowest-confidence settings left out")},
 		{Layer: LayerRetrieved, Tokens: b.used(b.retrievedText), Budget: alloc[LayerRetrieved], Items: len(b.retrieved.items) - b.retrievedTrim, Trimmed: b.retrievedTrim, Reason: trimReason(b.retrievedTrim, "lowest-score items left out")},
-		{Layer: LayerHistory, Tokens: b.segUsed + b.turnUsed - inputTokensIf(p, b.turns, b.inputTokens), Budget: b.historyBudget, Items: len(b.segKept) + max(len(b.turns)-btoi(p.TriggerID != 0), 0), Trimmed: b.segTrim + b.turnTrim, Reason: trimReason(b.segTrim+b.turnTrim, "oldest segments and turns left out to fit")},
+		{Layer: LayerHistory, Tokens: b.segUsed + b.turnUsed - inputInHistory(p, b.turns), Budget: b.historyBudget, Items: len(b.segKept) + max(len(b.turns)-btoi(p.TriggerID != 0), 0), Trimmed: b.segTrim + b.turnTrim, Reason: trimReason(b.segTrim+b.turnTrim, "oldest segments and turns left out to fit")},
 		{Layer: LayerInput, Tokens: b.inputTokens, Budget: alloc[LayerInput], Items: btoi(p.TriggerID != 0)},
 		{Layer: LayerTodo, Tokens: b.used(b.todoText), Budget: alloc[LayerTodo], Items: btoi(b.todoText != ""), Trimmed: b.todoTrim},
 	}

@@ -386,13 +386,15 @@ func (m *Manager) InputHeader(src services.Source) string {
 	return h + "]"
 }
 
-// inputTokensIf is the part of the turns' tokens that is the input itself
-// (counted in the input layer).
-func inputTokensIf(p BuildParams, turns []turn, inputTokens int) int {
-	if p.TriggerID == 0 || len(turns) == 0 {
+// inputInHistory is the part of the turns' tokens that is the input
+// itself, the current turn's user message: the input layer counts it
+// (with the header of when and where it was sent), so the history layer
+// does not.
+func inputInHistory(p BuildParams, turns []turn) int {
+	if p.TriggerID == 0 || len(turns) == 0 || turns[len(turns)-1].msgs[0].ID != p.TriggerID {
 		return 0
 	}
-	return inputTokens
+	return turns[len(turns)-1].head
 }
 
 func btoi(b bool) int {
@@ -420,6 +422,9 @@ func trimReason(n int, what string) string {
 type turn struct {
 	msgs   []services.Message
 	tokens int
+	// head is the part of tokens that is the user message itself, with
+	// its attachments' lines.
+	head int
 	// files are the user message's attachments.
 	files []services.Attachment
 }
@@ -680,14 +685,16 @@ func (m *Manager) recentTurns(ctx context.Context, q services.ContextQuery, trig
 			}
 			t := turn{msgs: []services.Message{msg}, files: files[msg.ID]}
 			if len(t.files) > 0 {
-				t.tokens += tok.Count(withFiles("", t.files))
+				t.head = tok.Count(withFiles("", t.files))
 			}
+			t.head += cost(msg)
+			t.tokens = t.head
 			rest := append(byTurn[msg.ID], pending...)
 			delete(byTurn, msg.ID)
 			pending = nil
 			sort.Slice(rest, func(i, j int) bool { return rest[i].ID < rest[j].ID })
 			t.msgs = append(t.msgs, rest...)
-			for _, r := range t.msgs {
+			for _, r := range rest {
 				t.tokens += cost(r)
 			}
 			if msg.ID != triggerID {

@@ -342,3 +342,48 @@ func TestDeferredToolListInTheStablePrefix(t *testing.T) {
 		t.Fatal("without a list the prompt differs from before")
 	}
 }
+
+// The history layer counts the earlier turns and never the input, which
+// the input layer counts with its header: a first message's history is
+// empty (not negative), and the layers add up to the request's tokens.
+func TestHistoryLayerLeavesTheInputToTheInputLayer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dbtest.Store(t)
+	tok := prompt.HeuristicTokenizer{}
+	m := mustNew(t, prompt.Deps{Store: s, Context: s, Sources: s, Recall: s, Tokenizer: tok}, prompt.Config{Window: 64000})
+	layer := func(ins prompt.Inspection, l prompt.Layer) prompt.LayerReport {
+		for _, r := range ins.Layers {
+			if r.Layer == l {
+				return r
+			}
+		}
+		t.Fatalf("no %s layer in %+v", l, ins.Layers)
+		return prompt.LayerReport{}
+	}
+	first, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "hello there", Visible: true})
+	p, err := m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := layer(p.Inspection, prompt.LayerHistory); h.Tokens != 0 || h.Items != 0 {
+		t.Fatalf("first message: history %d tokens, %d items; want none", h.Tokens, h.Items)
+	}
+	if in := layer(p.Inspection, prompt.LayerInput); in.Tokens <= 0 {
+		t.Fatalf("first message: input %d tokens", in.Tokens)
+	}
+	last := seedTurns(t, s, "global", 3, "earlier talk")
+	next, _, _ := s.InsertMessage(ctx, services.NewMessage{TimelineScope: "global", Role: "user", Source: "web", Content: "and now?", Visible: true})
+	p, err = m.Build(ctx, prompt.BuildParams{TimelineScope: "global", ContextScope: "main", TriggerID: next.ID})
+	if err != nil || last >= next.ID {
+		t.Fatal(err)
+	}
+	// The earlier turns as history holds them: each message and its overhead.
+	want := 0
+	for _, msg := range p.Request.Messages[:len(p.Request.Messages)-1] {
+		want += tok.Count(msg.Content) + prompt.MessageOverhead + 1
+	}
+	if h := layer(p.Inspection, prompt.LayerHistory); h.Tokens != want || h.Items != 4 {
+		t.Fatalf("history %d tokens, %d items; want %d tokens and 4 turns (the first message and the seeded three)", h.Tokens, h.Items, want)
+	}
+}
