@@ -32,8 +32,9 @@ import (
 //   - backslash escapes of ASCII punctuation.
 //
 // Everything else is text as written, with &, < and > escaped; invalid UTF-8
-// becomes U+FFFD. The result always passes ValidHTML; it may exceed
-// Telegram's length limit, which Split takes care of.
+// becomes U+FFFD. The result is always HTML Telegram accepts, its tags
+// nested as Telegram's entities may be (the tests check it with ValidHTML);
+// it may exceed Telegram's length limit, which Split takes care of.
 func Render(markdown string) string {
 	var b strings.Builder
 	for _, u := range parse(markdown) {
