@@ -132,15 +132,7 @@ func parseRef(c string) (ref Ref, reason string, ok bool) {
 
 func isSignedDigits(s string) bool {
 	s = strings.TrimPrefix(s, "-")
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func parseLineNumber(s string) (int, string) {
