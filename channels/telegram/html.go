@@ -14,8 +14,11 @@ var entities = map[string]string{
 	"&quot;": `"`,
 }
 
-// attrEscaper escapes a double-quoted attribute value.
-var attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+// textEscaper escapes text, attrEscaper a double-quoted attribute value.
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+)
 
 // VisibleLen returns the length, in UTF-16 code units, of the text a Telegram
 // user sees for html: tags removed and the entities &amp; &lt; &gt; &quot;

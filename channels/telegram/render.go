@@ -129,7 +129,7 @@ func (b *builder) flush(to int) {
 	for b.at < to {
 		i := b.at
 		if src[i] == '\\' && i+1 < to && util.IsPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
-			b.atom(i, i+2, escapeText(src[i+1:i+2]))
+			b.atom(i, i+2, textEscaper.Replace(src[i+1:i+2]))
 			continue
 		}
 		if i < b.quoteEnd {
@@ -143,7 +143,7 @@ func (b *builder) flush(to int) {
 		if r == utf8.RuneError && size == 1 {
 			u.html = "\uFFFD"
 		} else {
-			u.html, u.vis = escapeText(src[i:i+size]), utf16.RuneLen(r)
+			u.html, u.vis = textEscaper.Replace(src[i:i+size]), utf16.RuneLen(r)
 		}
 		b.add(u)
 	}
@@ -321,17 +321,14 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 	b.closeTag(bodyEnd, markEnd)
 }
 
+// langChars are the characters of a plain identifier naming a language.
+const langChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+#.-"
+
 // language returns lang, goldmark's language of a fence (its info
 // string's first word), or "" when it is not a plain identifier.
 func language(lang string) string {
-	if len(lang) > maxLangLen {
+	if len(lang) > maxLangLen || strings.Trim(lang, langChars) != "" {
 		return ""
-	}
-	for i := 0; i < len(lang); i++ {
-		c := lang[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_+#.-", c) >= 0) {
-			return ""
-		}
 	}
 	return lang
 }
@@ -547,13 +544,10 @@ func (b *builder) link(l *ast.Link, dest []byte) {
 // URL of at most maxURLLen bytes without spaces, control characters or
 // angle brackets.
 func linkURL(url string) bool {
-	if len(url) > maxURLLen || !utf8.ValidString(url) || strings.ContainsAny(url, "<>\x7f") {
+	if len(url) > maxURLLen || !utf8.ValidString(url) || strings.ContainsFunc(url, func(r rune) bool {
+		return r <= ' ' || r == '<' || r == '>' || r == 0x7f
+	}) {
 		return false
-	}
-	for i := 0; i < len(url); i++ {
-		if url[i] <= ' ' {
-			return false
-		}
 	}
 	for _, scheme := range []string{"http://", "https://", "tg://", "mailto:"} {
 		if len(url) > len(scheme) && strings.EqualFold(url[:len(scheme)], scheme) {
@@ -561,19 +555,6 @@ func linkURL(url string) bool {
 		}
 	}
 	return false
-}
-
-// escapeText escapes one character of text for Telegram's HTML.
-func escapeText(c string) string {
-	switch c {
-	case "&":
-		return "&amp;"
-	case "<":
-		return "&lt;"
-	case ">":
-		return "&gt;"
-	}
-	return c
 }
 
 // runLen returns how many c characters start at src[i], up to hi.
