@@ -441,31 +441,21 @@ func (b *builder) emphasis(e *ast.Emphasis) {
 		b.inlines(e)
 		return
 	}
-	type tag struct {
-		name  string
-		width int
-	}
-	var tags []tag
+	var tags []string // outermost first
 	for _, n := range runs {
-		switch n {
-		case 1:
-			tags = append(tags, tag{"i", 1})
-		case 2:
-			tags = append(tags, tag{"b", 2})
-		case 3:
-			tags = append(tags, tag{"b", 2}, tag{"i", 1})
-		}
+		tags = append(tags, map[int][]string{1: {"i"}, 2: {"b"}, 3: {"b", "i"}}[n]...)
 	}
+	width := map[string]int{"b": 2, "i": 1} // the markers a tag stands for
 	at := os
 	for _, t := range tags {
-		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">")
-		at += t.width
+		b.openTag(at, at+width[t], "<"+t+">", "</"+t+">")
+		at += width[t]
 	}
 	b.inlines(inner)
 	at = ce
 	for k := len(tags) - 1; k >= 0; k-- {
-		b.closeTag(at, at+tags[k].width)
-		at += tags[k].width
+		b.closeTag(at, at+width[tags[k]])
+		at += width[tags[k]]
 	}
 }
 
