@@ -135,17 +135,12 @@ func isSignedDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
+// parseLineNumber parses s, digits after an optional "-", as a line
+// number, or says why it is none.
 func parseLineNumber(s string) (int, string) {
-	if strings.HasPrefix(s, "-") {
-		return 0, "line numbers start at 1"
-	}
-	digits := strings.TrimLeft(s, "0")
-	if len(digits) > len(strconv.Itoa(MaxRefLine)) {
-		return 0, fmt.Sprintf("line number above %d", MaxRefLine)
-	}
-	v, _ := strconv.Atoi("0" + digits)
+	v, _ := strconv.Atoi(s) // out of range: the largest or smallest int
 	switch {
-	case v == 0:
+	case v < 1:
 		return 0, "line numbers start at 1"
 	case v > MaxRefLine:
 		return 0, fmt.Sprintf("line number above %d", MaxRefLine)
