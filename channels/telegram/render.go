@@ -32,8 +32,9 @@ import (
 //   - backslash escapes of ASCII punctuation.
 //
 // Everything else is text as written, with &, < and > escaped; invalid UTF-8
-// becomes U+FFFD. The result always passes ValidHTML; it may exceed
-// Telegram's length limit, which Split takes care of.
+// becomes U+FFFD. The result is always HTML Telegram accepts, its tags
+// nested as Telegram's entities may be (the tests check it with ValidHTML);
+// it may exceed Telegram's length limit, which Split takes care of.
 func Render(markdown string) string {
 	var b strings.Builder
 	for _, u := range parse(markdown) {
@@ -128,7 +129,7 @@ func (b *builder) flush(to int) {
 	for b.at < to {
 		i := b.at
 		if src[i] == '\\' && i+1 < to && util.IsPunct(src[i+1]) && (!b.raw || b.cell && src[i+1] == '|') {
-			b.atom(i, i+2, escapeText(src[i+1:i+2]))
+			b.atom(i, i+2, textEscaper.Replace(src[i+1:i+2]))
 			continue
 		}
 		if i < b.quoteEnd {
@@ -142,7 +143,7 @@ func (b *builder) flush(to int) {
 		if r == utf8.RuneError && size == 1 {
 			u.html = "\uFFFD"
 		} else {
-			u.html, u.vis = escapeText(src[i:i+size]), utf16.RuneLen(r)
+			u.html, u.vis = textEscaper.Replace(src[i:i+size]), utf16.RuneLen(r)
 		}
 		b.add(u)
 	}
@@ -320,17 +321,14 @@ func (b *builder) fence(f *ast.FencedCodeBlock) {
 	b.closeTag(bodyEnd, markEnd)
 }
 
+// langChars are the characters of a plain identifier naming a language.
+const langChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+#.-"
+
 // language returns lang, goldmark's language of a fence (its info
 // string's first word), or "" when it is not a plain identifier.
 func language(lang string) string {
-	if len(lang) > maxLangLen {
+	if len(lang) > maxLangLen || strings.Trim(lang, langChars) != "" {
 		return ""
-	}
-	for i := 0; i < len(lang); i++ {
-		c := lang[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_+#.-", c) >= 0) {
-			return ""
-		}
 	}
 	return lang
 }
@@ -443,31 +441,21 @@ func (b *builder) emphasis(e *ast.Emphasis) {
 		b.inlines(e)
 		return
 	}
-	type tag struct {
-		name  string
-		width int
-	}
-	var tags []tag
+	var tags []string // outermost first
 	for _, n := range runs {
-		switch n {
-		case 1:
-			tags = append(tags, tag{"i", 1})
-		case 2:
-			tags = append(tags, tag{"b", 2})
-		case 3:
-			tags = append(tags, tag{"b", 2}, tag{"i", 1})
-		}
+		tags = append(tags, map[int][]string{1: {"i"}, 2: {"b"}, 3: {"b", "i"}}[n]...)
 	}
+	width := map[string]int{"b": 2, "i": 1} // the markers a tag stands for
 	at := os
 	for _, t := range tags {
-		b.openTag(at, at+t.width, "<"+t.name+">", "</"+t.name+">")
-		at += t.width
+		b.openTag(at, at+width[t], "<"+t+">", "</"+t+">")
+		at += width[t]
 	}
 	b.inlines(inner)
 	at = ce
 	for k := len(tags) - 1; k >= 0; k-- {
-		b.closeTag(at, at+tags[k].width)
-		at += tags[k].width
+		b.closeTag(at, at+width[tags[k]])
+		at += width[tags[k]]
 	}
 }
 
@@ -546,13 +534,10 @@ func (b *builder) link(l *ast.Link, dest []byte) {
 // URL of at most maxURLLen bytes without spaces, control characters or
 // angle brackets.
 func linkURL(url string) bool {
-	if len(url) > maxURLLen || !utf8.ValidString(url) || strings.ContainsAny(url, "<>\x7f") {
+	if len(url) > maxURLLen || !utf8.ValidString(url) || strings.ContainsFunc(url, func(r rune) bool {
+		return r <= ' ' || r == '<' || r == '>' || r == 0x7f
+	}) {
 		return false
-	}
-	for i := 0; i < len(url); i++ {
-		if url[i] <= ' ' {
-			return false
-		}
 	}
 	for _, scheme := range []string{"http://", "https://", "tg://", "mailto:"} {
 		if len(url) > len(scheme) && strings.EqualFold(url[:len(scheme)], scheme) {
@@ -560,19 +545,6 @@ func linkURL(url string) bool {
 		}
 	}
 	return false
-}
-
-// escapeText escapes one character of text for Telegram's HTML.
-func escapeText(c string) string {
-	switch c {
-	case "&":
-		return "&amp;"
-	case "<":
-		return "&lt;"
-	case ">":
-		return "&gt;"
-	}
-	return c
 }
 
 // runLen returns how many c characters start at src[i], up to hi.

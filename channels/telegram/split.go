@@ -19,7 +19,7 @@ type Chunk struct {
 	// Source is the part of the Markdown input this chunk shows. The Sources
 	// of all chunks, in order, concatenate to exactly the input.
 	Source string
-	// HTML is the chunk as Telegram HTML; it passes ValidHTML. Formatting
+	// HTML is the chunk as Telegram HTML (see Render). Formatting
 	// that spans chunks (a code block, a quote, bold text, a link) is closed
 	// at the end of one chunk and reopened, identically, at the start of the
 	// next.

@@ -63,7 +63,7 @@ func (b *builder) table(t *east.Table) {
 	}
 	delim := b.d.Line(rows[0].line.end) + 1
 	delimLine := span{b.d.LineStart(delim), b.d.LineEnd(delim)}
-	if total > maxTableWidth || !b.preTable(rows, delimLine, widths, alignments(t)) {
+	if total > maxTableWidth || !b.preTable(rows, delimLine, widths, t.Alignments) {
 		b.rowTable(rows, delimLine)
 	}
 	// Rows the table took without a '|' (GFM lets a line continue it) stay
@@ -155,7 +155,7 @@ func (b *builder) spread(lo, hi int, s string) bool {
 // preTable renders a table as aligned columns in a <pre> block, the
 // header and the data rows separated by a rule. It reports false, adding
 // nothing, when the padding does not fit its source (see spread).
-func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []byte) bool {
+func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []east.Alignment) bool {
 	var ps []piece
 	rule := ""
 	for k, w := range widths {
@@ -195,28 +195,15 @@ func (b *builder) preTable(rows []tableRow, delim span, widths []int, align []by
 	return true
 }
 
-// alignments are the columns' alignments the delimiter row asks for: 'l'
-// (---, :--), 'r' (--:) or 'c' (:-:).
-func alignments(t *east.Table) []byte {
-	out := make([]byte, len(t.Alignments))
-	for k, a := range t.Alignments {
-		out[k] = map[east.Alignment]byte{east.AlignRight: 'r', east.AlignCenter: 'c'}[a]
-		if out[k] == 0 {
-			out[k] = 'l'
-		}
-	}
-	return out
-}
-
 // preRow appends the pieces of one row: its cells, and the source between
 // them (pipes, spaces) standing for the column separator and the padding
 // that align asks for. Cells a row lacks at its end are left out; cells
 // past the header's are not shown.
-func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []byte) []piece {
+func (b *builder) preRow(ps []piece, r tableRow, widths []int, align []east.Alignment) []piece {
 	at, owed := r.line.start, ""
 	for k, c := range r.cells[:min(len(r.cells), len(widths), len(align))] {
 		pad := widths[k] - b.cellWidth(r, k)
-		before := map[byte]int{'r': pad, 'c': pad / 2}[align[k]]
+		before := map[east.Alignment]int{east.AlignRight: pad, east.AlignCenter: pad / 2}[align[k]]
 		if k > 0 {
 			owed += " │ "
 		}

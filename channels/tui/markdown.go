@@ -39,7 +39,7 @@ func markdown(src string) string {
 	}
 	doc := md.Parse(src)
 	r := &mdRenderer{src: doc.Source}
-	r.blocks(doc.Root, "")
+	r.blocks(doc.Root)
 	return strings.TrimRight(r.out.String(), "\n")
 }
 
@@ -48,41 +48,44 @@ type mdRenderer struct {
 	out strings.Builder
 }
 
-// blocks writes the block children of n, each line prefixed by indent.
-func (r *mdRenderer) blocks(n ast.Node, indent string) {
-	first := true
+// blocks writes the block children of n.
+func (r *mdRenderer) blocks(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if !first && c.Kind() != ast.KindListItem {
+		if c != n.FirstChild() && c.Kind() != ast.KindListItem {
 			r.out.WriteString("\n")
 		}
-		first = false
-		r.block(c, indent)
+		r.block(c)
 	}
 }
 
-func (r *mdRenderer) line(indent, s string) {
-	r.out.WriteString(indent + s + "\n")
+func (r *mdRenderer) line(s string) {
+	r.out.WriteString(s + "\n")
 }
 
-func (r *mdRenderer) block(n ast.Node, indent string) {
+// sub renders the blocks of n on their own and returns their lines.
+func (r *mdRenderer) sub(n ast.Node) []string {
+	s := mdRenderer{src: r.src}
+	s.blocks(n)
+	return strings.Split(strings.TrimRight(s.out.String(), "\n"), "\n")
+}
+
+func (r *mdRenderer) block(n ast.Node) {
 	switch n := n.(type) {
 	case *ast.Heading:
-		r.line(indent, boldStyle.Render(r.inline(n)))
+		r.line(boldStyle.Render(r.inline(n)))
 	case *ast.Paragraph, *ast.TextBlock:
-		for _, l := range strings.Split(r.inline(n), "\n") {
-			r.line(indent, l)
-		}
+		r.line(r.inline(n))
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
 		if fc, ok := n.(*ast.FencedCodeBlock); ok {
 			if lang := string(fc.Language(r.src)); lang != "" {
-				r.line(indent, barStyle.Render("┌ "+sanitize(lang)))
+				r.line(barStyle.Render("┌ " + sanitize(lang)))
 			}
 		}
 		lines := n.Lines()
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
 			l := strings.TrimRight(sanitize(string(seg.Value(r.src))), "\n")
-			r.line(indent, barStyle.Render("│ ")+codeStyle.Render(l))
+			r.line(barStyle.Render("│ ") + codeStyle.Render(l))
 		}
 	case *ast.List:
 		i := n.Start
@@ -92,39 +95,29 @@ func (r *mdRenderer) block(n ast.Node, indent string) {
 				mark = fmt.Sprintf("%d. ", i)
 				i++
 			}
-			var sub mdRenderer
-			sub.src = r.src
-			sub.blocks(c, "")
-			body := strings.Split(strings.TrimRight(sub.out.String(), "\n"), "\n")
-			pad := strings.Repeat(" ", len(mark))
-			for j, l := range body {
-				if j == 0 {
-					r.line(indent, mark+l)
-				} else {
-					r.line(indent, pad+l)
-				}
+			prefix := mark // then the continuation lines are indented
+			for _, l := range r.sub(c) {
+				r.line(prefix + l)
+				prefix = strings.Repeat(" ", len(mark))
 			}
 		}
 	case *ast.Blockquote:
-		var sub mdRenderer
-		sub.src = r.src
-		sub.blocks(n, "")
-		for _, l := range strings.Split(strings.TrimRight(sub.out.String(), "\n"), "\n") {
-			r.line(indent, barStyle.Render("▏ ")+italStyle.Render(l))
+		for _, l := range r.sub(n) {
+			r.line(barStyle.Render("▏ ") + italStyle.Render(l))
 		}
 	case *ast.ThematicBreak:
-		r.line(indent, barStyle.Render("────────"))
+		r.line(barStyle.Render("────────"))
 	case *east.Table:
-		r.table(n, indent)
+		r.table(n)
 	default:
 		if n.HasChildren() {
-			r.blocks(n, indent)
+			r.blocks(n)
 		}
 	}
 }
 
 // table writes a table as columns padded to their widest cell.
-func (r *mdRenderer) table(t *east.Table, indent string) {
+func (r *mdRenderer) table(t *east.Table) {
 	var rows [][]string
 	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
 		var cells []string
@@ -151,7 +144,7 @@ func (r *mdRenderer) table(t *east.Table, indent string) {
 		if ri == 0 {
 			l = boldStyle.Render(l)
 		}
-		r.line(indent, l)
+		r.line(l)
 	}
 }
 

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,27 +45,12 @@ func isPathByte(c byte) bool {
 		c == '/' || c == '.' || c == '_' || c == '-'
 }
 
-// isMentionPath reports whether p looks like a project-relative file path.
+// isMentionPath reports whether p looks like a project-relative file path:
+// not absolute, with a "." or "/", a character other than "/._-", and no
+// ".." segment.
 func isMentionPath(p string) bool {
-	if p == "" || p[0] == '/' || !strings.ContainsAny(p, "./") {
-		return false
-	}
-	hasAlnum := false
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c != '/' && c != '.' && c != '_' && c != '-' {
-			hasAlnum = true
-			break
-		}
-	}
-	if !hasAlnum {
-		return false
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return false
-		}
-	}
-	return true
+	return p != "" && p[0] != '/' && strings.ContainsAny(p, "./") &&
+		strings.Trim(p, "/._-") != "" && !slices.Contains(strings.Split(p, "/"), "..")
 }
 
 // AtPathReminder returns the system-reminder appended to a user message that

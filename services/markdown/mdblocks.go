@@ -61,19 +61,19 @@ func ParseBlocks(doc string) []Block {
 		offset = skipLines(doc, 0, first)
 	}
 	blocks = append(blocks, bodyBlocks(doc, lines, offset, first)...)
-	var stack []headingEntry
+	var stack []Block // the headings b is under
 	for i := range blocks {
 		b := &blocks[i]
 		b.Text = strings.Join(lines[b.StartLine:b.EndLine+1], "\n")
 		if b.Kind == BlockHeading {
-			for len(stack) > 0 && stack[len(stack)-1].level >= b.Level {
+			for len(stack) > 0 && stack[len(stack)-1].Level >= b.Level {
 				stack = stack[:len(stack)-1]
 			}
-			stack = append(stack, headingEntry{b.Level, b.Heading})
+			stack = append(stack, *b)
 		}
 		parts := make([]string, len(stack))
 		for k, h := range stack {
-			parts[k] = h.text
+			parts[k] = h.Heading
 		}
 		b.Path = strings.Join(parts, "/")
 		b.StartLine++
@@ -202,11 +202,6 @@ func appendGap(blocks []Block, lines []string, from, to int) []Block {
 }
 
 func isBlank(line string) bool { return strings.TrimSpace(line) == "" }
-
-type headingEntry struct {
-	level int
-	text  string
-}
 
 // topBlocks returns the blocks of d's top-level nodes with 0-based line
 // ranges, without Text and Path.

@@ -132,28 +132,15 @@ func parseRef(c string) (ref Ref, reason string, ok bool) {
 
 func isSignedDigits(s string) bool {
 	s = strings.TrimPrefix(s, "-")
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
+// parseLineNumber parses s, digits after an optional "-", as a line
+// number, or says why it is none.
 func parseLineNumber(s string) (int, string) {
-	if strings.HasPrefix(s, "-") {
-		return 0, "line numbers start at 1"
-	}
-	digits := strings.TrimLeft(s, "0")
-	if len(digits) > len(strconv.Itoa(MaxRefLine)) {
-		return 0, fmt.Sprintf("line number above %d", MaxRefLine)
-	}
-	v, _ := strconv.Atoi("0" + digits)
+	v, _ := strconv.Atoi(s) // out of range: the largest or smallest int
 	switch {
-	case v == 0:
+	case v < 1:
 		return 0, "line numbers start at 1"
 	case v > MaxRefLine:
 		return 0, fmt.Sprintf("line number above %d", MaxRefLine)

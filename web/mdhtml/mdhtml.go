@@ -93,17 +93,9 @@ func Render(text string) string {
 	return strings.TrimSpace(policy().Sanitize(buf.String()))
 }
 
-var (
-	cssOnce sync.Once
-	css     string
-)
-
 // CSS is the stylesheet of the highlighted code's classes.
-func CSS() string {
-	cssOnce.Do(func() {
-		var buf bytes.Buffer
-		_ = formatter().WriteCSS(&buf, codeStyle())
-		css = buf.String()
-	})
-	return css
-}
+var CSS = sync.OnceValue(func() string {
+	var buf bytes.Buffer
+	_ = formatter().WriteCSS(&buf, codeStyle())
+	return buf.String()
+})
