@@ -23,12 +23,20 @@ func TestOfflineAnswersStayOutOfPrompts(t *testing.T) {
 	if !strings.Contains(answer, "LLM_PROVIDER") {
 		t.Fatalf("offline answer: %q", answer)
 	}
+	// Its usage is an estimate, and /status says so.
+	const estimated = "The offline model calls no provider"
+	if status := command(t, offline, "/status"); !strings.Contains(status, estimated) {
+		t.Fatalf("/status with the offline model: %q", status)
+	}
 	offline.Stop()
 
 	model := llmtest.NewServer(t)
 	model.Enqueue(llmtest.Text("Now I can answer."))
 	online := apptest.Start(t, apptest.Options{DatabaseURL: dbURL, Model: model})
 	ask(t, online, "and now?")
+	if status := command(t, online, "/status"); strings.Contains(status, estimated) || !strings.Contains(status, "Provider usage") {
+		t.Fatalf("/status with a model: %q", status)
+	}
 	body := string(model.Requests()[0].Body)
 	if strings.Contains(body, "LLM_PROVIDER") || !strings.Contains(body, "what can you do?") {
 		t.Fatalf("the first real prompt: offline answer present=%v, earlier question present=%v",

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
+	"github.com/switchboard/switchboard/services/llm"
 	"github.com/switchboard/switchboard/services/prompt"
 )
 
@@ -440,6 +441,9 @@ func (s *Service) cmdStatus(ctx context.Context, msg services.Message) (string, 
 	}
 	fmt.Fprintf(&b, "Last answer (run #%d): %s. Prompt %d of %d budget tokens (%.1f%% of the window). Provider usage: %d prompt (%d cached), %d completion.",
 		run.ID, run.Status, run.EstimatedPromptTokens, run.PromptTokenBudget, use, run.PromptTokens, run.CachedTokens, run.CompletionTokens)
+	if run.Model == llm.ProviderOffline {
+		b.WriteString(" (The offline model calls no provider: its usage is estimated, four characters a token, so budgets can be tried before a model is configured.)")
+	}
 	return b.String(), nil
 }
 
