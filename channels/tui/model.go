@@ -39,10 +39,12 @@ var _ Backend = (*Client)(nil)
 // PageSize is how many messages the first and every older page hold.
 const PageSize = 50
 
-// HelpText lists the commands; /help shows it without sending anything.
-var HelpText = func() string {
-	var b strings.Builder
-	b.WriteString("Commands (sent to the agent like any message; it answers as [system]):\n")
+// helpRow is one line of /help: how a command is written, what it does.
+type helpRow struct{ usage, help string }
+
+// helpRows are the server's commands, then the TUI's own.
+var helpRows = func() []helpRow {
+	var rows []helpRow
 	for _, c := range services.ListedCommands() {
 		if c.Name == "help" {
 			continue
@@ -51,17 +53,79 @@ var HelpText = func() string {
 		if c.Args != "" {
 			usage += " " + c.Args
 		}
-		fmt.Fprintf(&b, "  %-18s %s\n", usage, c.Help)
+		rows = append(rows, helpRow{usage, c.Help})
 	}
-	b.WriteString(`Local:
-  /attach PATH       send the file at PATH (the text for it on the lines after)
-  /result            show what the last finished tool call returned
-  /help              this list
-  /quit, Ctrl+C      leave
-Keys: Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll
-      (PgUp at the top loads older messages) · Ctrl+End jump to the newest`)
-	return b.String()
+	return rows
 }()
+
+var localHelpRows = []helpRow{
+	{"/attach PATH", "send the file at PATH (the text for it on the lines after)"},
+	{"/result", "show what the last finished tool call returned"},
+	{"/help", "this list"},
+	{"/quit, Ctrl+C", "leave"},
+}
+
+const helpKeys = "Enter send · Alt+Enter or Ctrl+J new line · PgUp/PgDn or mouse wheel scroll " +
+	"(PgUp at the top loads older messages) · Ctrl+End jump to the newest"
+
+// minHelpColumn is the narrowest the text column of /help gets beside the
+// commands; narrower, each command's text goes on the lines under it.
+const minHelpColumn = 24
+
+// helpText lists the commands for a terminal width columns wide (/help
+// shows it without sending anything): the commands in one column as wide
+// as the longest, what each does beside it, wrapped with a hanging indent
+// (or, too narrow for that, on the lines under it).
+func helpText(width int) string {
+	width = max(width, 10)
+	col := 0
+	for _, r := range helpRows {
+		col = max(col, ansi.StringWidth(r.usage))
+	}
+	for _, r := range localHelpRows {
+		col = max(col, ansi.StringWidth(r.usage))
+	}
+	var b strings.Builder
+	rows := func(rs []helpRow) {
+		for _, r := range rs {
+			if indent := 2 + col + 2; width-indent >= minHelpColumn {
+				pad := strings.Repeat(" ", col+2-ansi.StringWidth(r.usage))
+				b.WriteString(hangingIndent("  "+r.usage+pad, r.help, indent, width) + "\n")
+			} else {
+				b.WriteString("  " + r.usage + "\n" + hangingIndent("      ", r.help, 6, width) + "\n")
+			}
+		}
+	}
+	b.WriteString(hangingIndent("", "Commands (sent to the agent like any message; it answers as [system]):", 2, width) + "\n")
+	rows(helpRows)
+	b.WriteString("Local:\n")
+	rows(localHelpRows)
+	b.WriteString(hangingIndent("Keys: ", helpKeys, len("Keys: "), width))
+	return b.String()
+}
+
+// hangingIndent is head followed by text wrapped at spaces to width, its
+// lines after the first indented by indent columns.
+func hangingIndent(head, text string, indent, width int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	lineW := ansi.StringWidth(head)
+	start := lineW // where the line's text begins
+	for _, w := range strings.Fields(text) {
+		ww := ansi.StringWidth(w)
+		if lineW > start && lineW+1+ww > width {
+			b.WriteString("\n" + strings.Repeat(" ", indent))
+			lineW, start = indent, indent
+		}
+		if lineW > start {
+			b.WriteByte(' ')
+			lineW++
+		}
+		b.WriteString(w)
+		lineW += ww
+	}
+	return b.String()
+}
 
 // Messages the model sends itself from its commands.
 type (
@@ -93,6 +157,22 @@ type pendingPost struct {
 type note struct {
 	afterID int64
 	text    string
+	// help: the note is the command list, laid out for the width it is
+	// shown at (text is unused).
+	help bool
+}
+
+// runEnd is a run that ended other than ok, as the status line says it.
+type runEnd struct {
+	id     int64
+	status string
+}
+
+func (r runEnd) String() string {
+	if r.status == string(services.RunWaiting) {
+		return fmt.Sprintf("agent run %d is waiting for your approval", r.id)
+	}
+	return fmt.Sprintf("agent run %d ended: %s", r.id, r.status)
 }
 
 // Options configures a Model.
@@ -122,10 +202,16 @@ type Model struct {
 	finished map[int64]bool    // runs whose final message arrived
 	runs     map[int64]string  // run id → queued/running
 
-	conn     ConnState
-	connErr  string
-	notice   string
-	noticeN  int
+	conn    ConnState
+	connErr string
+	notice  string
+	noticeN int
+	// inputNotice: notice is about something typed (a path /attach could
+	// not read, a post the server refused); the next post accepted clears it.
+	inputNotice bool
+	// runEnd is the newest run that ended other than ok, until a later
+	// run's status or (for one waiting) the decision of its held calls.
+	runEnd   runEnd
 	outbox   []pendingPost
 	posting  bool
 	retryIn  time.Duration
@@ -255,8 +341,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.applyEvent(msg.Event)
 	case resultMsg:
 		if msg.err != nil {
-			m.setNotice("the result could not be read: " + msg.err.Error())
+			m.setInputNotice("the result could not be read: " + msg.err.Error())
 		} else {
+			m.clearInputNotice()
 			m.notes = append(m.notes, note{afterID: m.tl.newest(), text: msg.text})
 		}
 	case reloadedMsg:
@@ -333,7 +420,11 @@ func (m *Model) content() string {
 	ni := 0
 	notesUpTo := func(id int64) {
 		for ; ni < len(m.notes) && m.notes[ni].afterID <= id; ni++ {
-			parts = append(parts, noteStyle.Render(ansi.Wrap(m.notes[ni].text, max(m.width, 10), "")))
+			text := m.notes[ni].text
+			if m.notes[ni].help {
+				text = helpText(m.width)
+			}
+			parts = append(parts, noteStyle.Render(ansi.Wrap(text, max(m.width, 10), "")))
 		}
 	}
 	for _, msg := range m.tl.msgs {
@@ -391,6 +482,9 @@ func (m *Model) statusLine() string {
 	case queued:
 		bits = append(bits, "agent run queued…")
 	}
+	if m.runEnd.id != 0 {
+		bits = append(bits, m.runEnd.String())
+	}
 	if n := len(m.outbox); n > 0 {
 		bits = append(bits, fmt.Sprintf("%d unsent", n))
 	}
@@ -417,11 +511,25 @@ func (m *Model) statusLine() string {
 }
 
 func (m *Model) setNotice(s string) {
+	m.inputNotice = false
 	if s == m.notice {
 		m.noticeN++
 		return
 	}
 	m.notice, m.noticeN = s, 1
+}
+
+// setInputNotice shows a problem with what was typed, which the next post
+// accepted clears (clearInputNotice).
+func (m *Model) setInputNotice(s string) {
+	m.setNotice(s)
+	m.inputNotice = true
+}
+
+func (m *Model) clearInputNotice() {
+	if m.inputNotice {
+		m.notice, m.noticeN, m.inputNotice = "", 0, false
+	}
 }
 
 func (m *Model) addMessage(msg wire.Message) {
@@ -438,6 +546,12 @@ func (m *Model) addMessage(msg wire.Message) {
 		// A decision, made on any channel: the request shows it.
 		for _, id := range m.tl.decided(*msg.Approval) {
 			delete(m.rendered, id)
+		}
+		// The run that waited for it no longer does once none of its
+		// calls waits (a resumed run's status follows).
+		if m.runEnd.status == string(services.RunWaiting) && (md.RunID == 0 || md.RunID == m.runEnd.id) &&
+			!m.tl.waiting(m.runEnd.id) {
+			m.runEnd = runEnd{}
 		}
 	}
 	if md.RunID > 0 && msg.Role != "user" && md.Kind != "handoff" {
@@ -497,6 +611,9 @@ func (m *Model) applyEvent(e wire.Event) {
 			m.setNotice("protocol error, bad run event")
 			return
 		}
+		if e.RunID >= m.runEnd.id {
+			m.runEnd = runEnd{} // a later run's status replaces how an earlier one ended
+		}
 		switch d.Status {
 		case string(services.RunQueued), string(services.RunRunning):
 			if !m.finished[e.RunID] {
@@ -505,7 +622,7 @@ func (m *Model) applyEvent(e wire.Event) {
 		default:
 			delete(m.runs, e.RunID)
 			if d.Status != string(services.RunOK) {
-				m.setNotice(fmt.Sprintf("agent run %d ended: %s", e.RunID, d.Status))
+				m.runEnd = runEnd{id: e.RunID, status: d.Status}
 				if s := m.streams[e.RunID]; s != nil {
 					s.ended = d.Status
 				}
@@ -542,7 +659,7 @@ func (m *Model) submit() tea.Cmd {
 	switch strings.Fields(text)[0] {
 	case "/help", "/?":
 		m.ta.Reset()
-		m.notes = append(m.notes, note{afterID: m.tl.newest(), text: HelpText})
+		m.notes = append(m.notes, note{afterID: m.tl.newest(), help: true})
 		return nil
 	case "/quit", "/exit":
 		m.quitting = true
@@ -554,6 +671,7 @@ func (m *Model) submit() tea.Cmd {
 		return m.lastResult()
 	}
 	m.ta.Reset()
+	m.clearInputNotice()
 	m.outbox = append(m.outbox, pendingPost{content: text, key: NewClientKey()})
 	return m.startPost()
 }
@@ -565,7 +683,7 @@ func (m *Model) attach(text string) tea.Cmd {
 	first, rest, _ := strings.Cut(text, "\n")
 	path := strings.TrimSpace(strings.TrimPrefix(first, "/attach"))
 	if path == "" {
-		m.setNotice("usage: /attach PATH (the text for the file on the lines after)")
+		m.setInputNotice("usage: /attach PATH (the text for the file on the lines after)")
 		return nil
 	}
 	if strings.HasPrefix(path, "~/") {
@@ -578,10 +696,11 @@ func (m *Model) attach(text string) tea.Cmd {
 		err = fmt.Errorf("not a regular file")
 	}
 	if err != nil {
-		m.setNotice("not attached: " + path + ": " + strings.TrimPrefix(err.Error(), "stat "+path+": "))
+		m.setInputNotice("not attached: " + path + ": " + strings.TrimPrefix(err.Error(), "stat "+path+": "))
 		return nil
 	}
 	m.ta.Reset()
+	m.clearInputNotice()
 	m.outbox = append(m.outbox, pendingPost{content: strings.TrimSpace(rest), key: NewClientKey(), file: path})
 	return m.startPost()
 }
@@ -612,7 +731,7 @@ func (m *Model) lastResult() tea.Cmd {
 			}
 		}
 	}
-	m.setNotice("no finished tool call on the timeline yet")
+	m.setInputNotice("no finished tool call on the timeline yet")
 	return nil
 }
 
@@ -721,7 +840,7 @@ func (m *Model) postDone(d postDoneMsg) tea.Cmd {
 		} else {
 			m.ta.SetValue(p.content)
 		}
-		m.setNotice("not sent (kept in the composer): " + d.err.Error())
+		m.setInputNotice("not sent (kept in the composer): " + d.err.Error())
 		return m.startPost()
 	}
 	m.outbox[0].lastErr = shortErr(d.err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -558,5 +560,169 @@ func TestResultShowsTheLastToolCallsResult(t *testing.T) {
 	}
 	if len(b.posts) != 0 {
 		t.Fatalf("/result was sent to the agent: %+v", b.posts)
+	}
+}
+
+// TestModelRunStatusGivesWayToLaterRuns: a run that ends waiting for an
+// approval says so in the status line until its held call is decided; a
+// run that ended badly is said until a later run's status (queued, running,
+// ok) replaces it; an earlier run's late status does not hide a later one's.
+func TestModelRunStatusGivesWayToLaterRuns(t *testing.T) {
+	t.Parallel()
+	m := newTestModel(t, nil, wire.Page{Messages: []wire.Message{msgAt(1, "tui", "user", "read the news")}}, 120, 20)
+	send(t, m, ConnMsg{State: Live}, event(wire.EventRun, 14, map[string]string{"status": "running"}))
+	req := msgAt(2, "system", "assistant", "Approve #7? fetch_url {} (egress)")
+	req.Metadata = json.RawMessage(`{"notice":"approval","approval_id":7,"run_id":14}`)
+	pending := wire.Approval{ID: 7, CallID: "c1", Tool: "fetch_url", State: "pending"}
+	req.Approval = &pending
+	send(t, m, MessageMsg{Message: req}, event(wire.EventRun, 14, map[string]string{"status": "waiting"}))
+	if s := statusOf(m); !strings.Contains(s, "agent run 14 is waiting for your approval") || strings.Contains(s, "working") {
+		t.Fatalf("a run waiting for an approval: %q", s)
+	}
+	// Chatting on meanwhile: run 15 runs and ends ok; the approval still waits.
+	send(t, m, MessageMsg{Message: msgAt(3, "tui", "user", "meanwhile")}, event(wire.EventRun, 15, map[string]string{"status": "running"}))
+	if s := statusOf(m); !strings.Contains(s, "agent is working…") || strings.Contains(s, "run 14") {
+		t.Fatalf("a later run's status did not replace the waiting one: %q", s)
+	}
+	send(t, m, event(wire.EventRun, 15, map[string]string{"status": "ok"}))
+	if s := statusOf(m); strings.Contains(s, "run 1") || strings.Contains(s, "working") {
+		t.Fatalf("after run 15 ended ok: %q", s)
+	}
+
+	// Run 16 waits; its held call is denied (on any channel): the line goes.
+	send(t, m, event(wire.EventRun, 16, map[string]string{"status": "waiting"}))
+	req2 := msgAt(4, "system", "assistant", "Approve #8? fetch_url {} (egress)")
+	req2.Metadata = json.RawMessage(`{"notice":"approval","approval_id":8,"run_id":16}`)
+	held := wire.Approval{ID: 8, CallID: "c2", Tool: "fetch_url", State: "pending"}
+	req2.Approval = &held
+	send(t, m, MessageMsg{Message: req2})
+	if s := statusOf(m); !strings.Contains(s, "agent run 16 is waiting for your approval") {
+		t.Fatalf("run 16 waiting: %q", s)
+	}
+	decided := msgAt(5, "system", "assistant", "#8 denied: fetch_url (via web).")
+	decided.Metadata = json.RawMessage(`{"notice":"approval_decided","approval_id":8,"run_id":16}`)
+	denied := held
+	denied.State, denied.DecidedBy = "denied", "web"
+	decided.Approval = &denied
+	send(t, m, MessageMsg{Message: decided})
+	if s := statusOf(m); strings.Contains(s, "run 16") || !strings.Contains(s, "http://test · /help") {
+		t.Fatalf("a decided approval left the status: %q", s)
+	}
+
+	// A run that fails is said until a later run's status; an earlier
+	// run's late event does not clear it.
+	send(t, m, event(wire.EventRun, 18, map[string]string{"status": "error"}), event(wire.EventRun, 17, map[string]string{"status": "ok"}))
+	if s := statusOf(m); !strings.Contains(s, "agent run 18 ended: error") {
+		t.Fatalf("a failed run: %q", s)
+	}
+	send(t, m, event(wire.EventRun, 19, map[string]string{"status": "queued"}))
+	if s := statusOf(m); strings.Contains(s, "run 18") || !strings.Contains(s, "agent run queued…") {
+		t.Fatalf("a queued later run did not replace the failure: %q", s)
+	}
+}
+
+// TestModelHelpAlignsAndWraps: /help puts every command's text in one
+// column, past the longest command, and wraps long texts (/budget's) under
+// that column, never back to column 0 nor past the terminal's width.
+func TestModelHelpAlignsAndWraps(t *testing.T) {
+	t.Parallel()
+	for _, width := range []int{80, 100, 120} {
+		m := newTestModel(t, nil, wire.Page{}, width, 80)
+		typeText(t, m, "/help")
+		lines := strings.Split(screen(m), "\n")
+		first := -1
+		for i, l := range lines {
+			if strings.HasPrefix(l, "Commands (sent to the agent") {
+				first = i
+			}
+		}
+		if first < 0 {
+			t.Fatalf("width %d: no help:\n%s", width, screen(m))
+		}
+		col := -1
+		rows := map[string]string{} // usage → its text, lines joined
+		usage := ""
+		keys := false
+		for _, l := range lines[first+1:] {
+			l = strings.TrimRight(l, " ") // the viewport pads lines to its width
+			if keys || strings.HasPrefix(l, "Keys:") {
+				if l == "" || strings.HasPrefix(l, "›") || strings.Contains(l, "http://test · /help") {
+					break // the note ends
+				}
+				if keys && !strings.HasPrefix(l, "      ") || ansi.StringWidth(l) > width {
+					t.Fatalf("width %d: the keys' line wrapped without its indent: %q", width, l)
+				}
+				keys = true
+				continue
+			}
+			if w := ansi.StringWidth(l); w > width {
+				t.Fatalf("width %d: line of %d columns: %q", width, w, l)
+			}
+			if l == "Local:" {
+				continue
+			}
+			if strings.HasPrefix(l, "  /") {
+				// "  /usage  text": the text starts after two spaces.
+				i := strings.Index(l[2:], "  ") + 2
+				j := i + len(l[i:]) - len(strings.TrimLeft(l[i:], " "))
+				c := ansi.StringWidth(l[:j])
+				if col < 0 {
+					col = c
+				}
+				if c != col {
+					t.Fatalf("width %d: %q has its text at column %d, others at %d:\n%s", width, l, c, col, strings.Join(lines[first:], "\n"))
+				}
+				usage = strings.TrimSpace(l[:i])
+				rows[usage] = strings.TrimSpace(l[j:])
+				continue
+			}
+			if trimmed := strings.TrimLeft(l, " "); len(l)-len(trimmed) != col || usage == "" {
+				t.Fatalf("width %d: a wrapped line not under the text column %d: %q\n%s", width, col, l, strings.Join(lines[first:], "\n"))
+			} else {
+				rows[usage] += " " + trimmed
+			}
+		}
+		budget := "today's spend (tokens, and dollars for priced models) per kind of run against the daily budgets, and the last 7 days"
+		if rows["/budget"] != budget || rows["/rules [add|remove|approve|reject …]"] != "the standing rules, and rule proposals" ||
+			rows["/quit, Ctrl+C"] != "leave" {
+			t.Fatalf("width %d: rows %q", width, rows)
+		}
+	}
+}
+
+// TestModelAcceptedPostClearsWhatWasWrongWithTheLastOne: an /attach of a
+// path that is not there is named in the status line until a post is
+// accepted (an /attach of a file, a message); other notices stay.
+func TestModelAcceptedPostClearsWhatWasWrongWithTheLastOne(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{}
+	m := newTestModel(t, b, wire.Page{}, 120, 20)
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("remember milk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typeText(t, m, "/attach /nonexistent/file.txt")
+	if s := statusOf(m); !strings.Contains(s, "not attached: /nonexistent/file.txt") {
+		t.Fatalf("missing file: %q", s)
+	}
+	m.ta.Reset()
+	typeText(t, m, "/attach "+path)
+	if s := statusOf(m); strings.Contains(s, "not attached") || len(b.posts) != 1 {
+		t.Fatalf("after a file was attached: %q, posts %+v", s, b.posts)
+	}
+	typeText(t, m, "/attach /nonexistent/file.txt")
+	m.ta.Reset()
+	typeText(t, m, "plain text")
+	if s := statusOf(m); strings.Contains(s, "not attached") || len(b.posts) != 2 {
+		t.Fatalf("after a message was sent: %q, posts %+v", s, b.posts)
+	}
+	// A notice not about what was typed, even one that came after such a
+	// notice, stays.
+	typeText(t, m, "/attach /nonexistent/file.txt")
+	m.ta.Reset()
+	send(t, m, ProtocolErrorMsg{Err: errors.New("bad JSON frame: x")})
+	typeText(t, m, "more text")
+	if s := statusOf(m); !strings.Contains(s, "protocol error") {
+		t.Fatalf("a send cleared a notice not about sending: %q", s)
 	}
 }

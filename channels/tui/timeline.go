@@ -66,6 +66,17 @@ func (t *timeline) decided(a wire.Approval) []int64 {
 	return changed
 }
 
+// waiting reports whether a request of run runID still waits for a
+// decision (an approval held here in state pending).
+func (t *timeline) waiting(runID int64) bool {
+	for _, m := range t.msgs {
+		if m.Approval != nil && m.Approval.State == "pending" && meta(m).RunID == runID {
+			return true
+		}
+	}
+	return false
+}
+
 // oldest is the smallest id held, 0 when empty.
 func (t *timeline) oldest() int64 {
 	if len(t.msgs) == 0 {
