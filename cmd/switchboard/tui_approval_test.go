@@ -53,7 +53,9 @@ func TestTUIApprovalInTmux(t *testing.T) {
 	tm.typeLine("read the news")
 	id := pendingApprovalID(t, base, token)
 	wait := fmt.Sprintf("⏸ waiting for your decision: /approve %d or /deny %d", id, id)
-	screen := tm.waitFor("the request", func(s string) bool { return strings.Contains(s, wait) })
+	screen := tm.waitFor("the request", func(s string) bool {
+		return strings.Contains(s, wait) && strings.Contains(statusLine(s), "waiting for your approval")
+	})
 	for _, want := range []string{fmt.Sprintf("Approve #%d? fetch_url", id), "(egress)", "after reading " + stranger.URL + "/news",
 		"⚙ fetch_url " + collector.URL + "/c?q=plans · waiting for your approval"} {
 		// The request's lines wrap at spaces: compare with one space.
@@ -77,6 +79,12 @@ func TestTUIApprovalInTmux(t *testing.T) {
 	if n := hits.Load(); n != 1 {
 		t.Fatalf("the approved call ran %d times, want 1", n)
 	}
+	// The status line no longer says the run waits once it was decided
+	// and answered.
+	tm.waitFor("the status line without the wait", func(s string) bool {
+		line := statusLine(s)
+		return !strings.Contains(line, "waiting") && !strings.Contains(line, "ended")
+	})
 }
 
 // pendingApprovalID waits for the one pending approval and returns its id.
