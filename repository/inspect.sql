@@ -3,7 +3,7 @@
 -- The first three are the basic checks: recent visible messages, summary cursors, recent runs.
 
 -- name: recent_visible_messages
--- 最近 20 条可见聊天消息 (the 20 most recent visible chat messages)
+-- the 20 most recent visible chat messages
 SELECT id, role, source, created_at, substr(content, 1, 120)
 FROM chat_messages
 WHERE visible = 1
@@ -11,13 +11,13 @@ ORDER BY id DESC
 LIMIT 20;
 
 -- name: summary_cursors
--- 各 scope 摘要游标 (summary cursor of every scope)
+-- the summary cursor of every scope
 SELECT scope, until_message_id, length(summary_text) AS summary_len, updated_at
 FROM chat_context_summaries
 ORDER BY updated_at DESC;
 
 -- name: recent_runs
--- 最近 20 次 agent run (the 20 most recent agent runs)
+-- the 20 most recent agent runs
 SELECT id, source, status, model, started_at, finished_at
 FROM agent_runs
 ORDER BY id DESC

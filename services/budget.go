@@ -190,7 +190,8 @@ func (r BudgetReport) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Last 7 days (tokens; money where the model has a price):\n")
+	// A blank line: the heading is not part of the list above.
+	b.WriteString("\nLast 7 days (tokens; money where the model has a price):\n")
 	per := map[string]map[BudgetKind]int64{}
 	cost := map[string]Money{}
 	var order []string

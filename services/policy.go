@@ -227,10 +227,14 @@ func parseCell(s string) ([]PolicyKey, error) {
 // String renders the table in force and its overrides, for /policy.
 func (p *Policy) String() string {
 	var b strings.Builder
+	// A GitHub-flavoured Markdown table (every channel renders it), then
+	// the overrides as a list after a blank line.
 	b.WriteString("who/taint")
 	for _, e := range Effects {
 		fmt.Fprintf(&b, " | %s", e)
 	}
+	b.WriteString("\n---")
+	b.WriteString(strings.Repeat(" | ---", len(Effects)))
 	b.WriteString("\n")
 	for _, st := range Starters {
 		for _, t := range []bool{false, true} {
@@ -242,6 +246,7 @@ func (p *Policy) String() string {
 			b.WriteString("\n")
 		}
 	}
+	listed := false
 	for what, m := range map[string]map[string]map[string]Decision{"tool": p.Tools, "MCP server": p.Servers} {
 		names := make([]string, 0, len(m))
 		for n := range m {
@@ -258,7 +263,11 @@ func (p *Policy) String() string {
 			for _, k := range keys {
 				parts = append(parts, k+": "+string(m[n][k]))
 			}
-			fmt.Fprintf(&b, "%s %s: %s\n", what, n, strings.Join(parts, ", "))
+			if !listed {
+				b.WriteString("\n")
+				listed = true
+			}
+			fmt.Fprintf(&b, "- %s %s: %s\n", what, n, strings.Join(parts, ", "))
 		}
 	}
 	return b.String()

@@ -569,7 +569,7 @@ func (s *Service) cmdDecide(ctx context.Context, msg services.Message, args stri
 
 // cmdPolicy answers /policy: the table in force.
 func (s *Service) cmdPolicy() string {
-	return "Policy in force (allow, ask = wait for your approval, deny), by who started the run and whether it read untrusted text:\n" + s.policy().String()
+	return "Policy in force (allow, ask = wait for your approval, deny), by who started the run and whether it read untrusted text:\n\n" + s.policy().String()
 }
 
 // cmdMemory answers /memory (the remembered items with their origin) and

@@ -575,10 +575,11 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 			}
 			b.WriteString("\n")
 		}
+		// Blank lines keep what follows out of the list's last item.
 		for _, w := range ins.Warnings {
-			fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
+			fmt.Fprintf(&b, "\nWarning %s: %s\n", w.Code, w.Message)
 		}
-		fmt.Fprintf(&b, "Stable prefix hash: %.12s", ins.PrefixHash)
+		fmt.Fprintf(&b, "\nStable prefix hash: %.12s", ins.PrefixHash)
 		return b.String(), nil
 	}
 	return "The last run recorded no prompt.", nil

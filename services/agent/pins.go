@@ -50,10 +50,11 @@ func (s *Service) cmdContextFull(ctx context.Context, msg services.Message) (str
 	if len(left) > 0 {
 		b.WriteString("\nLeft out:\n" + strings.Join(left, "\n") + "\n")
 	}
+	// Blank lines keep what follows out of the list above.
 	for _, w := range pv.Warnings {
-		fmt.Fprintf(&b, "Warning %s: %s\n", w.Code, w.Message)
+		fmt.Fprintf(&b, "\nWarning %s: %s\n", w.Code, w.Message)
 	}
-	fmt.Fprintf(&b, "Stable prefix hash: %.12s", pv.PrefixHash)
+	fmt.Fprintf(&b, "\nStable prefix hash: %.12s", pv.PrefixHash)
 	return b.String(), nil
 }
 
