@@ -179,19 +179,52 @@ func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, t
 		LEFT JOIN found f ON true`, lockKey)
 }
 
+// ClaimNextRunLocking is a drain's first claim: on conn, the same
+// statement first tries to take the timeline's run lock (the queue's
+// advisory lock (lockKey, the hash of "schema/timeline"), held by conn's
+// session afterwards) and claims only when it got it (locked), so taking
+// the lock costs no statement of its own. The statement's snapshot is
+// older than the lock, so what it read may be stale: a claim it makes was
+// re-checked by its UPDATE (the run was still queued), but orphans and
+// "nothing queued" may not hold, so none are returned: with run.ID == 0
+// the caller claims again (ClaimNextRunReleasing), with the lock held and
+// a fresh snapshot. The lock stays taken even when the statement fails
+// after taking it (session advisory locks ignore the rollback): on an
+// error the caller must let go of it or close conn.
+func (s *Store) ClaimNextRunLocking(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, locked bool, err error) {
+	// No row: the lock is held elsewhere; the one row of no run (or an
+	// orphan): got, nothing claimed.
+	run, orphans, none, err := s.claimNextRun(ctx, conn, timelineScope, claimCTEs(true)+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
+		SELECT f.* FROM timeline_lock l LEFT JOIN found f ON true WHERE l.got`, lockKey)
+	if err != nil {
+		return services.Run{}, false, err
+	}
+	return run, none || run.ID != 0 || len(orphans) > 0, nil
+}
+
 // claimSQL is the claim's CTEs: orphan lists the timeline's orphans,
 // claimed the run it starts.
-const claimSQL = `
-		WITH orphan AS (
+var claimSQL = claimCTEs(false)
+
+// claimCTEs is claimSQL; locking: first take the timeline's lock ($6),
+// and read and claim only when it was got.
+func claimCTEs(locking bool) string {
+	lock, got := "", ""
+	if locking {
+		lock = `timeline_lock AS (SELECT pg_try_advisory_lock($6, hashtext(current_schema() || '/' || $1)) AS got), `
+		got = ` AND (SELECT got FROM timeline_lock)`
+	}
+	return `
+		WITH ` + lock + `orphan AS (
 			SELECT ` + runColumns + `, false AS claimed FROM agent_runs
 			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
-			  AND agent_id IS DISTINCT FROM $2
+			  AND agent_id IS DISTINCT FROM $2` + got + `
 			ORDER BY id LIMIT 100
 		), claimed AS (
 			UPDATE agent_runs SET status = 'running', heartbeat_at = now()
 			WHERE id = (SELECT id FROM agent_runs WHERE timeline_scope = $1 AND status = 'queued'
 				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
-			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
+			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)` + got + `
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 			RETURNING ` + runColumns + `,
 				-- The run's status to the other instances ($4: their channel, '' for none).
@@ -202,6 +235,7 @@ const claimSQL = `
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
 			  AND args @> jsonb_build_object('run_id', (SELECT c.id FROM claimed c))
 		)`
+}
 
 // claimNextRun runs a claim statement (claimSQL and its query) on db;
 // released: it returned the one row of no run (its lock let go).
