@@ -34,16 +34,39 @@ func (s *Store) CreateRun(ctx context.Context, in services.NewRun) (services.Run
 	if status == "" {
 		status = services.RunQueued
 	}
-	r, err := scanRun(s.db.QueryRow(ctx, `
+	const insert = `
 		INSERT INTO agent_runs (timeline_scope, context_scope, agent_id, parent_run_id, trigger_message_id,
 			source, status, model, tainted_by, resumes_run_id)
 		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
 			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0)::bigint)
-		RETURNING `+runColumns,
-		in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
-		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID))
+		RETURNING ` + runColumns
+	args := []any{in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
+		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID}
+	var events []string
+	announce := false
+	if in.Announce && s.in != nil {
+		events, announce = s.in.carry(ctx, s.claims)
+	}
+	query := insert
+	if announce {
+		// The transaction's events so far, then the run's status, sent with
+		// this statement ($11: the channel, $12: the events, $13: the origin):
+		// its COMMIT needs no NOTIFY of its own unless more are published.
+		query = `WITH r AS (` + insert + `), n AS (
+			SELECT pg_notify($11, p) FROM (SELECT p, 0 AS k, i FROM unnest($12::text[]) WITH ORDINALITY AS e(p, i)
+				UNION ALL SELECT json_build_object('t', 'run', 'tl', timeline_scope, 'run', id,
+					'd', json_build_object('status', status), 'o', $13::text)::text, 1, 0 FROM r
+				ORDER BY k, i) e)
+		SELECT r.* FROM r WHERE (SELECT count(*) FROM n) >= 0`
+		args = append(args, s.claims.channel, events, s.claims.origin)
+	}
+	r, err := scanRun(s.db.QueryRow(ctx, query, args...))
 	if err != nil {
 		return services.Run{}, wrapErr("create run", err)
+	}
+	r.Announced = announce
+	if announce {
+		s.claims.sends.Add(1)
 	}
 	return r, nil
 }

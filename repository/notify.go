@@ -159,6 +159,24 @@ func (t *Tx) sendEvents(ctx context.Context) error {
 	return err
 }
 
+// carry takes the events a statement of t sends with itself, for n (the
+// store's announcer): those waiting for the sender, then those t published
+// so far, in order, as sendEvents would send them at COMMIT; the statement
+// adds its own after them. ok is false (send nothing) unless Transact
+// commits t as a transaction of its own. The taken events go back to the
+// sender when t does not get to COMMIT.
+func (t *Tx) carry(ctx context.Context, n *Notifier) (events []string, ok bool) {
+	if !t.top || !t.committed || n == nil || (t.notifier != nil && t.notifier != n) {
+		return nil, false
+	}
+	taken := n.takePending(ctx)
+	t.notifier = n
+	t.taken = append(t.taken, taken...)
+	events = append(taken, t.events...)
+	t.events = nil
+	return events, true
+}
+
 // takePending waits for the batch being sent (or ctx's end) and takes the
 // events waiting for the sender.
 func (n *Notifier) takePending(ctx context.Context) []string {
