@@ -277,3 +277,51 @@ func TestCreateRunSendsTheTransactionsEventsWithItsStatus(t *testing.T) {
 		}
 	}
 }
+
+// The answer's settlement is its transaction's last statement: it sends
+// the events the transaction published before it (after those waiting for
+// the sender), so the COMMIT holds none; one published after it goes with
+// the COMMIT, after them.
+func TestSettleBudgetSendsTheTransactionsEvents(t *testing.T) {
+	ctx, pool, pub, got := listeningPairOn(t)
+	store := repository.New(pool)
+	repository.SetLinger(pub, 2*time.Second)
+	before := repository.Sends(pub)
+	if err := pub.Publish(ctx, services.Event{Type: "delta", TimelineScope: "t", ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Transact(ctx, func(tx services.Tx) error {
+		for _, id := range []int64{2, 3} {
+			if err := pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: id}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.SettleBudget(ctx, "2026-11-26", "main", services.BudgetAmount{Tokens: 10}, services.BudgetAmount{Tokens: 7}); err != nil {
+			return err
+		}
+		if n := repository.Unsent(tx); n != 0 {
+			t.Errorf("after the settlement the transaction holds %d events for its COMMIT; want 0", n)
+		}
+		return pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 4})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(1); want <= 4; want++ {
+		select {
+		case e := <-got:
+			if e.Type == "probe" {
+				want--
+				continue
+			}
+			if e.ID != want {
+				t.Fatalf("event %d arrived when %d was due", e.ID, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("event %d did not come with the commit", want)
+		}
+	}
+	if n := repository.Sends(pub) - before; n != 2 {
+		t.Fatalf("the events took %d statements; want 2 (the settlement's, the COMMIT's)", n)
+	}
+}
