@@ -34,16 +34,49 @@ func (s *Store) CreateRun(ctx context.Context, in services.NewRun) (services.Run
 	if status == "" {
 		status = services.RunQueued
 	}
-	r, err := scanRun(s.db.QueryRow(ctx, `
+	const insert = `
 		INSERT INTO agent_runs (timeline_scope, context_scope, agent_id, parent_run_id, trigger_message_id,
 			source, status, model, tainted_by, resumes_run_id)
 		VALUES (COALESCE(NULLIF($1, ''), 'global'), COALESCE(NULLIF($2, ''), 'main'), NULLIF($3, ''),
 			NULLIF($4, 0)::integer, NULLIF($5, 0)::bigint, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0)::bigint)
-		RETURNING `+runColumns,
-		in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
-		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID))
+		RETURNING ` + runColumns
+	args := []any{in.TimelineScope, in.ContextScope, in.AgentID, in.ParentRunID, in.TriggerMessageID,
+		in.Source, status, in.Model, in.TaintedBy, in.ResumesRunID}
+	var events []string
+	var before, after string
+	announce := false
+	if in.Announce && s.in != nil && s.claims != nil {
+		timeline := in.TimelineScope
+		if timeline == "" {
+			timeline = "global"
+		}
+		var err error
+		if before, after, err = s.claims.runEvent(timeline, status); err != nil {
+			return services.Run{}, err
+		}
+		events, announce = s.in.carry(ctx, s.claims)
+	}
+	query := insert
+	if announce {
+		// The transaction's events so far, then the run's status, sent with
+		// this statement ($11: the channel, $12: the events, $13 and $14:
+		// the status event as the Notifier encodes it, before and after the
+		// id): its COMMIT needs no NOTIFY of its own unless more are
+		// published.
+		query = `WITH r AS (` + insert + `), n AS (
+			SELECT pg_notify($11, p) FROM (SELECT p, 0 AS k, i FROM unnest($12::text[]) WITH ORDINALITY AS e(p, i)
+				UNION ALL SELECT $13 || id || $14, 1, 0 FROM r
+				ORDER BY k, i) e)
+		SELECT r.* FROM r WHERE (SELECT count(*) FROM n) >= 0`
+		args = append(args, s.claims.channel, events, before, after)
+	}
+	r, err := scanRun(s.db.QueryRow(ctx, query, args...))
 	if err != nil {
 		return services.Run{}, wrapErr("create run", err)
+	}
+	r.Announced = announce
+	if announce {
+		s.claims.sends.Add(1)
 	}
 	return r, nil
 }
@@ -179,19 +212,52 @@ func (s *Store) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, t
 		LEFT JOIN found f ON true`, lockKey)
 }
 
+// ClaimNextRunLocking is a drain's first claim: on conn, the same
+// statement first tries to take the timeline's run lock (the queue's
+// advisory lock (lockKey, the hash of "schema/timeline"), held by conn's
+// session afterwards) and claims only when it got it (locked), so taking
+// the lock costs no statement of its own. The statement's snapshot is
+// older than the lock, so what it read may be stale: a claim it makes was
+// re-checked by its UPDATE (the run was still queued), but orphans and
+// "nothing queued" may not hold, so none are returned: with run.ID == 0
+// the caller claims again (ClaimNextRunReleasing), with the lock held and
+// a fresh snapshot. The lock stays taken even when the statement fails
+// after taking it (session advisory locks ignore the rollback): on an
+// error the caller must let go of it or close conn.
+func (s *Store) ClaimNextRunLocking(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, locked bool, err error) {
+	// No row: the lock is held elsewhere; the one row of no run (or an
+	// orphan): got, nothing claimed.
+	run, orphans, none, err := s.claimNextRun(ctx, conn, timelineScope, claimCTEs(true)+`, found AS (SELECT * FROM orphan UNION ALL SELECT * FROM claimed)
+		SELECT f.* FROM timeline_lock l LEFT JOIN found f ON true WHERE l.got`, lockKey)
+	if err != nil {
+		return services.Run{}, false, err
+	}
+	return run, none || run.ID != 0 || len(orphans) > 0, nil
+}
+
 // claimSQL is the claim's CTEs: orphan lists the timeline's orphans,
 // claimed the run it starts.
-const claimSQL = `
-		WITH orphan AS (
+var claimSQL = claimCTEs(false)
+
+// claimCTEs is claimSQL; locking: first take the timeline's lock ($7),
+// and read and claim only when it was got.
+func claimCTEs(locking bool) string {
+	lock, got := "", ""
+	if locking {
+		lock = `timeline_lock AS (SELECT pg_try_advisory_lock($7, hashtext(current_schema() || '/' || $1)) AS got), `
+		got = ` AND (SELECT got FROM timeline_lock)`
+	}
+	return `
+		WITH ` + lock + `orphan AS (
 			SELECT ` + runColumns + `, false AS claimed FROM agent_runs
 			WHERE timeline_scope = $1 AND status = 'running' AND parent_run_id IS NULL
-			  AND agent_id IS DISTINCT FROM $2
+			  AND agent_id IS DISTINCT FROM $2` + got + `
 			ORDER BY id LIMIT 100
 		), claimed AS (
 			UPDATE agent_runs SET status = 'running', heartbeat_at = now()
 			WHERE id = (SELECT id FROM agent_runs WHERE timeline_scope = $1 AND status = 'queued'
 				AND parent_run_id IS NULL ORDER BY id LIMIT 1)
-			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)
+			  AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM orphan)` + got + `
 			  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 			RETURNING ` + runColumns + `,
 				-- The run's status to the other instances ($4: their channel, '' for none;
@@ -202,6 +268,7 @@ const claimSQL = `
 			WHERE kind = $3 AND state IN ('scheduled', 'available')
 			  AND args @> jsonb_build_object('run_id', (SELECT c.id FROM claimed c))
 		)`
+}
 
 // claimNextRun runs a claim statement (claimSQL and its query) on db;
 // released: it returned the one row of no run (its lock let go).
@@ -209,7 +276,7 @@ func (s *Store) claimNextRun(ctx context.Context, db DBTX, timelineScope, query 
 	var channel, before, after string
 	if s.claims != nil {
 		channel = s.claims.channel
-		if before, after, err = s.claims.claimEvent(timelineScope); err != nil {
+		if before, after, err = s.claims.runEvent(timelineScope, services.RunRunning); err != nil {
 			return services.Run{}, nil, false, err
 		}
 	}

@@ -284,3 +284,67 @@ func TestMainRunTimelinesListsEachTimelineOnce(t *testing.T) {
 		t.Fatalf("running: %q, %v; want tl-parent", got, err)
 	}
 }
+
+// A drain's first claim takes the timeline's lock in its own statement:
+// held by another session, it claims and completes nothing; free, it takes
+// the lock (kept after the statement) and claims the queued run; with an
+// orphan it takes the lock but returns nothing (its snapshot predates the
+// lock, so the caller claims again).
+func TestClaimNextRunLockingTakesTheLockInTheClaim(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := dbtest.Schema(t)
+	s := repository.New(pool)
+	const key = 7302
+	lockSQL := `SELECT pg_try_advisory_lock($1, hashtext(current_schema() || '/' || $2))`
+	unlockSQL := `SELECT pg_advisory_unlock($1, hashtext(current_schema() || '/' || $2))`
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	other, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	var got bool
+	if err := other.QueryRow(ctx, lockSQL, key, "tl-lock").Scan(&got); err != nil || !got {
+		t.Fatalf("take the lock: %v %v", got, err)
+	}
+	run, err := s.CreateRun(ctx, services.NewRun{TimelineScope: "tl-lock", Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, locked, err := s.ClaimNextRunLocking(ctx, holder, "tl-lock", key)
+	if err != nil || locked || claimed.ID != 0 {
+		t.Fatalf("claim while another session holds the lock = %+v, locked %v, %v; want nothing", claimed, locked, err)
+	}
+	if cur, err := s.GetRun(ctx, run.ID); err != nil || cur.Status != services.RunQueued {
+		t.Fatalf("run after the busy claim: %+v %v; want queued", cur, err)
+	}
+	if err := other.QueryRow(ctx, unlockSQL, key, "tl-lock").Scan(&got); err != nil || !got {
+		t.Fatalf("let go of the lock: %v %v", got, err)
+	}
+	claimed, locked, err = s.ClaimNextRunLocking(ctx, holder, "tl-lock", key)
+	if err != nil || !locked || claimed.ID != run.ID || claimed.Status != services.RunRunning {
+		t.Fatalf("claim with the lock free = %+v, locked %v, %v; want run %d claimed and the lock taken", claimed, locked, err, run.ID)
+	}
+	if err := other.QueryRow(ctx, lockSQL, key, "tl-lock").Scan(&got); err != nil || got {
+		t.Fatalf("another session took the lock after the locking claim: %v %v", got, err)
+	}
+	// The claimed run, still running, is an orphan once the lock is let go
+	// and taken again: the locking claim takes the lock and returns nothing.
+	if err := holder.QueryRow(ctx, unlockSQL, key, "tl-lock").Scan(&got); err != nil || !got {
+		t.Fatalf("let go of the lock: %v %v", got, err)
+	}
+	if _, err := s.CreateRun(ctx, services.NewRun{TimelineScope: "tl-lock", Source: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, locked, err = s.ClaimNextRunLocking(ctx, holder, "tl-lock", key)
+	if err != nil || !locked || claimed.ID != 0 {
+		t.Fatalf("claim with an orphan = %+v, locked %v, %v; want the lock taken and nothing claimed", claimed, locked, err)
+	}
+	if _, orphans, released, err := s.ClaimNextRunReleasing(ctx, holder, "tl-lock", key); err != nil || len(orphans) != 1 || orphans[0].ID != run.ID || released {
+		t.Fatalf("claim after it = %+v, released %v, %v; want the orphan, the lock kept", orphans, released, err)
+	}
+}

@@ -54,12 +54,33 @@ func (s *Store) ReserveBudget(ctx context.Context, day string, kind services.Bud
 
 // SettleBudget replaces a reservation of (day, kind) by the tokens and
 // money the call used, and counts the call.
+//
+// In a transaction that has published events, the statement also sends
+// them (with those waiting for the sender, first): the settlement is the
+// answer's last statement, so its COMMIT needs no NOTIFY of its own.
 func (s *Store) SettleBudget(ctx context.Context, day string, kind services.BudgetKind, reserved, used services.BudgetAmount) (services.BudgetDay, error) {
-	d, err := scanBudgetDay(s.db.QueryRow(ctx, `
+	const settle = `
 		INSERT INTO budget_days AS b (day, kind, spent, spent_micros, calls) VALUES ($1::date, $2, $4::bigint, $6::bigint, 1)
 		ON CONFLICT (day, kind) DO UPDATE SET reserved = greatest(b.reserved - $3::bigint, 0), spent = b.spent + $4::bigint,
 			reserved_micros = greatest(b.reserved_micros - $5::bigint, 0), spent_micros = b.spent_micros + $6::bigint, calls = b.calls + 1
-		RETURNING `+budgetCols, day, string(kind), reserved.Tokens, max(used.Tokens, 0), int64(reserved.Cost), int64(max(used.Cost, 0))))
+		RETURNING ` + budgetCols
+	query, args := settle, []any{day, string(kind), reserved.Tokens, max(used.Tokens, 0), int64(reserved.Cost), int64(max(used.Cost, 0))}
+	var n *Notifier
+	if s.in != nil && len(s.in.events) > 0 {
+		n = s.in.notifier
+		if events, ok := s.in.carry(ctx, n); ok {
+			query = `WITH b AS (` + settle + `), n AS (
+				SELECT pg_notify($7, p) FROM (SELECT p FROM unnest($8::text[]) WITH ORDINALITY AS e(p, i) ORDER BY i) e)
+			SELECT b.* FROM b WHERE (SELECT count(*) FROM n) >= 0`
+			args = append(args, n.channel, events)
+		} else {
+			n = nil
+		}
+	}
+	d, err := scanBudgetDay(s.db.QueryRow(ctx, query, args...))
+	if err == nil && n != nil {
+		n.sends.Add(1)
+	}
 	return d, wrapErr("settle budget", err)
 }
 

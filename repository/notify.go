@@ -96,12 +96,13 @@ func (n *Notifier) encode(e services.Event) (string, error) {
 	return string(payload), nil
 }
 
-// claimEvent is the `running` status of a run of timelineScope that a
-// claim statement starts, as encode writes it, cut where the run's id
-// goes: the statement, which learns the id, sends before || id || after.
-func (n *Notifier) claimEvent(timelineScope string) (before, after string, err error) {
+// runEvent is the status of a run of timelineScope that a statement
+// creates or claims (CreateRun, the claims), as encode writes it, cut
+// where the run's id goes: the statement, which learns the id, sends
+// before || id || after.
+func (n *Notifier) runEvent(timelineScope string, status services.RunStatus) (before, after string, err error) {
 	const id = math.MaxInt64
-	payload, err := n.encode(services.RunEvent(timelineScope, id, services.RunRunning))
+	payload, err := n.encode(services.RunEvent(timelineScope, id, status))
 	if err != nil {
 		return "", "", err
 	}
@@ -109,7 +110,7 @@ func (n *Notifier) claimEvent(timelineScope string) (before, after string, err e
 	// only the field itself reads "run":<id>.
 	before, after, ok := strings.Cut(payload, `"run":`+strconv.FormatInt(id, 10))
 	if !ok {
-		return "", "", fmt.Errorf("store: encode claim event: no run id in %s", payload)
+		return "", "", fmt.Errorf("store: encode run event: no run id in %s", payload)
 	}
 	return before + `"run":`, after, nil
 }
@@ -178,6 +179,24 @@ func (t *Tx) sendEvents(ctx context.Context) error {
 		n.requeue(taken)
 	}
 	return err
+}
+
+// carry takes the events a statement of t sends with itself, for n (the
+// store's announcer): those waiting for the sender, then those t published
+// so far, in order, as sendEvents would send them at COMMIT; the statement
+// adds its own after them. ok is false (send nothing) unless Transact
+// commits t as a transaction of its own. The taken events go back to the
+// sender when t does not get to COMMIT.
+func (t *Tx) carry(ctx context.Context, n *Notifier) (events []string, ok bool) {
+	if !t.top || !t.committed || n == nil || (t.notifier != nil && t.notifier != n) {
+		return nil, false
+	}
+	taken := n.takePending(ctx)
+	t.notifier = n
+	t.taken = append(t.taken, taken...)
+	events = append(taken, t.events...)
+	t.events = nil
+	return events, true
 }
 
 // takePending waits for the batch being sent (or ctx's end) and takes the

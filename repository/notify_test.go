@@ -3,6 +3,7 @@ package repository_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,5 +219,137 @@ func TestClaimSendsTheRunningStatusAsTheNotifierEncodesIt(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no event heard for the claim")
+	}
+}
+
+// A run created with Announce in a transaction sends, in its INSERT, the
+// events waiting for the sender, those the transaction published before
+// it and its own `queued` status, in that order: the COMMIT needs no
+// NOTIFY of its own. When the transaction rolls back after that
+// statement, nothing of it is heard and the sender's events it took are
+// sent all the same.
+func TestCreateRunSendsTheTransactionsEventsWithItsStatus(t *testing.T) {
+	ctx, pool, pub, got := listeningPairOn(t)
+	store := repository.New(pool)
+	store.AnnounceClaims(pub)
+	repository.SetLinger(pub, 2*time.Second)
+	next := func() services.Event {
+		t.Helper()
+		for {
+			select {
+			case e := <-got:
+				if e.Type != "probe" {
+					return e
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("an event did not arrive")
+			}
+		}
+	}
+
+	before := repository.Sends(pub)
+	if err := pub.Publish(ctx, services.Event{Type: "delta", TimelineScope: "t", ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var run services.Run
+	err := store.Transact(ctx, func(tx services.Tx) error {
+		if err := pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 2}); err != nil {
+			return err
+		}
+		var err error
+		run, err = tx.CreateRun(ctx, services.NewRun{TimelineScope: "t", Source: "web", Announce: true})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Announced {
+		t.Fatal("the run was not announced by its insert")
+	}
+	if e := next(); e.Type != "delta" || e.ID != 1 {
+		t.Fatalf("first event %+v; want the delta waiting for the sender", e)
+	}
+	if e := next(); e.Type != "message" || e.ID != 2 {
+		t.Fatalf("second event %+v; want the transaction's message", e)
+	}
+	if e := next(); e.Type != services.EventRun || e.RunID != run.ID || !strings.Contains(string(e.Data), `"queued"`) {
+		t.Fatalf("third event %+v; want run %d queued", e, run.ID)
+	}
+	if n := repository.Sends(pub) - before; n != 1 {
+		t.Fatalf("the events took %d statements; want 1 (the insert)", n)
+	}
+
+	rolledBack := errors.New("rolled back")
+	if err := pub.Publish(ctx, services.Event{Type: "delta", TimelineScope: "t", ID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	err = store.Transact(ctx, func(tx services.Tx) error {
+		if err := pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 5}); err != nil {
+			return err
+		}
+		if _, err := tx.CreateRun(ctx, services.NewRun{TimelineScope: "t", Source: "web", Announce: true}); err != nil {
+			return err
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	if e := next(); e.Type != "delta" || e.ID != 4 {
+		t.Fatalf("after the rollback %+v arrived; want the delta it had taken, sent again", e)
+	}
+	pub.Flush(ctx)
+	for len(got) > 0 {
+		if e := <-got; e.Type != "probe" {
+			t.Fatalf("%+v arrived from a transaction rolled back", e)
+		}
+	}
+}
+
+// The answer's settlement is its transaction's last statement: it sends
+// the events the transaction published before it (after those waiting for
+// the sender), so the COMMIT holds none; one published after it goes with
+// the COMMIT, after them.
+func TestSettleBudgetSendsTheTransactionsEvents(t *testing.T) {
+	ctx, pool, pub, got := listeningPairOn(t)
+	store := repository.New(pool)
+	repository.SetLinger(pub, 2*time.Second)
+	before := repository.Sends(pub)
+	if err := pub.Publish(ctx, services.Event{Type: "delta", TimelineScope: "t", ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Transact(ctx, func(tx services.Tx) error {
+		for _, id := range []int64{2, 3} {
+			if err := pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: id}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.SettleBudget(ctx, "2026-11-26", "main", services.BudgetAmount{Tokens: 10}, services.BudgetAmount{Tokens: 7}); err != nil {
+			return err
+		}
+		if n := repository.Unsent(tx); n != 0 {
+			t.Errorf("after the settlement the transaction holds %d events for its COMMIT; want 0", n)
+		}
+		return pub.PublishTx(ctx, tx, services.Event{Type: "message", TimelineScope: "t", ID: 4})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := int64(1); want <= 4; want++ {
+		select {
+		case e := <-got:
+			if e.Type == "probe" {
+				want--
+				continue
+			}
+			if e.ID != want {
+				t.Fatalf("event %d arrived when %d was due", e.ID, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("event %d did not come with the commit", want)
+		}
+	}
+	if n := repository.Sends(pub) - before; n != 2 {
+		t.Fatalf("the events took %d statements; want 2 (the settlement's, the COMMIT's)", n)
 	}
 }

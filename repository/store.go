@@ -55,6 +55,11 @@ type Tx struct {
 	committed bool
 	events    []string
 	notifier  *Notifier
+	// top: a transaction of its own (not a savepoint), which Transact
+	// commits; taken: the sender's events a statement of it sent (carry),
+	// given back to the sender when it does not commit.
+	top   bool
+	taken []string
 }
 
 var _ services.Tx = (*Tx)(nil)
@@ -108,6 +113,7 @@ func (s *Store) Transact(ctx context.Context, fn func(tx services.Tx) error) err
 // transact is Transact giving fn the concrete Tx, for the stores' own
 // multi-statement methods.
 func (s *Store) transact(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	var t *Tx
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return wrapErr("begin transaction", err)
@@ -119,10 +125,15 @@ func (s *Store) transact(ctx context.Context, fn func(tx *Tx) error) (err error)
 		}
 		if err != nil {
 			_ = tx.Rollback(ctx)
+			if t != nil && t.notifier != nil {
+				t.notifier.requeue(t.taken)
+			}
 		}
 	}()
-	t := NewTx(tx)
+	t = NewTx(tx)
 	t.committed = true
+	t.top = s.in == nil
+	t.Store.claims = s.claims
 	if err = fn(t); err != nil {
 		return err
 	}
@@ -131,6 +142,7 @@ func (s *Store) transact(ctx context.Context, fn func(tx *Tx) error) (err error)
 			return err
 		}
 	}
+	t.taken = nil // sent or not, COMMIT decides: not sent again
 	if err = tx.Commit(ctx); err != nil {
 		return wrapErr("commit", err)
 	}

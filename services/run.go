@@ -53,7 +53,8 @@ type Run struct {
 	ResumesRunID int64
 	// Announced: the claim that started the run also sent its `running`
 	// status to the other instances (NOTIFY with the claim's commit); the
-	// executor then delivers it in this process only. Not stored.
+	// executor then delivers it in this process only. From CreateRun
+	// (NewRun.Announce): the insert sent its status. Not stored.
 	Announced bool
 }
 
@@ -76,6 +77,11 @@ type NewRun struct {
 	TaintedBy string
 	// ResumesRunID is the waiting run this one resumes (same trigger).
 	ResumesRunID int64
+	// Announce: the insert may send the run's status to the other
+	// instances with its transaction's commit, with the events the
+	// transaction published before it (the run comes back Announced; the
+	// caller then delivers the status in this process only).
+	Announce bool
 }
 
 // RunFinish closes a run: final status, error text and observed usage.

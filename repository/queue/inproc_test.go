@@ -114,3 +114,75 @@ func jobState(t *testing.T, pool *pgxpool.Pool, state *string, q string, args ..
 		t.Fatal(err)
 	}
 }
+
+// claimCounter counts the store's claims by kind.
+type claimCounter struct {
+	*repository.Store
+	mu                        sync.Mutex
+	plain, locking, releasing int
+}
+
+func (c *claimCounter) ClaimNextRun(ctx context.Context, timeline string) (services.Run, []services.Run, error) {
+	c.mu.Lock()
+	c.plain++
+	c.mu.Unlock()
+	return c.Store.ClaimNextRun(ctx, timeline)
+}
+
+func (c *claimCounter) ClaimNextRunLocking(ctx context.Context, conn *pgxpool.Conn, timeline string, key int32) (services.Run, bool, error) {
+	c.mu.Lock()
+	c.locking++
+	c.mu.Unlock()
+	return c.Store.ClaimNextRunLocking(ctx, conn, timeline, key)
+}
+
+func (c *claimCounter) ClaimNextRunReleasing(ctx context.Context, conn *pgxpool.Conn, timeline string, key int32) (services.Run, []services.Run, bool, error) {
+	c.mu.Lock()
+	c.releasing++
+	c.mu.Unlock()
+	return c.Store.ClaimNextRunReleasing(ctx, conn, timeline, key)
+}
+
+// TestDrainTakesTheLockWithItsFirstClaim: a drain of one queued run costs
+// two statements on the lock's session: the first claim, which takes the
+// timeline's lock, and the last, empty one, which lets go of it.
+func TestDrainTakesTheLockWithItsFirstClaim(t *testing.T) {
+	t.Parallel()
+	pool, schema := dbtest.Schema(t)
+	store := repository.New(pool)
+	counter := &claimCounter{Store: store}
+	exec := &countingExec{store: store, runs: map[int64]int{}, held: map[int64]bool{}}
+	q := startRunQueue(t, pool, counter, exec, 1)
+
+	var run services.Run
+	var start func(context.Context, services.Message)
+	err := store.Transact(t.Context(), func(tx services.Tx) error {
+		var err error
+		if run, err = tx.CreateRun(t.Context(), services.NewRun{TimelineScope: "global", Source: "web"}); err != nil {
+			return err
+		}
+		start, err = q.StartRunTx(t.Context(), tx, run)
+		return err
+	})
+	if err != nil || start == nil {
+		t.Fatalf("start: %v (start %v)", err, start != nil)
+	}
+	start(t.Context(), services.Message{})
+	unlocked := func() bool {
+		var held bool
+		_ = pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND classid = 7302 AND objsubid = 2 AND objid = hashtext($1 || '/global')::oid)`, schema).Scan(&held)
+		return !held
+	}
+	if !poll(15*time.Second, func() bool { n, _ := exec.count(run.ID); return n > 0 && unlocked() }) {
+		t.Fatal("the run was not executed, or its timeline's lock not let go")
+	}
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	if counter.locking != 1 || counter.releasing != 1 || counter.plain != 0 {
+		t.Fatalf("claims: %d locking, %d releasing, %d plain; want 1, 1, 0", counter.locking, counter.releasing, counter.plain)
+	}
+	if n, _ := exec.count(run.ID); n != 1 {
+		t.Fatalf("the run was executed %d times; want once", n)
+	}
+}

@@ -42,7 +42,7 @@ func (e *blockingExec) InterruptRun(ctx context.Context, run services.Run) error
 // startRunQueue starts a queue on pool with workers turn workers, polling
 // every 50 ms and reaping only when a test asks; at the test's end its
 // context is cancelled and it is stopped.
-func startRunQueue(t *testing.T, pool *pgxpool.Pool, store *repository.Store, exec services.RunExecutor, workers int) *queue.Queue {
+func startRunQueue(t *testing.T, pool *pgxpool.Pool, store services.Store, exec services.RunExecutor, workers int) *queue.Queue {
 	t.Helper()
 	q, err := queue.New(t.Context(), pool, store, exec, queue.Options{TurnWorkers: workers, PollInterval: 50 * time.Millisecond, ReapEvery: time.Hour})
 	if err != nil {

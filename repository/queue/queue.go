@@ -300,8 +300,28 @@ func (q *Queue) withTimelineLock(ctx context.Context, timeline string, fn func()
 
 // drainHeld runs the timeline's queued runs holding its lock (runQueued);
 // the last claim, which finds none, lets go of the lock.
+// When the store can, the lock is taken by the first claim's statement
+// (lockingClaimer), which costs no statement of its own.
 func (q *Queue) drainHeld(ctx context.Context, timeline string, trigger func(services.Run) *services.Message) error {
-	return q.withHeldLock(ctx, runLockKey, timeline, func(h *heldLock) error { return q.runQueued(ctx, timeline, trigger, h) })
+	var first services.Run
+	take := takeLock(ctx, runLockKey, timeline)
+	if lc, ok := q.store.(lockingClaimer); ok {
+		take = func(conn *pgxpool.Conn) (bool, error) {
+			run, locked, err := lc.ClaimNextRunLocking(ctx, conn, timeline, runLockKey)
+			first = run
+			return locked, err
+		}
+	}
+	return q.withHeldLockTaking(ctx, runLockKey, timeline, take, func(h *heldLock) error {
+		return q.runQueued(ctx, timeline, trigger, h, first)
+	})
+}
+
+// lockingClaimer takes the timeline's lock on conn and claims its next run
+// in the same statement (repository.Store): locked false, the lock is held
+// elsewhere; run.ID == 0, claim again (its snapshot predates the lock).
+type lockingClaimer interface {
+	ClaimNextRunLocking(ctx context.Context, conn *pgxpool.Conn, timelineScope string, lockKey int32) (run services.Run, locked bool, err error)
 }
 
 // releasingClaimer claims on the session holding the timeline's lock and
@@ -346,12 +366,31 @@ func (q *Queue) withLock(ctx context.Context, key int32, name string, fn func() 
 // withHeldLock is withLock giving fn the held lock: fn may let go of it
 // with its last statement (heldLock.released).
 func (q *Queue) withHeldLock(ctx context.Context, key int32, name string, fn func(h *heldLock) error) error {
+	return q.withHeldLockTaking(ctx, key, name, takeLock(ctx, key, name), fn)
+}
+
+// takeLock takes the lock (key, name) on a connection, in a statement of
+// its own: true when it got it.
+func takeLock(ctx context.Context, key int32, name string) func(conn *pgxpool.Conn) (bool, error) {
+	return func(conn *pgxpool.Conn) (got bool, err error) {
+		err = conn.QueryRow(ctx, lockSQL, key, name).Scan(&got)
+		return got, err
+	}
+}
+
+// withHeldLockTaking is withHeldLock taking the lock with take, which may
+// do more in the same statement; when take fails, the connection is
+// closed, so a lock its statement took goes with its session.
+func (q *Queue) withHeldLockTaking(ctx context.Context, key int32, name string, take func(conn *pgxpool.Conn) (bool, error), fn func(h *heldLock) error) error {
 	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	var got bool
-	if err := conn.QueryRow(ctx, lockSQL, key, name).Scan(&got); err != nil {
+	got, err := take(conn)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = conn.Conn().Close(cctx)
+		cancel()
 		conn.Release()
 		return err
 	}
@@ -492,13 +531,18 @@ func (q *Queue) drainTimeline(ctx context.Context, timeline string) error {
 
 // runQueued executes the timeline's queued runs in order, holding its
 // lock: each claimed in one statement, which also says when runs left
-// running by a dead worker must be closed first. trigger, when not nil, is
+// running by a dead worker must be closed first; first, when not zero, is
+// the run the statement that took the lock claimed. trigger, when not nil, is
 // how a claimed run's message is found when this process holds it (not read again).
-func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message, h *heldLock) error {
+func (q *Queue) runQueued(ctx context.Context, timeline string, trigger func(services.Run) *services.Message, h *heldLock, first services.Run) error {
 	for ctx.Err() == nil {
-		run, orphans, err := q.claim(ctx, timeline, h)
-		if err != nil {
-			return err
+		run, orphans := first, []services.Run(nil)
+		first = services.Run{}
+		if run.ID == 0 {
+			var err error
+			if run, orphans, err = q.claim(ctx, timeline, h); err != nil {
+				return err
+			}
 		}
 		for _, r := range orphans {
 			if err := q.exec.InterruptRun(ctx, r); err != nil {

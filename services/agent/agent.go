@@ -241,6 +241,7 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 		Source:           msg.Source,
 		Status:           services.RunQueued,
 		Model:            s.opts.LLM.Model(),
+		Announce:         s.opts.TxEvents != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -250,9 +251,13 @@ func (s *Service) StartTurn(ctx context.Context, tx services.Tx, msg services.Me
 		return nil, err
 	}
 	// The run's status commits with the message (the other instances hear
-	// both at once); this instance hears it after the commit.
+	// both at once: the insert sent them when the store could); this
+	// instance hears it after the commit.
 	queued, status := &endStatus{s: s}, services.RunQueued
-	if err := queued.step(&status)(ctx, tx, &closed{run: run}); err != nil {
+	if run.Announced {
+		e := runEvent(run, status)
+		queued.sent = &e
+	} else if err := queued.step(&status)(ctx, tx, &closed{run: run}); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) {

@@ -144,7 +144,11 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 	defer func() { s.finishSettle(endCtx, e.answerSettle, committed) }()
 	// The run's status goes with the end's commit, after the answer.
 	status := &endStatus{s: s}
-	done, ok, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), txStep(e.lastStep), compactStep, status.step(&fin.Status)}})
+	// The status is published before the answering call's step, whose
+	// settlement, the transaction's last statement, sends the events (the
+	// answer's, then the status) with itself; they reach the others at
+	// COMMIT, in that order.
+	done, ok, err := e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(post), status.step(&fin.Status), txStep(e.lastStep), compactStep}})
 	if out.err == nil && (services.IsKind(err, services.EINVALID) || services.IsKind(err, services.ETOOLARGE)) {
 		// An answer that cannot be stored must not leave the run open (it
 		// would end 'interrupted' as if the server had restarted): the run
@@ -152,7 +156,7 @@ func (e *execution) endMain(ctx, runCtx context.Context, out mainOutcome) error 
 		s.log.Error("store answer", "run_id", run.ID, "err", err)
 		fin.Status, fin.Error = services.RunError, "the answer could not be stored: "+err.Error()
 		done, ok, err = e.close(endCtx, closing{fin: fin, steps: []closeStep{e.post(noticeParams(run, e.trigger,
-			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), txStep(e.lastStep), status.step(&fin.Status)}})
+			"I wrote an answer but could not store it ("+services.ErrorMessage(err)+"). Ask again, perhaps for a shorter answer.", fin.Status)), status.step(&fin.Status), txStep(e.lastStep)}})
 	}
 	committed = err == nil && ok
 	if err != nil {
