@@ -364,8 +364,9 @@ func (g *gate) fetched(args json.RawMessage) {
 
 // resultOrigin is the origin of a tool's result when it is not the
 // owner's or the service's text: fetched pages, search results, MCP
-// results, recalled archive items, handoffs, attachments read back.
-func resultOrigin(t tools.Tool, args json.RawMessage) (services.Origin, bool) {
+// results, recalled archive items, handoffs, attachments read back (by
+// their path, or as the tool reports it read one: res.Untrusted).
+func resultOrigin(t tools.Tool, args json.RawMessage, res tools.Result) (services.Origin, bool) {
 	var a struct {
 		URL     string `json:"url"`
 		Query   string `json:"query"`
@@ -386,6 +387,8 @@ func resultOrigin(t tools.Tool, args json.RawMessage) (services.Origin, bool) {
 		return services.Origin{Kind: services.OriginHandoff, Detail: a.AgentID}, true
 	case strings.HasPrefix(strings.TrimPrefix(a.Path, "./"), "uploads/"):
 		return services.Origin{Kind: services.OriginAttachment, Detail: a.Path}, true
+	case res.Untrusted != "":
+		return services.Origin{Kind: services.OriginAttachment, Detail: res.Untrusted}, true
 	}
 	return services.Origin{}, false
 }

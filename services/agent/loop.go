@@ -324,7 +324,7 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 					l.e.gate.readText(res.Content)
 				}
 			}
-			if o, ok := resultOrigin(t, call.Arguments); ok {
+			if o, ok := resultOrigin(t, call.Arguments, res); ok {
 				l.e.gate.taint(ctx, o)
 				frame = &o
 			}

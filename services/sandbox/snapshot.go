@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/switchboard/switchboard/services/tools"
 )
 
 // maxSnapshotEntries bounds a snapshot's walk; a workspace beyond it is
@@ -51,6 +53,17 @@ func takeSnapshot(dir string) snapshot {
 		return nil
 	})
 	return s
+}
+
+// upload is an uploaded file the workspace held (tools.UploadsDir), "" when
+// none.
+func (s snapshot) upload() string {
+	for p, st := range s.files {
+		if st.mode.IsRegular() && tools.IsUpload(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 // FileChange is a path of the workspace a run created, changed or deleted.

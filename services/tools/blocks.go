@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 
 	"github.com/switchboard/switchboard/services"
@@ -56,11 +57,11 @@ func (t workspaceTools) section(call Call, path, heading string, write bool) (w 
 }
 
 func (t workspaceTools) readBlock(ctx context.Context, call Call, a blockArgs) (Result, error) {
-	_, _, _, text, start, end, err := t.section(call, a.Path, a.Heading, false)
+	_, rel, _, text, start, end, err := t.section(call, a.Path, a.Heading, false)
 	if err != nil {
 		return Result{}, err
 	}
-	return JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text})
+	return untrustedIf(IsUpload(rel), filepath.ToSlash(rel))(JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text}))
 }
 
 func (t workspaceTools) replaceBlock(ctx context.Context, call Call, a replaceBlockArgs) (Result, error) {

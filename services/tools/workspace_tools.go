@@ -158,7 +158,7 @@ func (t workspaceTools) readFile(ctx context.Context, call Call, a readFileArgs)
 	if res.ChangedSinceLastRead {
 		res.Note = joinNote(res.Note, "the file changed since you last read it; what you saw before is stale")
 	}
-	return JSONResult(res)
+	return untrustedIf(IsUpload(rel), filepath.ToSlash(rel))(JSONResult(res))
 }
 
 // readLines copies lines a.OffsetLine.. of br into the result's content,
@@ -239,6 +239,17 @@ func readLines(ctx context.Context, br *bufio.Reader, a readFileArgs, res *readF
 		}
 	}
 	return out.String(), nil
+}
+
+// untrustedIf marks a successful result as carrying the text of the
+// uploaded file rel when cond holds (Result.Untrusted).
+func untrustedIf(cond bool, rel string) func(Result, error) (Result, error) {
+	return func(r Result, err error) (Result, error) {
+		if cond && err == nil {
+			r.Untrusted = rel
+		}
+		return r, err
+	}
 }
 
 func joinNote(a, b string) string {
@@ -493,6 +504,7 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 	}
 	query := strings.ToLower(a.Query)
 	res := searchResult{Query: a.Query, Matches: []searchMatch{}}
+	upload := "" // the first uploaded file a match came from
 	err = walk(ctx, w, rel, true, func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil
@@ -520,6 +532,9 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 				return fs.SkipAll
 			}
 			res.Matches = append(res.Matches, searchMatch{File: displayPath(shownPath(a.Path), rel, p), Line: i + 1, Text: searchLineText(line)})
+			if upload == "" && IsUpload(p) {
+				upload = p
+			}
 		}
 		return nil
 	})
@@ -532,7 +547,7 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 	if res.FilesSkipped > 0 {
 		res.Note = joinNote(res.Note, fmt.Sprintf("%d binary, unreadable or over-1-MiB files were skipped", res.FilesSkipped))
 	}
-	return JSONResult(res)
+	return untrustedIf(upload != "", upload)(JSONResult(res))
 }
 
 func searchLineText(line string) string {
