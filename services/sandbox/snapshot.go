@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/switchboard/switchboard/services/tools"
+	"github.com/switchboard/switchboard/services"
 )
 
 // maxSnapshotEntries bounds a snapshot's walk; a workspace beyond it is
@@ -55,11 +55,11 @@ func takeSnapshot(dir string) snapshot {
 	return s
 }
 
-// upload is an uploaded file the workspace held (tools.UploadsDir), "" when
+// upload is an uploaded file the workspace held (services.UploadsDir), "" when
 // none.
 func (s snapshot) upload() string {
 	for p, st := range s.files {
-		if st.mode.IsRegular() && tools.IsUpload(p) {
+		if st.mode.IsRegular() && services.IsUpload(p) {
 			return p
 		}
 	}

@@ -61,7 +61,7 @@ func (t workspaceTools) readBlock(ctx context.Context, call Call, a blockArgs) (
 	if err != nil {
 		return Result{}, err
 	}
-	return untrustedIf(IsUpload(rel), filepath.ToSlash(rel))(JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text}))
+	return untrustedIf(services.IsUpload(rel), filepath.ToSlash(rel))(JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text}))
 }
 
 func (t workspaceTools) replaceBlock(ctx context.Context, call Call, a replaceBlockArgs) (Result, error) {

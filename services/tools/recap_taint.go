@@ -20,16 +20,6 @@ var recapMu sync.Mutex
 
 // isServiceFile reports whether rel (a resolved workspace path) is a file
 // the service keeps: the agent's write tools may not write it.
-// UploadsDir is the workspace directory attachments are stored in
-// (media.Dir): text someone else wrote, untrusted however it is read.
-const UploadsDir = "uploads"
-
-// IsUpload reports whether rel, a path relative to the workspace root as
-// Resolve returns it, lies under UploadsDir.
-func IsUpload(rel string) bool {
-	return strings.HasPrefix(filepath.ToSlash(filepath.Clean(rel)), UploadsDir+"/")
-}
-
 func isServiceFile(rel string) bool {
 	rel = filepath.ToSlash(rel)
 	return strings.EqualFold(rel, services.TodoTaintFile) || rel == BlockIDsDir || strings.HasPrefix(rel, BlockIDsDir+"/")

@@ -88,7 +88,7 @@ type Result struct {
 	// not store it again.
 	Stored bool
 	// Untrusted, when not "", names the uploaded file (an attachment, under
-	// UploadsDir) whose text the result carries, as the tool resolved its
+	// services.UploadsDir) whose text the result carries, as the tool resolved its
 	// path: the loop that reads it is tainted however the model spelled the
 	// path (a search, "././uploads/…", a program run over the workspace).
 	Untrusted string

@@ -158,7 +158,7 @@ func (t workspaceTools) readFile(ctx context.Context, call Call, a readFileArgs)
 	if res.ChangedSinceLastRead {
 		res.Note = joinNote(res.Note, "the file changed since you last read it; what you saw before is stale")
 	}
-	return untrustedIf(IsUpload(rel), filepath.ToSlash(rel))(JSONResult(res))
+	return untrustedIf(services.IsUpload(rel), filepath.ToSlash(rel))(JSONResult(res))
 }
 
 // readLines copies lines a.OffsetLine.. of br into the result's content,
@@ -532,7 +532,7 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 				return fs.SkipAll
 			}
 			res.Matches = append(res.Matches, searchMatch{File: displayPath(shownPath(a.Path), rel, p), Line: i + 1, Text: searchLineText(line)})
-			if upload == "" && IsUpload(p) {
+			if upload == "" && services.IsUpload(p) {
 				upload = p
 			}
 		}
