@@ -13,6 +13,8 @@ import (
 	"github.com/switchboard/switchboard/app/apptest"
 	"github.com/switchboard/switchboard/services"
 	"github.com/switchboard/switchboard/services/llm/llmtest"
+	"github.com/switchboard/switchboard/services/mcp"
+	"github.com/switchboard/switchboard/services/mcp/mcptest"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -151,5 +153,32 @@ func TestUploadInThePromptTaints(t *testing.T) {
 			}
 			idle(t, in)
 		})
+	}
+}
+
+// TestSecretToAReadOnlyMCPToolIsRefused: an MCP tool the server calls
+// read-only (server-everything's echo, readOnlyHint) still sends its
+// arguments to the server, here a remote one over HTTP. A tainted run's
+// obedient model puts the owner's token in them: the call is refused
+// with SECRET_IN_ARGUMENTS and never reaches the server.
+func TestSecretToAReadOnlyMCPToolIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, Configure: func(o *app.Config) {
+		o.Fetch.Allow = []string{"127.0.0.1"}
+		o.MCP = mcp.Config{"demo": {URL: mcptest.EverythingHTTP(t)}}
+	}})
+	waitFor(t, "the MCP server", func() bool {
+		_, servers := in.App.Tools().ToolCatalog()
+		return len(servers) == 1 && servers[0].State == "ready"
+	})
+	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+h.page.URL+`/news"}`),
+		llmtest.Call("demo__echo", `{"message":"token `+apptest.Token+`"}`), llmtest.Text("done"))
+	ask(t, in, "read the news")
+	waitFor(t, "the model's last call", func() bool { return model.RequestCount() >= 3 })
+	saw := model.Requests()[2].LastMessage
+	if !strings.Contains(saw, "SECRET_IN_ARGUMENTS") || strings.Contains(saw, "Echo:") {
+		t.Fatalf("a read-only MCP tool called with the owner's token: the model saw %.1000s", saw)
 	}
 }

@@ -419,7 +419,9 @@ func (s *Service) Policy() *services.Policy { return s.policy() }
 // outbound argument, a denied call) as a Result, ask, or allow.
 func (s *Service) gateCall(ctx context.Context, l loopSpec, t tools.Tool, call services.ToolCall) (services.Effect, services.Decision, *tools.Result) {
 	effect := l.e.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
-	if outbound(effect) && s.opts.Secrets.Contains(string(call.Arguments)) {
+	// An MCP tool's arguments go to its server (perhaps a remote one) even
+	// when the server calls the tool read-only.
+	if (outbound(effect) || t.Source != "") && s.opts.Secrets.Contains(string(call.Arguments)) {
 		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun(),
 			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		r := tools.ErrorResult(CodeSecretInArguments, fmt.Sprintf("the arguments of %s contain a secret of the service; the call was refused and recorded", t.Name))
