@@ -344,7 +344,9 @@ func (a *App) buildContext(context.Context) error {
 		// the summariser's transcript, as it does schedules.
 		po.Location = a.cfg.Schedule.Location
 	}
-	po.Compaction.Provider, po.Compaction.OnResult = a.summariser, a.meter.CompactionObserved
+	// Summaries are paid from the daily budgets too (a.budgets is built
+	// before any compaction runs).
+	po.Compaction.Provider, po.Compaction.OnResult = budgetedSummariser{Provider: a.summariser, a: a}, a.meter.CompactionObserved
 	a.context = prompt.New(po)
 	a.payloads = payload.New(payload.Options{Recall: a.store, Rows: a.store, Runs: a.store, Files: a.spaces, Known: a.knownProfile,
 		Profiles: payloadProfiles(a.cfg.Agent.Profiles)})
@@ -414,6 +416,9 @@ func (a *App) buildPlans(context.Context) error {
 	}
 	// A money budget needs a price for every model a run may call.
 	models := []string{cfg.LLM.Model}
+	if cfg.SummaryModel != "" {
+		models = append(models, cfg.SummaryModel)
+	}
 	for _, p := range cfg.Agent.Profiles {
 		models = append(models, p.Model)
 	}

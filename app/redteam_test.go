@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/switchboard/switchboard/services/llm/llmtest"
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/mcp/mcptest"
+	"github.com/switchboard/switchboard/services/prompt"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -180,5 +182,48 @@ func TestSecretToAReadOnlyMCPToolIsRefused(t *testing.T) {
 	saw := model.Requests()[2].LastMessage
 	if !strings.Contains(saw, "SECRET_IN_ARGUMENTS") || strings.Contains(saw, "Echo:") {
 		t.Fatalf("a read-only MCP tool called with the owner's token: the model saw %.1000s", saw)
+	}
+}
+
+// TestCompactionIsCountedInTheBudget: the summary model's calls (/compact
+// here; automatic compaction the same) are counted against the main
+// conversation's daily budget like its answers: each model call here
+// reports 1,000 prompt and 50 answer tokens, and the day's spend is the
+// sum of every call the model server got.
+func TestCompactionIsCountedInTheBudget(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	model.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		rep := llmtest.Echo(r)
+		if strings.Contains(string(r.Body), "compact summaries") {
+			rep = llmtest.Text("## " + prompt.SummaryTitle + "\n\nThe owner asked four questions.")
+		}
+		rep.Usage = llmtest.Usage{PromptTokens: 1000, CompletionTokens: 50}
+		return rep
+	})
+	in := apptest.Start(t, apptest.Options{Model: model, DatabaseURL: apptest.SchemaURL(t), Configure: func(o *app.Config) {
+		o.Budget.Limits = map[services.BudgetKind]int64{services.BudgetMain: 1_000_000}
+		o.Context.Compaction.KeepTurns = 2
+	}})
+	for i := range 5 {
+		ask(t, in, fmt.Sprintf("question %d", i+1))
+	}
+	before := model.RequestCount()
+	if reply := ask(t, in, "/compact"); model.RequestCount() != before+1 {
+		t.Fatalf("/compact made %d model calls, want 1: %s", model.RequestCount()-before, reply)
+	}
+	segs, err := in.Store.ListSegments(context.Background(), services.DefaultTimeline, services.GlobalSummaryScope)
+	if err != nil || len(segs) == 0 {
+		segs, err = in.Store.ListSegments(context.Background(), services.DefaultTimeline, services.MainScope)
+	}
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no summary after /compact: %v", err)
+	}
+	var spent, reserved int64
+	if err := in.App.Pool().QueryRow(context.Background(), `SELECT spent, reserved FROM budget_days WHERE kind = 'main'`).Scan(&spent, &reserved); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(model.RequestCount()) * 1050; spent != want || reserved != 0 {
+		t.Fatalf("main spent %d tokens (%d reserved) for %d model calls of 1,050 tokens each, want %d", spent, reserved, model.RequestCount(), want)
 	}
 }
