@@ -223,6 +223,11 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 		return services.Origin{Kind: services.OriginStranger, Detail: "the paired stranger " + strings.TrimPrefix(run.TimelineScope, "tg:")}.String()
 	}
 	meta := trigger.Meta
+	if meta.TaintedBy != "" && trigger.Role == services.RoleUser {
+		// A user message a channel stored as someone else's words (a
+		// forwarded Telegram message).
+		return meta.TaintedBy
+	}
 	if len(meta.Files) == 0 {
 		return ""
 	}
