@@ -274,3 +274,41 @@ func TestForwardedMessageIsNotTheOwners(t *testing.T) {
 		t.Fatalf("approvals after the forwarded message: %+v", held)
 	}
 }
+
+// TestStrangerCannotApprove: a paired stranger who sends "/approve N" (or
+// "/approve" to list what waits) on their own timeline decides nothing
+// and learns nothing of the owner's pending calls.
+func TestStrangerCannotApprove(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	model := llmtest.NewServer(t)
+	in := startHostile(t, model, "")
+	ctx := context.Background()
+	a := heldRun(t, in, model, h)
+	for _, text := range []string{fmt.Sprintf("/approve %d", a.ID), "/approve"} {
+		msg, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: "tg:777", Source: services.SourceTelegram, Content: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply string
+		waitFor(t, "the reply to the stranger's "+text, func() bool {
+			page, _ := in.Chat.Timeline(ctx, "tg:777", 0, 0, 50)
+			for _, m := range page.Messages {
+				if meta, _ := services.DecodeMeta(m.Metadata); m.Role == services.RoleAssistant && meta.ReplyTo == msg.ID {
+					reply = m.Content
+					return true
+				}
+			}
+			return false
+		})
+		if reply != "Only the owner decides approvals." {
+			t.Fatalf("the stranger's %s was answered %q", text, reply)
+		}
+	}
+	if got, _ := in.Store.GetApproval(ctx, a.ID); got.State != services.ApprovalPending {
+		t.Fatalf("a stranger's /approve decided approval #%d: %s", a.ID, got.State)
+	}
+	if n := h.hits.Load(); n != 0 {
+		t.Fatalf("the attacker got %d request(s)", n)
+	}
+}
