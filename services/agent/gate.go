@@ -392,8 +392,8 @@ func resultOrigin(t tools.Tool, args json.RawMessage, res tools.Result) (service
 		return services.Origin{Kind: services.OriginHandoff, Detail: a.AgentID}, true
 	case strings.HasPrefix(strings.TrimPrefix(a.Path, "./"), "uploads/"):
 		return services.Origin{Kind: services.OriginAttachment, Detail: a.Path}, true
-	case res.Untrusted != "":
-		return services.Origin{Kind: services.OriginAttachment, Detail: res.Untrusted}, true
+	case res.Untrusted != nil:
+		return *res.Untrusted, true
 	}
 	return services.Origin{}, false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -301,7 +302,7 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 			}
 			title := fmt.Sprintf("%s lines %d-%d", r.Path, res.StartLine, res.EndLine)
 			items = append(items, RetrievedItem{TimelineScope: p.TimelineScope, Kind: "reference", Title: title, Text: res.Text, Score: 1,
-				Untrusted: uploadOrigin(r.Path)})
+				Untrusted: m.untrustedText(p.TimelineScope, r.Path)})
 		}
 		for _, bad := range invalid {
 			items = append(items, RetrievedItem{TimelineScope: p.TimelineScope, Kind: "reference", Title: bad.Raw,
@@ -381,18 +382,32 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 		}
 		// Earlier pins rank a little higher, so the last ones are left out first.
 		out = append(out, RetrievedItem{TimelineScope: p.TimelineScope, Kind: KindPin, Title: res.Title,
-			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6, Untrusted: uploadOrigin(target.Path)})
+			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6, Untrusted: m.untrustedText(p.TimelineScope, target.Path)})
 	}
 	return out
 }
 
-// uploadOrigin is the origin of a workspace file's text included in a
-// prompt when it is an uploaded file (services.IsUpload), "" otherwise.
-func uploadOrigin(p string) string {
-	if !services.IsUpload(p) {
+// untrustedText is the origin of a workspace file's text included in a
+// prompt when it is untrusted, "" otherwise: an uploaded file
+// (services.IsUpload), or a file a tainted run wrote last
+// (services.FileTaintFile).
+func (m *Manager) untrustedText(timeline, p string) string {
+	if services.IsUpload(p) {
+		return services.Origin{Kind: services.OriginAttachment, Detail: p}.String()
+	}
+	data, err := m.opts.Workspace.ReadFile(timeline, services.FileTaintFile)
+	if err != nil {
 		return ""
 	}
-	return services.Origin{Kind: services.OriginAttachment, Detail: p}.String()
+	var rec services.TodoTaint
+	if json.Unmarshal(data, &rec) != nil {
+		return ""
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+strings.ReplaceAll(p, "\\", "/")), "/")
+	if by := rec.Files[rel]; by != "" {
+		return services.HistoryOrigin("the workspace file "+rel, by).String()
+	}
+	return ""
 }
 
 // pinTarget is what a pin includes: a pin by block id as a pin by the

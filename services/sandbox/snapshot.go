@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
-
-	"github.com/switchboard/switchboard/services"
 )
 
 // maxSnapshotEntries bounds a snapshot's walk; a workspace beyond it is
@@ -55,15 +53,16 @@ func takeSnapshot(dir string) snapshot {
 	return s
 }
 
-// upload is an uploaded file the workspace held (services.UploadsDir), "" when
-// none.
-func (s snapshot) upload() string {
+// paths are the regular files the snapshot saw, sorted.
+func (s snapshot) paths() []string {
+	var out []string
 	for p, st := range s.files {
-		if st.mode.IsRegular() && services.IsUpload(p) {
-			return p
+		if st.mode.IsRegular() {
+			out = append(out, p)
 		}
 	}
-	return ""
+	sort.Strings(out)
+	return out
 }
 
 // FileChange is a path of the workspace a run created, changed or deleted.

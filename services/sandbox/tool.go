@@ -144,7 +144,7 @@ func (t execTool) exec(ctx context.Context, call tools.Call, a execArgs) (tools.
 	r, err := tools.JSONResult(res)
 	// The program could read any file of the workspace: its output may
 	// carry an uploaded file's text (tools.Result.Untrusted).
-	r.Untrusted = before.upload()
+	r.Untrusted = w.UntrustedFile(before.paths())
 	return r, err
 }
 
