@@ -396,3 +396,28 @@ func TestFileATaintedRunWroteTaintsItsReader(t *testing.T) {
 		t.Fatalf("after a clean rewrite: approvals %+v, run tainted by %q", as, r.TaintedBy)
 	}
 }
+
+// TestCutAnswerIsCounted: an answer the provider streamed and that was cut
+// (the connection closed after 150 words: a timeout, /stop or a broken
+// stream) was still generated and billed. Its prompt and the words that
+// arrived count against the day's budget; before, a failed call counted
+// nothing, so answers cut again and again spent outside any budget.
+func TestCutAnswerIsCounted(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, DatabaseURL: apptest.SchemaURL(t), Configure: func(o *app.Config) {
+		o.Budget.Limits = map[services.BudgetKind]int64{services.BudgetMain: 1_000_000}
+	}})
+	long := strings.Repeat("word ", 400)
+	for range 4 { // the reply, and any retry of it
+		model.Enqueue(llmtest.Reply{Text: long, CutAfter: 150})
+	}
+	ask(t, in, "write me a very long essay")
+	var spent, reserved int64
+	if err := in.App.Pool().QueryRow(context.Background(), `SELECT spent, reserved FROM budget_days WHERE kind = 'main'`).Scan(&spent, &reserved); err != nil {
+		t.Fatal(err)
+	}
+	if spent < 150 || reserved != 0 {
+		t.Fatalf("a cut answer (%d model request(s), 150 words each) counted %d tokens (%d reserved)", model.RequestCount(), spent, reserved)
+	}
+}
