@@ -343,7 +343,9 @@ func (a *App) buildContext(context.Context) (err error) {
 	// a build's sources (Context's and Budgets') in one statement.
 	d := prompt.Deps{Store: a.store, Context: a.store, Workspace: a.spaces, Manifests: a.spaces, Budgets: a.store, Sources: a.store,
 		Tokenizer: a.tokenizer, Recall: a.store, HistoryRule: historyRule(a.registry), Attachments: a.store, Media: a.media,
-		Summariser: a.summariser, OnCompaction: a.meter.CompactionObserved, Logger: a.log}
+		// Summaries are paid from the daily budgets too (a.budgets is built
+		// before any compaction runs).
+		Summariser: budgetedSummariser{Provider: a.summariser, a: a}, OnCompaction: a.meter.CompactionObserved, Logger: a.log}
 	// The window is the model's (LLM_CONTEXT_WINDOW or the provider's default).
 	cfg.Window = a.provider.ContextWindow()
 	if cfg.Location == nil {
@@ -425,6 +427,9 @@ func (a *App) buildPlans(context.Context) error {
 	}
 	// A money budget needs a price for every model a run may call.
 	models := []string{cfg.LLM.Model}
+	if cfg.SummaryModel != "" {
+		models = append(models, cfg.SummaryModel)
+	}
 	for _, p := range cfg.Agent.Profiles {
 		models = append(models, p.Model)
 	}

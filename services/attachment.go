@@ -3,9 +3,23 @@ package services
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 )
+
+// UploadsDir is the workspace directory attachments are stored in: text
+// someone else wrote, untrusted however a run reads it (a tool, a
+// reference in a message, a pin).
+const UploadsDir = "uploads"
+
+// IsUpload reports whether p, a path relative to a workspace's root, names
+// a file under UploadsDir, however it is spelled ("./uploads/x",
+// ".//uploads/x"; "\\" as "/").
+func IsUpload(p string) bool {
+	p = path.Clean("/" + strings.ReplaceAll(p, "\\", "/"))
+	return strings.HasPrefix(p, "/"+UploadsDir+"/")
+}
 
 // AttachmentKind is what an attachment is, as the agent and the pages treat it.
 type AttachmentKind string

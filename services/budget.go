@@ -22,6 +22,36 @@ const (
 	BudgetSchedule BudgetKind = "schedule"
 )
 
+type budgetKindKey struct{}
+
+// WithBudgetKind makes the model calls made under ctx outside a run's loop
+// (the summary model's, when compaction summarises kind's history) count
+// against kind's daily budget.
+func WithBudgetKind(ctx context.Context, kind BudgetKind) context.Context {
+	return context.WithValue(ctx, budgetKindKey{}, kind)
+}
+
+// BudgetKindOf is the kind WithBudgetKind gave ctx, BudgetMain when none.
+func BudgetKindOf(ctx context.Context) BudgetKind {
+	if k, ok := ctx.Value(budgetKindKey{}).(BudgetKind); ok && k != "" {
+		return k
+	}
+	return BudgetMain
+}
+
+// ScopeBudgetKind is the kind whose budget pays for work on a context
+// scope's history: a schedule's scope, a sub-agent's, else the main
+// conversation.
+func ScopeBudgetKind(scope string) BudgetKind {
+	switch {
+	case strings.HasPrefix(scope, "sched:"):
+		return BudgetSchedule
+	case strings.HasPrefix(scope, "run:"), strings.HasPrefix(scope, "sub:"):
+		return BudgetSubagent
+	}
+	return BudgetMain
+}
+
 // BudgetKinds are the kinds, in the order reports list them.
 var BudgetKinds = []BudgetKind{BudgetMain, BudgetSubagent, BudgetSchedule}
 

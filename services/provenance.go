@@ -22,6 +22,7 @@ const (
 	OriginSchedule   OriginKind = "schedule"   // a schedule's fire (Detail: the schedule)
 	OriginHandoff    OriginKind = "handoff"    // a sub-agent's handoff (Detail: the agent)
 	OriginRecall     OriginKind = "recall"     // a recalled archive item
+	OriginForward    OriginKind = "forward"    // a message the owner forwarded: someone else's words
 	// OriginHistory is text of the conversation written under taint (an
 	// answer, a summary, a handoff) that a later prompt carries (Detail:
 	// what it is and the sources it was written after).
@@ -68,6 +69,8 @@ func (o Origin) String() string {
 		return "after reading the handoff of sub-agent " + or(d, "(unnamed)")
 	case OriginRecall:
 		return "after reading a recalled archive item"
+	case OriginForward:
+		return "after reading a forwarded message"
 	case OriginHistory:
 		return "after reading " + d
 	case OriginSchedule:

@@ -78,6 +78,12 @@ func FormatTodo(items []TodoItem) string {
 // tainted_by}}. The service writes it; the agent's write tools may not.
 const TodoTaintFile = TodoDir + "/taint.json"
 
+// FileTaintFile records, in TodoTaint's shape, every other workspace file
+// a tainted run wrote last (its slash path relative to the root) and the
+// untrusted sources behind it: a run that reads one is tainted by it. The
+// service writes it; the agent's write tools may not.
+const FileTaintFile = TodoDir + "/files-taint.json"
+
 // TodoTaint is TodoTaintFile's content.
 type TodoTaint struct {
 	Files map[string]string `json:"files"`

@@ -405,11 +405,18 @@ func (b *Bot) HandleUpdate(ctx context.Context, upd *models.Update) error {
 	if caption || len(files) > 0 {
 		meta.Caption, meta.Media = caption, mediaKind(msg)
 	}
+	// A forwarded message is someone else's words, whoever forwards it: no
+	// command ("/approve 7" written by a stranger decides nothing), and
+	// the run answering it, and any later prompt carrying it, is tainted.
+	forwarded := msg.ForwardOrigin != nil
+	if forwarded {
+		meta.TaintedBy = services.Origin{Kind: services.OriginForward}.String()
+	}
 	// The text is parsed once, here: Post takes the command as parsed
 	// (an edited message's content, "(edited) /new", is no command, though
 	// its metadata names the one its text was).
 	var cmd services.ParsedCommand
-	if name, args, isCmd := services.ParseCommand(text); isCmd {
+	if name, args, isCmd := services.ParseCommand(text); isCmd && !forwarded {
 		meta.Command = name
 		if !edited {
 			cmd = services.ParsedCommand{Name: name, Args: args}

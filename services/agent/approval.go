@@ -344,7 +344,7 @@ func (s *Service) executeApproved(ctx context.Context, run services.Run, g *gate
 				g.readText(res.Content)
 			}
 		}
-		if o, ok := resultOrigin(t, a.Arguments); ok {
+		if o, ok := resultOrigin(t, a.Arguments, res); ok {
 			g.taint(ctx, o)
 		}
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -71,6 +72,21 @@ func (s *Service) settleBudget(ctx context.Context, r reservation, resp *llm.Res
 		return
 	}
 	s.opts.Budgets.Settle(ctx, r.hold, s.used(r.prompt, resp))
+}
+
+// settleCut settles a call that failed: nothing when the provider gave
+// nothing (an error before any output); its prompt and the text that
+// arrived when the answer was cut after some text or the call was given up
+// in flight (a timeout, /stop), which the provider generated and bills.
+func (s *Service) settleCut(ctx context.Context, r reservation, err error, text string) {
+	if s.opts.Budgets == nil || r.hold.Day == "" {
+		return
+	}
+	var used services.TokenUsage
+	if text != "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		used = services.TokenUsage{PromptTokens: r.prompt, CompletionTokens: s.opts.Tokenizer.Count(text)}
+	}
+	s.opts.Budgets.Settle(context.WithoutCancel(ctx), r.hold, used)
 }
 
 // pendingSettle is the settlement of a main run's answering call, made in

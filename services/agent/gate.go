@@ -223,6 +223,11 @@ func (s *Service) startOrigin(ctx context.Context, run services.Run, trigger ser
 		return services.Origin{Kind: services.OriginStranger, Detail: "the paired stranger " + strings.TrimPrefix(run.TimelineScope, "tg:")}.String()
 	}
 	meta := trigger.Meta
+	if meta.TaintedBy != "" && trigger.Role == services.RoleUser {
+		// A user message a channel stored as someone else's words (a
+		// forwarded Telegram message).
+		return meta.TaintedBy
+	}
 	if len(meta.Files) == 0 {
 		return ""
 	}
@@ -364,8 +369,9 @@ func (g *gate) fetched(args json.RawMessage) {
 
 // resultOrigin is the origin of a tool's result when it is not the
 // owner's or the service's text: fetched pages, search results, MCP
-// results, recalled archive items, handoffs, attachments read back.
-func resultOrigin(t tools.Tool, args json.RawMessage) (services.Origin, bool) {
+// results, recalled archive items, handoffs, attachments read back (by
+// their path, or as the tool reports it read one: res.Untrusted).
+func resultOrigin(t tools.Tool, args json.RawMessage, res tools.Result) (services.Origin, bool) {
 	var a struct {
 		URL     string `json:"url"`
 		Query   string `json:"query"`
@@ -386,6 +392,8 @@ func resultOrigin(t tools.Tool, args json.RawMessage) (services.Origin, bool) {
 		return services.Origin{Kind: services.OriginHandoff, Detail: a.AgentID}, true
 	case strings.HasPrefix(strings.TrimPrefix(a.Path, "./"), "uploads/"):
 		return services.Origin{Kind: services.OriginAttachment, Detail: a.Path}, true
+	case res.Untrusted != nil:
+		return *res.Untrusted, true
 	}
 	return services.Origin{}, false
 }
@@ -416,7 +424,9 @@ func (s *Service) Policy() *services.Policy { return s.policy() }
 // outbound argument, a denied call) as a Result, ask, or allow.
 func (s *Service) gateCall(ctx context.Context, l loopSpec, t tools.Tool, call services.ToolCall) (services.Effect, services.Decision, *tools.Result) {
 	effect := l.e.gate.effectOf(t, l.call.TimelineScope, call.Arguments)
-	if outbound(effect) && s.opts.Secrets.Contains(string(call.Arguments)) {
+	// An MCP tool's arguments go to its server (perhaps a remote one) even
+	// when the server calls the tool read-only.
+	if (outbound(effect) || t.Source != "") && s.opts.Secrets.Contains(string(call.Arguments)) {
 		s.audit(ctx, services.AuditEntry{Actor: "agent", Action: services.AuditSecretRefused, Subject: t.Name, RunID: l.stepRun(),
 			TimelineScope: l.call.TimelineScope, Status: "refused", Detail: s.auditDetail(call.Arguments, effect, l.e.gate.taintedBy())})
 		r := tools.ErrorResult(CodeSecretInArguments, fmt.Sprintf("the arguments of %s contain a secret of the service; the call was refused and recorded", t.Name))

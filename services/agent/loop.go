@@ -127,7 +127,14 @@ func (s *Service) toolLoop(ctx context.Context, l loopSpec) (string, usage, erro
 		resp, err := l.provider.Complete(callCtx, req, onDelta)
 		// A main run's answering call is settled with its answer.
 		withEnd := err == nil && len(resp.ToolCalls) == 0 && e.pol.answerStepWithEnd
-		if !withEnd {
+		switch {
+		case err != nil:
+			cut := ""
+			if stream != nil {
+				cut = stream.all.String()
+			}
+			s.settleCut(ctx, held, err, cut)
+		case !withEnd:
 			s.settleBudget(ctx, held, resp)
 		}
 		if stream != nil {
@@ -324,7 +331,7 @@ func (s *Service) runCall(ctx context.Context, l loopSpec, call, recorded servic
 					l.e.gate.readText(res.Content)
 				}
 			}
-			if o, ok := resultOrigin(t, call.Arguments); ok {
+			if o, ok := resultOrigin(t, call.Arguments, res); ok {
 				l.e.gate.taint(ctx, o)
 				frame = &o
 			}

@@ -542,7 +542,7 @@ func mustJSON(v any) json.RawMessage {
 // every written scope and tell the owner what happened.
 func (e *execution) compact(ctx context.Context, focus string) error {
 	s, run := e.s, e.run
-	results, err := s.opts.Context.Compact(ctx, run.TimelineScope, services.MainScope, focus)
+	results, err := s.opts.Context.Compact(services.WithBudgetKind(ctx, services.BudgetMain), run.TimelineScope, services.MainScope, focus)
 	fin := services.RunFinish{Status: services.RunOK}
 	var b strings.Builder
 	for _, r := range results {
@@ -613,6 +613,7 @@ func (s *Service) ExecuteCompaction(ctx context.Context, timeline, scope, key st
 // autoCompact archives old turns of a scope. A failure moves nothing and
 // is told to the owner once (dedupe key from key).
 func (s *Service) autoCompact(ctx context.Context, timeline, scope, key string) {
+	ctx = services.WithBudgetKind(ctx, services.ScopeBudgetKind(scope))
 	var results []prompt.CompactResult
 	var err error
 	if scope == services.MainScope {

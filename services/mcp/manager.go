@@ -492,20 +492,21 @@ func resultContent(res *mcp.CallToolResult) (string, []services.Image) {
 	return text, images
 }
 
-// toolEffect is the effect class of an MCP tool: external unless its
-// annotations say it is read-only (readOnlyHint) or the server's
-// configuration lists it in read_only; destructive when destructiveHint is
-// set and the tool is not read-only.
+// toolEffect is the effect class of an MCP tool: read when the server's
+// configuration lists it in read_only (the owner's word); else destructive
+// when destructiveHint is set, even beside readOnlyHint (a server's hints
+// that contradict each other get the stricter one); else read when its
+// annotations say it is read-only (readOnlyHint); else external.
 func toolEffect(cfg ServerConfig, t *mcp.Tool) services.Effect {
 	if slices.Contains(cfg.ReadOnly, t.Name) {
 		return services.EffectRead
 	}
 	a := t.Annotations
-	if a != nil && a.ReadOnlyHint {
-		return services.EffectRead
-	}
 	if a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
 		return services.EffectDestructive
+	}
+	if a != nil && a.ReadOnlyHint {
+		return services.EffectRead
 	}
 	return services.EffectExternal
 }

@@ -27,7 +27,7 @@ import (
 const DefaultMaxBytes = 20 << 20
 
 // Dir is the workspace directory attachments are stored in.
-const Dir = "uploads"
+const Dir = services.UploadsDir
 
 // ImageTypes are the image formats passed to a model as images.
 var ImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}

@@ -273,6 +273,10 @@ func (m *Manager) allocate(ctx context.Context, b *build) error {
 	// lines the budget kept, not every one gathered.
 	b.ins.TaintedBy, b.ins.TaintSources = historyTaint(b.segKept, b.turns, p.TriggerID,
 		b.retrieved.taintOf(len(b.retrieved.items)-b.retrievedTrim), b.todo.taintOf(len(b.todo.items)-b.todoTrim))
+	if u := b.retrieved.untrustedOf(len(b.retrieved.items) - b.retrievedTrim); u != "" && b.ins.TaintedBy == "" {
+		// An uploaded file's own text (a reference, a pin): untrusted itself.
+		b.ins.TaintedBy, b.ins.TaintSources = u, u
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -36,6 +37,9 @@ type textLayer struct {
 	// retrieved handoff, the todo recap's files), parallel to items when
 	// set (addTainted); taintOf reads them for the items kept.
 	taints []string
+	// untrusted: the origin of each item whose text is itself untrusted
+	// ("" for none), parallel to items when set (addUntrusted).
+	untrusted []string
 	// proposed marks the rules that came from the agent's approved
 	// proposals (rules only; fitRules keeps the owner's own first).
 	proposed []bool
@@ -54,6 +58,27 @@ func (l *textLayer) addTainted(item, source, taintedBy string) {
 	}
 	l.add(item, source)
 	l.taints = append(l.taints, taintedBy)
+}
+
+// addUntrusted adds an item as addTainted does, noting the origin of its
+// text when the text is itself untrusted (untrusted, "" for none).
+func (l *textLayer) addUntrusted(item, source, taintedBy, untrusted string) {
+	for len(l.untrusted) < len(l.items) {
+		l.untrusted = append(l.untrusted, "")
+	}
+	l.addTainted(item, source, taintedBy)
+	l.untrusted = append(l.untrusted, untrusted)
+}
+
+// untrustedOf is the origin of the first of the first n items (those a
+// fit kept) whose text is itself untrusted, "" when none is.
+func (l textLayer) untrustedOf(n int) string {
+	for i := 0; i < n && i < len(l.untrusted); i++ {
+		if l.untrusted[i] != "" {
+			return l.untrusted[i]
+		}
+	}
+	return ""
 }
 
 // taintOf is the taint of the first n items (those a fit kept): the
@@ -276,7 +301,8 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 				continue
 			}
 			title := fmt.Sprintf("%s lines %d-%d", r.Path, res.StartLine, res.EndLine)
-			items = append(items, RetrievedItem{TimelineScope: p.TimelineScope, Kind: "reference", Title: title, Text: res.Text, Score: 1})
+			items = append(items, RetrievedItem{TimelineScope: p.TimelineScope, Kind: "reference", Title: title, Text: res.Text, Score: 1,
+				Untrusted: m.untrustedText(p.TimelineScope, r.Path)})
 		}
 		for _, bad := range invalid {
 			items = append(items, RetrievedItem{TimelineScope: p.TimelineScope, Kind: "reference", Title: bad.Raw,
@@ -298,7 +324,7 @@ func (m *Manager) retrievedLayer(ctx context.Context, p BuildParams, input strin
 		}
 		// The layer's taint is taken from the items the budget keeps
 		// (taintOf, after fit), not from every item gathered.
-		l.addTainted(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title, it.TaintedBy)
+		l.addUntrusted(fmt.Sprintf("### %s: %s\n%s", it.Kind, it.Title, it.Text), it.Kind+": "+it.Title, it.TaintedBy, it.Untrusted)
 	}
 	return l, nil
 }
@@ -356,9 +382,32 @@ func (m *Manager) pinItems(ctx context.Context, p BuildParams, warns *warningSet
 		}
 		// Earlier pins rank a little higher, so the last ones are left out first.
 		out = append(out, RetrievedItem{TimelineScope: p.TimelineScope, Kind: KindPin, Title: res.Title,
-			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6})
+			Text: strings.TrimRight(res.Text, "\n"), Score: pinScore - float64(i)*1e-6, Untrusted: m.untrustedText(p.TimelineScope, target.Path)})
 	}
 	return out
+}
+
+// untrustedText is the origin of a workspace file's text included in a
+// prompt when it is untrusted, "" otherwise: an uploaded file
+// (services.IsUpload), or a file a tainted run wrote last
+// (services.FileTaintFile).
+func (m *Manager) untrustedText(timeline, p string) string {
+	if services.IsUpload(p) {
+		return services.Origin{Kind: services.OriginAttachment, Detail: p}.String()
+	}
+	data, err := m.opts.Workspace.ReadFile(timeline, services.FileTaintFile)
+	if err != nil {
+		return ""
+	}
+	var rec services.TodoTaint
+	if json.Unmarshal(data, &rec) != nil {
+		return ""
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+strings.ReplaceAll(p, "\\", "/")), "/")
+	if by := rec.Files[rel]; by != "" {
+		return services.HistoryOrigin("the workspace file "+rel, by).String()
+	}
+	return ""
 }
 
 // pinTarget is what a pin includes: a pin by block id as a pin by the

@@ -221,6 +221,9 @@ type RetrievedItem struct {
 	Score         float64
 	// TaintedBy: the item was written under taint (its sources).
 	TaintedBy string
+	// Untrusted: the item's text is itself untrusted (an uploaded file a
+	// reference or a pin includes): its origin, as the owner is shown it.
+	Untrusted string
 }
 
 // LayerReport is one layer of the inspection record.

@@ -53,6 +53,18 @@ func takeSnapshot(dir string) snapshot {
 	return s
 }
 
+// paths are the regular files the snapshot saw, sorted.
+func (s snapshot) paths() []string {
+	var out []string
+	for p, st := range s.files {
+		if st.mode.IsRegular() {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // FileChange is a path of the workspace a run created, changed or deleted.
 type FileChange struct {
 	Path   string `json:"path"`

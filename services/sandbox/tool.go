@@ -141,7 +141,11 @@ func (t execTool) exec(ctx context.Context, call tools.Call, a execArgs) (tools.
 		res.Limits = append(res.Limits, LimitNote{Limit: "workspace", Note: note})
 		res.Summary += "; " + note
 	}
-	return tools.JSONResult(res)
+	r, err := tools.JSONResult(res)
+	// The program could read any file of the workspace: its output may
+	// carry an uploaded file's text (tools.Result.Untrusted).
+	r.Untrusted = w.UntrustedFile(before.paths())
+	return r, err
 }
 
 // commandLine is the program a call runs, inside the sandbox.

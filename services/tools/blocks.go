@@ -56,11 +56,11 @@ func (t workspaceTools) section(call Call, path, heading string, write bool) (w 
 }
 
 func (t workspaceTools) readBlock(ctx context.Context, call Call, a blockArgs) (Result, error) {
-	_, _, _, text, start, end, err := t.section(call, a.Path, a.Heading, false)
+	w, rel, _, text, start, end, err := t.section(call, a.Path, a.Heading, false)
 	if err != nil {
 		return Result{}, err
 	}
-	return JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text})
+	return withUntrusted(w.untrustedOf(rel))(JSONResult(blockResult{Path: shownPath(a.Path), Heading: a.Heading, StartLine: start, EndLine: end, Content: text}))
 }
 
 func (t workspaceTools) replaceBlock(ctx context.Context, call Call, a replaceBlockArgs) (Result, error) {

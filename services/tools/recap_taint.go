@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -22,7 +23,7 @@ var recapMu sync.Mutex
 // the service keeps: the agent's write tools may not write it.
 func isServiceFile(rel string) bool {
 	rel = filepath.ToSlash(rel)
-	return strings.EqualFold(rel, services.TodoTaintFile) || rel == BlockIDsDir || strings.HasPrefix(rel, BlockIDsDir+"/")
+	return strings.EqualFold(rel, services.TodoTaintFile) || strings.EqualFold(rel, services.FileTaintFile) || rel == BlockIDsDir || strings.HasPrefix(rel, BlockIDsDir+"/")
 }
 
 func refuseServiceFile(name string) error {
@@ -37,18 +38,26 @@ func refuseServiceFile(name string) error {
 // entry goes. A clean partial write (an append, an edit) keeps it: the
 // rest of the file is still what the tainted run wrote. Files of no recap
 // are not recorded.
+//
+// Any other file is recorded the same way in services.FileTaintFile: a
+// run reading it later is tainted by it (untrustedOf).
 func (w *Workspace) noteRecapWrite(call Call, rel string, whole bool) error {
-	key := services.TodoTaintKey(filepath.ToSlash(rel))
-	if key == "" {
-		return nil
+	slash := filepath.ToSlash(rel)
+	if key := services.TodoTaintKey(slash); key != "" {
+		return w.noteTaint(services.TodoTaintFile, key, call.TaintSources, whole)
 	}
-	taint := call.TaintSources
+	return w.noteTaint(services.FileTaintFile, slash, call.TaintSources, whole)
+}
+
+// noteTaint updates the taint record file for key: taint ("" for a clean
+// write) replaces it after a whole rewrite or a tainted write.
+func (w *Workspace) noteTaint(file, key, taint string, whole bool) error {
 	if taint == "" && !whole {
 		return nil
 	}
 	recapMu.Lock()
 	defer recapMu.Unlock()
-	rec := w.recapTaint()
+	rec := w.readTaint(file)
 	if rec.Files[key] == taint {
 		return nil
 	}
@@ -61,14 +70,14 @@ func (w *Workspace) noteRecapWrite(call Call, rel string, whole bool) error {
 	if err != nil {
 		return err
 	}
-	return w.writeServiceFile(services.TodoTaintFile, append(data, '\n'))
+	return w.writeServiceFile(file, append(data, '\n'))
 }
 
-// recapTaint reads the taint record (empty when there is none or it is
+// readTaint reads a taint record file (empty when there is none or it is
 // not valid).
-func (w *Workspace) recapTaint() services.TodoTaint {
+func (w *Workspace) readTaint(file string) services.TodoTaint {
 	rec := services.TodoTaint{Files: map[string]string{}}
-	f, _, err := w.Open(services.TodoTaintFile)
+	f, _, err := w.Open(file)
 	if err != nil {
 		return rec
 	}
@@ -90,6 +99,49 @@ func (w *Workspace) writeServiceFile(rel string, data []byte) error {
 	}
 	if err := w.replaceFile(rel, data, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.ToSlash(rel), err)
+	}
+	return nil
+}
+
+// untrustedIn is the origin of rel's text (a slash path relative to the
+// root) when it is untrusted: an uploaded file, or a file a tainted run
+// wrote last (rec, the read services.FileTaintFile); nil otherwise.
+func untrustedIn(rec services.TodoTaint, rel string) *services.Origin {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	if services.IsUpload(rel) {
+		return &services.Origin{Kind: services.OriginAttachment, Detail: rel}
+	}
+	if by := rec.Files[rel]; by != "" {
+		o := services.HistoryOrigin("the workspace file "+rel, by)
+		return &o
+	}
+	return nil
+}
+
+// untrustedOf is untrustedIn with the workspace's record as it stands.
+func (w *Workspace) untrustedOf(rel string) *services.Origin {
+	return untrustedIn(w.readTaint(services.FileTaintFile), rel)
+}
+
+// UntrustedFile is the origin of the first untrusted file the workspace
+// holds (an upload, of paths; else a file a tainted run wrote last, by
+// path), nil when none: a program run over the workspace may read it.
+func (w *Workspace) UntrustedFile(paths []string) *services.Origin {
+	for _, p := range paths {
+		if services.IsUpload(p) {
+			return &services.Origin{Kind: services.OriginAttachment, Detail: p}
+		}
+	}
+	rec := w.readTaint(services.FileTaintFile)
+	keys := make([]string, 0, len(rec.Files))
+	for k := range rec.Files {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if o := untrustedIn(rec, k); o != nil {
+			return o
+		}
 	}
 	return nil
 }

@@ -87,6 +87,13 @@ type Result struct {
 	// transaction that produced it (a sub-agent's handoff): the runtime must
 	// not store it again.
 	Stored bool
+	// Untrusted, when not nil, is the origin of untrusted text the result
+	// carries from the workspace, as the tool resolved the path: an uploaded
+	// file (services.UploadsDir) or a file a tainted run wrote last
+	// (services.FileTaintFile). The loop that reads it is tainted however
+	// the model spelled the path (a search, "././uploads/…", a program run
+	// over the workspace).
+	Untrusted *services.Origin
 	// Images go to a model that reads them, with this result only (they are
 	// not kept in history; Content describes them).
 	Images []services.Image

@@ -158,7 +158,7 @@ func (t workspaceTools) readFile(ctx context.Context, call Call, a readFileArgs)
 	if res.ChangedSinceLastRead {
 		res.Note = joinNote(res.Note, "the file changed since you last read it; what you saw before is stale")
 	}
-	return JSONResult(res)
+	return withUntrusted(w.untrustedOf(rel))(JSONResult(res))
 }
 
 // readLines copies lines a.OffsetLine.. of br into the result's content,
@@ -239,6 +239,17 @@ func readLines(ctx context.Context, br *bufio.Reader, a readFileArgs, res *readF
 		}
 	}
 	return out.String(), nil
+}
+
+// withUntrusted marks a successful result as carrying untrusted text of
+// origin o (Result.Untrusted; nil: none).
+func withUntrusted(o *services.Origin) func(Result, error) (Result, error) {
+	return func(r Result, err error) (Result, error) {
+		if err == nil {
+			r.Untrusted = o
+		}
+		return r, err
+	}
 }
 
 func joinNote(a, b string) string {
@@ -493,6 +504,8 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 	}
 	query := strings.ToLower(a.Query)
 	res := searchResult{Query: a.Query, Matches: []searchMatch{}}
+	var untrusted *services.Origin // of the first untrusted file a match came from
+	taints := w.readTaint(services.FileTaintFile)
 	err = walk(ctx, w, rel, true, func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil
@@ -520,6 +533,9 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 				return fs.SkipAll
 			}
 			res.Matches = append(res.Matches, searchMatch{File: displayPath(shownPath(a.Path), rel, p), Line: i + 1, Text: searchLineText(line)})
+			if untrusted == nil {
+				untrusted = untrustedIn(taints, p)
+			}
 		}
 		return nil
 	})
@@ -532,7 +548,7 @@ func (t workspaceTools) search(ctx context.Context, call Call, a searchArgs) (Re
 	if res.FilesSkipped > 0 {
 		res.Note = joinNote(res.Note, fmt.Sprintf("%d binary, unreadable or over-1-MiB files were skipped", res.FilesSkipped))
 	}
-	return JSONResult(res)
+	return withUntrusted(untrusted)(JSONResult(res))
 }
 
 func searchLineText(line string) string {

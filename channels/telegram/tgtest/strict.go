@@ -150,7 +150,16 @@ func (s *Strict) Calls(method string) int {
 
 // Send queues a private message from user id to the bot and returns its
 // message id.
-func (s *Strict) Send(u User, text string) int64 {
+func (s *Strict) Send(u User, text string) int64 { return s.send(u, text, nil) }
+
+// Forward queues a message u forwards to the bot: text written by from
+// (forward_origin of type "user"). It returns its message id.
+func (s *Strict) Forward(u User, text string, from User) int64 {
+	return s.send(u, text, map[string]any{"type": "user", "date": time.Now().Unix(),
+		"sender_user": map[string]any{"id": from.ID, "is_bot": false, "first_name": from.FirstName}})
+}
+
+func (s *Strict) send(u User, text string, origin map[string]any) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chatID := u.ChatID
@@ -168,6 +177,9 @@ func (s *Strict) Send(u User, text string) int64 {
 		"message_id": c.lastID, "date": time.Now().Unix(), "text": text,
 		"from": map[string]any{"id": u.ID, "is_bot": false, "first_name": u.FirstName, "username": u.Username},
 		"chat": map[string]any{"id": chatID, "type": chatType, "first_name": u.FirstName},
+	}
+	if origin != nil {
+		msg["forward_origin"] = origin
 	}
 	if strings.HasPrefix(text, "/") {
 		cmd, _, _ := strings.Cut(text, " ")
