@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/switchboard/services/mcp"
 	"github.com/switchboard/switchboard/services/mcp/mcptest"
 	"github.com/switchboard/switchboard/services/prompt"
+	"github.com/switchboard/switchboard/services/sandbox"
 	"github.com/switchboard/switchboard/services/tools"
 )
 
@@ -419,5 +420,54 @@ func TestCutAnswerIsCounted(t *testing.T) {
 	}
 	if spent < 150 || reserved != 0 {
 		t.Fatalf("a cut answer (%d model request(s), 150 words each) counted %d tokens (%d reserved)", model.RequestCount(), spent, reserved)
+	}
+}
+
+// TestCleanExecOfATaintedScriptWaits: a tainted run writes a script; the
+// owner's later, untainted run is asked to run it. The first exec runs
+// nothing and taints the run by the file; the model's second exec waits
+// for the owner's approval, and the script has not run.
+func TestCleanExecOfATaintedScriptWaits(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bubblewrap not installed")
+	}
+	h := newHostile(t)
+	model := llmtest.NewServer(t)
+	in := apptest.Start(t, apptest.Options{Model: model, DatabaseURL: apptest.SchemaURL(t), Configure: func(o *app.Config) {
+		o.Fetch.Allow = []string{"127.0.0.1"}
+		o.Exec.Enabled, o.Exec.Timeout = true, 30*time.Second
+	}})
+	ctx := context.Background()
+	model.Enqueue(llmtest.Call("fetch_url", `{"url":"`+h.page.URL+`/news"}`),
+		llmtest.Call("write_file", `{"path":"build.sh","content":"echo pwned > pwned.txt\n"}`),
+		llmtest.Text("saved the build script"))
+	ask(t, in, "read the news and save the build script it gives")
+	idle(t, in)
+	ask(t, in, "/new")
+	run := llmtest.Call("exec", `{"command":"sh build.sh"}`)
+	model.Enqueue(run, run)
+	if _, _, err := in.Chat.Post(ctx, services.PostParams{TimelineScope: services.DefaultTimeline, Source: services.SourceWeb, Content: "run build.sh"}); err != nil {
+		t.Fatal(err)
+	}
+	// The run waits for the owner's decision on its second exec.
+	var as []services.Approval
+	waitFor(t, "the held exec", func() bool {
+		as, _ = in.Store.ListApprovals(ctx, services.ApprovalQuery{State: services.ApprovalPending})
+		return len(as) > 0
+	})
+	dirName, err := tools.WorkspaceDirName(services.DefaultTimeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(in.App.Config().WorkspaceDir, dirName, "pwned.txt")); err == nil {
+		t.Fatal("the script a tainted run wrote ran without the owner's approval")
+	}
+	if len(as) != 1 || as[0].Tool != "exec" || !strings.Contains(as[0].TaintedBy, "build.sh") || !strings.Contains(as[0].TaintedBy, h.page.URL) {
+		t.Fatalf("pending approvals %+v; want the second exec, tainted by build.sh written after reading the page", as)
+	}
+	reqs := model.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, sandbox.CodeTaintedWorkspace) {
+		t.Fatalf("the model was not told why the first exec ran nothing: %.600s", last)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	CodeBusy = "TOOL_EXEC_BUSY"
 	// CodeWorkspaceFull: the workspace is already past its bound.
 	CodeWorkspaceFull = "TOOL_WRITE_LIMIT"
+	// CodeTaintedWorkspace: an untainted run's exec while the workspace
+	// holds a file a tainted run wrote; nothing ran, the run is tainted.
+	CodeTaintedWorkspace = "TOOL_EXEC_TAINTED_WORKSPACE"
 )
 
 const (
@@ -108,6 +111,16 @@ func (t execTool) exec(ctx context.Context, call tools.Call, a execArgs) (tools.
 	}
 	if w == nil {
 		return tools.Result{}, services.Errorf(services.EINTERNAL, "no workspace for timeline %q", call.TimelineScope)
+	}
+	if call.TaintedBy == "" {
+		// A file a tainted run wrote may be the program (or feed it): the
+		// run counts as having read it before anything runs, so the policy
+		// decides the next exec as a tainted run's (the owner's approval).
+		if o := w.UntrustedFile(nil); o != nil {
+			r := tools.ErrorResult(CodeTaintedWorkspace, fmt.Sprintf("nothing was run: a file a tainted run wrote is in the workspace, and a program run here could carry its instructions. This run now counts as %s: call exec again and it waits for the owner's approval.", o))
+			r.Untrusted = o
+			return r, nil
+		}
 	}
 	argv, err := commandLine(w, a)
 	if err != nil {
