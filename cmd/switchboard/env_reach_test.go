@@ -177,8 +177,9 @@ func TestEveryVariableReachesTheApp(t *testing.T) {
 			return all(want("main money budget", b.Budget.Money[services.BudgetMain], services.MoneyFromUSD(5)), want("schedule money budget", b.Budget.Money[services.BudgetSchedule], services.MoneyFromUSD(0.5)))
 		}},
 		// Every model the service calls has a price (big-model, the
-		// profile's small): else a money budget refuses to start.
-		"LLM_PRICES": {`{"big-model":{"input":3,"cached_input":0.3,"output":15},"small*":{"input":0.1,"output":0.4}}`, func(_ *Config, _ *app.App, b app.Config) error {
+		// profile's small, the summary model): else a money budget refuses
+		// to start.
+		"LLM_PRICES": {`{"big-model":{"input":3,"cached_input":0.3,"output":15},"small*":{"input":0.1,"output":0.4},"gpt-4o-mini-summary":{"input":0.15,"output":0.6}}`, func(_ *Config, _ *app.App, b app.Config) error {
 			big, ok1 := b.Budget.Prices.Lookup("big-model")
 			small, ok2 := b.Budget.Prices.Lookup("small")
 			def, ok3 := b.Budget.Prices.Lookup("gpt-4o-mini-2024-07-18")
