@@ -379,6 +379,13 @@ function daySeparators() {
 function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80; }
 function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
 
+// The view stays at the newest message while the reader is there: what
+// grows after it was placed (a picture that loads, an opened tool result)
+// keeps it in view; a reader who scrolled up is left where they are.
+let pinned = true;
+scroller.addEventListener("scroll", () => { pinned = nearBottom(); }, { passive: true });
+new ResizeObserver(() => { if (pinned) toBottom(); }).observe(list);
+
 function append(m) {
   if (seen.has(m.id)) return;
   seen.add(m.id);
