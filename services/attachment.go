@@ -114,8 +114,12 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%d B", n)
 	case n < 1<<20:
 		return fmt.Sprintf("%d KB", (n+1<<9)>>10)
-	default:
+	case n*10%(1<<20) == 0 || n >= 100<<20:
 		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	default:
+		// Two decimals when one would round: a file just over a limit
+		// reads larger than it ("20.03 MB", the limit "20.0 MB").
+		return fmt.Sprintf("%.2f MB", float64(n)/(1<<20))
 	}
 }
 

@@ -208,7 +208,7 @@ func (s *Server) setSession(c echo.Context) error {
 func (s *Server) handleLoginPage(c echo.Context) error {
 	if tok := c.QueryParam("token"); tok != "" {
 		if !s.auth.tokenOK(c.Request().Context(), tok) {
-			return c.HTML(http.StatusUnauthorized, loginHTML("That login link is not valid."))
+			return c.HTML(http.StatusUnauthorized, loginHTML("That login link is not valid (perhaps an old one). The owner can print a new link with: switchboard token reset (or, when the token is set by WEB_AUTH_TOKEN, log in with that token below)."))
 		}
 		if err := s.setSession(c); err != nil {
 			return err

@@ -379,8 +379,8 @@ func TestTokenResetTakesEffectAtOnceOnEveryInstance(t *testing.T) {
 		if resp, _ := send(t, c, "GET", in.URL+"/api/timeline", "", "Cookie", cookie); resp.StatusCode != 401 {
 			t.Errorf("%s: old session after reset: %d; want 401", name, resp.StatusCode)
 		}
-		if resp, _ := send(t, c, "GET", in.URL+"/login?token="+testToken, ""); resp.StatusCode != 401 {
-			t.Errorf("%s: login link with the old token: %d; want 401", name, resp.StatusCode)
+		if resp, body := send(t, c, "GET", in.URL+"/login?token="+testToken, ""); resp.StatusCode != 401 || !strings.Contains(body, "switchboard token reset") {
+			t.Errorf("%s: login link with the old token: %d; want 401 and how to get a new link: %s", name, resp.StatusCode, body)
 		}
 		if resp, body := send(t, c, "GET", in.URL+"/api/timeline", "", "Authorization", "Bearer "+newTok); resp.StatusCode != 200 {
 			t.Errorf("%s: new token after reset: %d %s; want 200", name, resp.StatusCode, body)

@@ -332,7 +332,9 @@ function scheduleIcon(body) {
 function fmtSize(n) {
   if (n < 1024) return n + " B";
   if (n < 1048576) return Math.round(n / 1024) + " KB";
-  return (n / 1048576).toFixed(1) + " MB";
+  // Two decimals when one would round (as the server's sizes): a file
+  // just over a limit reads larger than it ("20.03 MB", the limit "20.0 MB").
+  return (n / 1048576).toFixed((n * 10) % 1048576 === 0 || n >= 104857600 ? 1 : 2) + " MB";
 }
 
 // attachmentsBox shows a message's files: images as thumbnails (a click
