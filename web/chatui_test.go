@@ -186,7 +186,12 @@ func TestOfflineSendIsResentOnceAndLongPastesGoAsFiles(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#input", "written in a tunnel"), chromedp.Click("#send")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const p = document.querySelector("li.pending"); return !!p && p.textContent.includes("written in a tunnel") && p.textContent.includes("not sent yet") })()`,
+	// At once, while it is retried: the message, marked as being sent.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const p = document.querySelector("li.sending"); return !!p && p.checkVisibility() && p.textContent.includes("written in a tunnel") && p.textContent.includes("sending…") })()`,
+		chromedp.WithPollingTimeout(1500*time.Millisecond))); err != nil {
+		t.Fatalf("the message is not shown while it is being sent: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const p = document.querySelector("li.pending"); return !!p && !document.querySelector("li.sending") && p.textContent.includes("written in a tunnel") && p.textContent.includes("not sent yet") })()`,
 		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("the unsent message is not shown as waiting: %v", err)
 	}

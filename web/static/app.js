@@ -699,12 +699,20 @@ async function send(text) {
   if (pendingFiles.length) return sendFiles(text);
   showError("");
   const item = { key: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(), text: text, at: new Date().toISOString() };
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const res = await post(item);
-    if (res === "ok") return true;
-    if (res !== "retry") { showError(res); return false; }
-    await new Promise((r) => setTimeout(r, 400 * (attempt + 1)));
-  }
+  // The message shows at once, marked, while it is sent (and retried).
+  const sending = render({ id: 0, role: "user", source: "web", content: text, created_at: item.at });
+  sending.classList.add("sending");
+  sending.querySelector(".meta").append(el("span", { class: "state" }, "sending…"));
+  list.append(sending);
+  toBottom();
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await post(item);
+      if (res === "ok") return true;
+      if (res !== "retry") { showError(res); return false; }
+      await new Promise((r) => setTimeout(r, 400 * (attempt + 1)));
+    }
+  } finally { sending.remove(); }
   // Unreachable: keep it, marked, and send it when the connection is back.
   saveOutbox(outbox().concat([item]));
   showOutbox();
