@@ -216,7 +216,7 @@ func TestWatchMonitorCallsTheModelOnlyOnChange(t *testing.T) {
 		t.Fatalf("receipts: %v %+v", count, got.Fires)
 	}
 	reply := ask(t, in, "/schedules")
-	if !strings.Contains(reply, "watching "+url) || strings.Count(reply, "unchanged — 0 model calls, 0 tokens") != 4 || !strings.Contains(reply, "ran — 1 model calls") || !strings.Contains(reply, "told you") {
+	if !strings.Contains(reply, "watching "+url) || strings.Count(reply, "unchanged — 0 model calls, 0 tokens") != 4 || !strings.Contains(reply, "ran — 1 model call,") || !strings.Contains(reply, "told you") {
 		t.Fatalf("/schedules: %s", reply)
 	}
 	if raw, _ := json.Marshal(got); !strings.Contains(string(raw), `"receipt":"unchanged"`) {

@@ -216,7 +216,7 @@ func (r BudgetReport) Text() string {
 			fmt.Fprintf(&b, "; %s (no money budget)", k.SpentCost)
 		}
 		if k.Refused > 0 {
-			fmt.Fprintf(&b, ", %d call(s) refused", k.Refused)
+			fmt.Fprintf(&b, ", %s refused", Count(int(k.Refused), "call", "calls"))
 		}
 		b.WriteString("\n")
 	}

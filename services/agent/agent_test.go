@@ -414,7 +414,7 @@ func TestStopCancelsTheRun(t *testing.T) {
 		contents = append(contents, m.Content)
 	}
 	joined := strings.Join(contents, "|")
-	if !strings.Contains(joined, "Stopping 1 run(s).") || !strings.Contains(joined, "Stopped.") || strings.Contains(joined, "too late") {
+	if !strings.Contains(joined, "Stopping 1 run.") || !strings.Contains(joined, "Stopped.") || strings.Contains(joined, "too late") {
 		t.Fatalf("timeline: %v", contents)
 	}
 	if r := b.runOf(t, q.ID); r.Status != services.RunCancelled {

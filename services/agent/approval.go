@@ -20,7 +20,7 @@ type waitError struct {
 }
 
 func (e *waitError) Error() string {
-	return fmt.Sprintf("waiting for the owner's approval of %d call(s)", len(e.held))
+	return "waiting for the owner's approval of " + services.Count(len(e.held), "call", "calls")
 }
 
 // finishWaiting ends a main run's attempt holding calls: in one
@@ -66,7 +66,7 @@ func (s *Service) approvalNotice(a services.Approval) services.PostParams {
 	if a.TaintedBy != "" {
 		text += " — asked " + a.TaintedBy
 	}
-	text += fmt.Sprintf(". Reply /approve %d or /deny %d (it expires in %s).", a.ID, a.ID, s.opts.ApprovalTimeout.Round(time.Second))
+	text += fmt.Sprintf(". Reply /approve %d or /deny %d (it expires in %s).", a.ID, a.ID, services.ShortDuration(s.opts.ApprovalTimeout.Round(time.Second)))
 	return services.PostParams{
 		TimelineScope: services.DefaultTimeline, Source: services.SourceSystem, Role: services.RoleAssistant,
 		Content: text, DedupeKey: fmt.Sprintf("approval:%d:ask", a.ID), NotifyOwner: true,

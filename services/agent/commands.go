@@ -274,9 +274,9 @@ func (s *Service) cmdStop(ctx context.Context, msg services.Message) (string, er
 		return "Nothing is running.", nil
 	}
 	if cancelled > 0 {
-		return fmt.Sprintf("Stopping %d run(s); %d call(s) waiting for approval cancelled.", stopped, cancelled), nil
+		return fmt.Sprintf("Stopping %s; %s waiting for approval cancelled.", services.Count(stopped, "run", "runs"), services.Count(cancelled, "call", "calls")), nil
 	}
-	return fmt.Sprintf("Stopping %d run(s).", stopped), nil
+	return fmt.Sprintf("Stopping %s.", services.Count(stopped, "run", "runs")), nil
 }
 
 // cmdRetry asks the timeline's last question again when its answer failed,
@@ -569,7 +569,7 @@ func (s *Service) lastPromptText(ctx context.Context, timeline string) (string, 
 		var b strings.Builder
 		fmt.Fprintf(&b, "Last prompt (run #%d): %d of %d tokens.\n", run.ID, ins.Total, ins.Budget)
 		for _, l := range ins.Layers {
-			fmt.Fprintf(&b, "- %s: %d tokens, %d item(s)", l.Layer, l.Tokens, l.Items)
+			fmt.Fprintf(&b, "- %s: %d tokens, %s", l.Layer, l.Tokens, services.Count(l.Items, "item", "items"))
 			if l.Reason != "" {
 				fmt.Fprintf(&b, " (%s)", l.Reason)
 			}

@@ -27,7 +27,7 @@ func (s *Service) cmdContextFull(ctx context.Context, msg services.Message) (str
 		if l.Tokens == 0 && l.Trimmed == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n== %s: %d of %d tokens, %d item(s)", l.Layer, l.Tokens, l.Budget, l.Items)
+		fmt.Fprintf(&b, "\n== %s: %d of %d tokens, %s", l.Layer, l.Tokens, l.Budget, services.Count(l.Items, "item", "items"))
 		if l.Reason != "" {
 			fmt.Fprintf(&b, "; trimmed %s", l.Reason)
 		}

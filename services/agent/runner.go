@@ -549,7 +549,7 @@ func (e *execution) compact(ctx context.Context, focus string) error {
 		if r.Skipped != "" {
 			fmt.Fprintf(&b, "Scope %s: nothing to archive (%s).\n", r.Scope, r.Skipped)
 		} else if r.Turns > 0 {
-			fmt.Fprintf(&b, "Scope %s: archived %d turn(s) (%d messages) into a %d-token summary.\n", r.Scope, r.Turns, r.Messages, r.Tokens)
+			fmt.Fprintf(&b, "Scope %s: archived %s (%s) into a %d-token summary.\n", r.Scope, services.Count(r.Turns, "turn", "turns"), services.Count(r.Messages, "message", "messages"), r.Tokens)
 			if r.FreeForm {
 				b.WriteString("(The model did not follow the summary template; its summary was kept as written.)\n")
 			}

@@ -78,7 +78,7 @@ func (s *Service) receiptLine(sc services.Schedule, f services.ScheduleFire) str
 	if why != "" {
 		line += ": " + truncateText(why, 200)
 	}
-	line += fmt.Sprintf(" — %d model calls, %d tokens", f.ModelCalls, f.Tokens)
+	line += fmt.Sprintf(" — %s, %d tokens", services.Count(f.ModelCalls, "model call", "model calls"), f.Tokens)
 	if f.Notified {
 		line += ", told you"
 	}

@@ -122,14 +122,7 @@ func FormatInterval(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
-	s := d.String() // "1h30m0s", "10s", "1.5s"
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return services.ShortDuration(d)
 }
 
 // First is the first fire time of a new (or resumed) schedule: the "at"
