@@ -22,10 +22,7 @@ func (p budgetedSummariser) Complete(ctx context.Context, req llm.Request, onDel
 	if b == nil {
 		return p.Provider.Complete(ctx, req, onDelta)
 	}
-	prompt := tok.Count(req.System) + tok.Count(req.SystemContext)
-	for _, m := range req.Messages {
-		prompt += tok.Count(m.Content) + 4
-	}
+	prompt := req.EstimateTokens(tok.Count)
 	hold, err := b.Reserve(ctx, services.BudgetCall{Kind: services.BudgetKindOf(ctx), Model: p.Model(), PromptTokens: prompt, MaxOutput: req.MaxTokens})
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ type reservation struct {
 
 // budgetCall is what a model call of the loop's kind asks of its budget.
 func (s *Service) budgetCall(kind services.BudgetKind, provider llm.Provider, req llm.Request) services.BudgetCall {
-	return services.BudgetCall{Kind: kind, Model: provider.Model(), PromptTokens: s.requestTokens(req), MaxOutput: s.maxOutput(req)}
+	return services.BudgetCall{Kind: kind, Model: provider.Model(), PromptTokens: req.EstimateTokens(s.opts.Tokenizer.Count), MaxOutput: s.maxOutput(req)}
 }
 
 // reserve reserves a model call's estimated cost, the request's tokens
@@ -139,23 +139,6 @@ func (s *Service) maxOutput(req llm.Request) int {
 		return req.MaxTokens
 	}
 	return s.opts.Context.Window() - s.opts.Context.Budget()
-}
-
-// requestTokens estimates a request's prompt tokens.
-func (s *Service) requestTokens(req llm.Request) int {
-	tok := s.opts.Tokenizer
-	n := tok.Count(req.System) + tok.Count(req.SystemContext)
-	for _, t := range req.Tools {
-		n += tok.Count(t.Name) + tok.Count(t.Description) + tok.Count(string(t.Parameters)) + 8
-	}
-	for _, m := range req.Messages {
-		n += tok.Count(m.Content) + 4
-		for _, c := range m.ToolCalls {
-			n += tok.Count(c.Name) + tok.Count(string(c.Arguments)) + 4
-		}
-		n += 800 * len(m.Images)
-	}
-	return n
 }
 
 // cmdBudget answers /budget: each kind's spend today against its budget,

@@ -98,6 +98,24 @@ type Request struct {
 	ResponseFormat *services.ResponseFormat
 }
 
+// EstimateTokens estimates r's prompt tokens with count (a tokenizer's),
+// before a call, for the budget's reservation: its texts, tool
+// definitions and calls, a few tokens of framing each, and 800 an image.
+func (r Request) EstimateTokens(count func(string) int) int {
+	n := count(r.System) + count(r.SystemContext)
+	for _, t := range r.Tools {
+		n += count(t.Name) + count(t.Description) + count(string(t.Parameters)) + 8
+	}
+	for _, m := range r.Messages {
+		n += count(m.Content) + 4
+		for _, c := range m.ToolCalls {
+			n += count(c.Name) + count(string(c.Arguments)) + 4
+		}
+		n += 800 * len(m.Images)
+	}
+	return n
+}
+
 // Message is one entry of the conversation sent to the model.
 type Message struct {
 	Role Role
