@@ -554,21 +554,6 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 		}
 		return m
 	}
-	runOf := func(msg services.Message) services.Run {
-		t.Helper()
-		var run services.Run
-		waitFor(t, "the run's end", func() bool {
-			runs, _ := in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 10})
-			for _, r := range runs {
-				if r.TriggerMessageID == msg.ID && r.FinishedAt != nil {
-					run = r
-					return true
-				}
-			}
-			return false
-		})
-		return run
-	}
 	sentFiles := func() int {
 		page, _ := in.Chat.Timeline(ctx, services.DefaultTimeline, 0, 0, 500)
 		n := 0
@@ -585,7 +570,7 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 		llmtest.Call("fetch_url", `{"url":"`+w.page.URL+`/sendfile"}`),
 		llmtest.Call("send_file", `{"path":"notes.txt"}`),
 		llmtest.Text("done"))
-	run := runOf(inGroup("@bot summarise this page for the group"))
+	run := finishedRunOf(t, in, inGroup("@bot summarise this page for the group"))
 	as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID})
 	if run.Status != services.RunWaiting || len(as) != 1 || as[0].Tool != "send_file" || as[0].Effect != services.EffectEgress {
 		t.Fatalf("run %s, approvals %+v", run.Status, as)
@@ -606,7 +591,7 @@ func TestSendFileToAGroupIsEgress(t *testing.T) {
 	idle(t, in)
 	ask(t, in, "/new")
 	model.Enqueue(llmtest.Call("send_file", `{"path":"notes.txt"}`), llmtest.Text("sent"))
-	run = runOf(inGroup("@bot send my notes here"))
+	run = finishedRunOf(t, in, inGroup("@bot send my notes here"))
 	if as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID}); run.Status != services.RunOK || len(as) != 0 {
 		t.Fatalf("the owner's run: %s, %d approvals", run.Status, len(as))
 	}
@@ -656,4 +641,22 @@ func TestSubAgentObeyingAPageIsHeld(t *testing.T) {
 	if n := w.attackerHits.Load(); n != 0 {
 		t.Errorf("the attacker got %d request(s)", n)
 	}
+}
+
+// finishedRunOf waits for the owner's timeline's run that msg started to
+// end, and returns it.
+func finishedRunOf(t *testing.T, in *apptest.Instance, msg services.Message) services.Run {
+	t.Helper()
+	var run services.Run
+	waitFor(t, "the run's end", func() bool {
+		runs, _ := in.Store.ListRuns(context.Background(), services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 10})
+		for _, r := range runs {
+			if r.TriggerMessageID == msg.ID && r.FinishedAt != nil {
+				run = r
+				return true
+			}
+		}
+		return false
+	})
+	return run
 }

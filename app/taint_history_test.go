@@ -74,19 +74,8 @@ func heldAfter(t *testing.T, in *apptest.Instance, text string) (services.Approv
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run services.Run
-	var as []services.Approval
-	waitFor(t, "the run's end", func() bool {
-		runs, _ := in.Store.ListRuns(ctx, services.RunQuery{TimelineScope: services.DefaultTimeline, Limit: 5})
-		for _, r := range runs {
-			if r.TriggerMessageID == msg.ID && r.FinishedAt != nil {
-				run = r
-				as, _ = in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: r.ID})
-				return true
-			}
-		}
-		return false
-	})
+	run := finishedRunOf(t, in, msg)
+	as, _ := in.Store.ListApprovals(ctx, services.ApprovalQuery{RunID: run.ID})
 	if run.Status != services.RunWaiting || len(as) != 1 {
 		t.Fatalf("run %d %s (tainted %q) holds %d call(s); want waiting with one", run.ID, run.Status, run.TaintedBy, len(as))
 	}
